@@ -1,0 +1,79 @@
+/*
+ * channel.h: one typed IPC connection on a SOCK_SEQPACKET socket, driven
+ * by libevent.
+ *
+ * One Envelope per datagram; the kernel keeps message boundaries. Every
+ * datagram is checked against BERTH_IPC_MAX before it is decoded, and
+ * truncated ones (MSG_TRUNC, MSG_CTRUNC) are refused. A descriptor is
+ * accepted (SCM_RIGHTS, received with MSG_CMSG_CLOEXEC) only with a body
+ * for which ops->takes_fd says so; any other is closed. Requests get ids,
+ * replies are matched to them, and every request has a deadline.
+ *
+ * Bad input from the peer is logged and answered (an error reply to a
+ * request, an error notice otherwise); the connection is kept. It ends on
+ * EOF or a socket error, and then every pending request fails with
+ * ERROR_CLOSED before ops->on_close runs.
+ *
+ * Descriptors passed to the send functions are owned by the channel from
+ * then on (closed after sending, or on failure). Descriptors handed to
+ * callbacks are owned by the callback.
+ */
+#ifndef BERTH_CHANNEL_H
+#define BERTH_CHANNEL_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include <event2/event.h>
+
+#include "ipc.pb-c.h"
+#include "log.h"
+
+#define BERTH_PROTOCOL_VERSION 1
+#define BERTH_IPC_MAX (64 * 1024)
+/* Outgoing datagrams queued while the socket is full. */
+#define BERTH_IPC_QUEUE_MAX 4096
+
+struct chan;
+
+/*
+ * A reply, or a local failure (ERROR_TIMEOUT, ERROR_CLOSED) presented as a
+ * reply with env->error set. env is freed when the callback returns.
+ */
+typedef void (*chan_reply_cb)(struct chan *c, Berth__Envelope *env, int fd,
+    void *arg);
+
+struct chan_ops {
+	/* A request or notice from the peer; env is freed on return. */
+	void (*on_message)(struct chan *c, Berth__Envelope *env, int fd,
+	    void *arg);
+	/* The connection ended; the channel may be freed from here. */
+	void (*on_close)(struct chan *c, const char *why, void *arg);
+	/* Does this body carry a descriptor? NULL: no body ever does. */
+	bool (*takes_fd)(Berth__Envelope__BodyCase body);
+};
+
+struct chan *chan_new(struct event_base *base, int fd, const char *peer,
+    const struct chan_ops *ops, void *arg);
+void chan_free(struct chan *c);
+const char *chan_peer(const struct chan *c);
+bool chan_closed(const struct chan *c);
+size_t chan_pending(const struct chan *c);
+
+/* Send env (body set by the caller) as a request; 0 or -errno. */
+int chan_request(struct chan *c, Berth__Envelope *env, int fd,
+    unsigned timeout_ms, chan_reply_cb cb, void *arg);
+/* Answer the request req with env's body; 0 or -errno. */
+int chan_reply(struct chan *c, const Berth__Envelope *req,
+    Berth__Envelope *env, int fd);
+int chan_reply_error(struct chan *c, const Berth__Envelope *req,
+    Berth__ErrorCode code, const char *fmt, ...) BERTH_PRINTF(4, 5);
+/* One-way message; 0 or -errno. */
+int chan_notice(struct chan *c, Berth__Envelope *env, int fd);
+
+/* Short names for logs. */
+const char *ipc_error_name(Berth__ErrorCode code);
+const char *ipc_body_name(Berth__Envelope__BodyCase body);
+
+#endif

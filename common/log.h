@@ -1,0 +1,29 @@
+/*
+ * log.h: one logging idiom for all three processes.
+ *
+ * Lines go to stderr with a syslog priority prefix ("<3>", "<6>", ...) so
+ * that journald keeps the level, followed by "name[pid]: ". fatal() and
+ * fatalx() are for what must never happen; they log and exit(1).
+ * The *_warn / fatal variants append strerror(errno).
+ */
+#ifndef BERTH_LOG_H
+#define BERTH_LOG_H
+
+#include <stdarg.h>
+
+#define BERTH_PRINTF(a, b) __attribute__((format(printf, a, b)))
+
+void log_init(const char *name, int verbose);
+const char *log_name(void);
+int log_verbose(void);
+
+void log_warn(const char *fmt, ...) BERTH_PRINTF(1, 2);
+void log_warnx(const char *fmt, ...) BERTH_PRINTF(1, 2);
+void log_err(const char *fmt, ...) BERTH_PRINTF(1, 2);
+void log_errx(const char *fmt, ...) BERTH_PRINTF(1, 2);
+void log_info(const char *fmt, ...) BERTH_PRINTF(1, 2);
+void log_debug(const char *fmt, ...) BERTH_PRINTF(1, 2);
+void fatal(const char *fmt, ...) BERTH_PRINTF(1, 2) __attribute__((noreturn));
+void fatalx(const char *fmt, ...) BERTH_PRINTF(1, 2) __attribute__((noreturn));
+
+#endif

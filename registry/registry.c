@@ -1,0 +1,88 @@
+/*
+ * registry.c: berth-registry, the owner of berth's persisted state.
+ *
+ * Started by berth-supervisor as root with its socket as descriptor 3, it
+ * drops at once to its own user (no capabilities, no_new_privs) and then
+ * serves the supervisor. It never needs a privilege: its database lives in
+ * a directory that user owns.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+
+#include "helper.h"
+#include "privdrop.h"
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: berth-registry --spawned --data-dir DIR "
+	    "[--user NAME] [--verbose]\n"
+	    "berth-registry is started by berth-supervisor; see "
+	    "berth-registry(8).\n");
+	exit(EX_USAGE);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{ "spawned", no_argument, NULL, 's' },
+		{ "data-dir", required_argument, NULL, 'd' },
+		{ "user", required_argument, NULL, 'u' },
+		{ "verbose", no_argument, NULL, 'v' },
+		{ NULL, 0, NULL, 0 },
+	};
+	struct helper h = { 0 };
+	struct priv_user u;
+	const char *data_dir = NULL, *user = NULL;
+	int spawned = 0, verbose = 0, ch, r;
+	pid_t parent = getppid();
+	char err[256];
+
+	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
+		switch (ch) {
+		case 's': spawned = 1; break;
+		case 'd': data_dir = optarg; break;
+		case 'u': user = optarg; break;
+		case 'v': verbose = 1; break;
+		default: usage();
+		}
+	}
+	if (!spawned || data_dir == NULL || optind != argc)
+		usage();
+	log_init("berth-registry", verbose);
+	if (helper_check_socket(BERTH_HELPER_FD, parent, err,
+	    sizeof(err)) < 0)
+		fatalx("main: %s", err);
+	if ((r = helper_close_inherited(BERTH_HELPER_FD)) < 0)
+		fatalx("main: closing inherited descriptors: %s", strerror(-r));
+	if (geteuid() == 0) {
+		if (user == NULL)
+			fatalx("main: refusing to run as root: name the "
+			    "registry's user with --user");
+		if (priv_lookup_user(user, &u, err, sizeof(err)) < 0) {
+			log_errx("main: %s", err);
+			return EX_CONFIG;
+		}
+		if ((r = priv_drop_to_user(&u)) < 0)
+			fatalx("main: dropping to user %s: %s", user,
+			    strerror(-r));
+	}
+	/* After the drop: a credential change resets the parent-death signal. */
+	if ((r = priv_die_with_parent(parent)) < 0)
+		fatalx("main: supervisor pid %ld is gone", (long)parent);
+
+	h.name = "berth-registry";
+	h.role = BERTH__ROLE__ROLE_REGISTRY;
+	if ((r = helper_init(&h, BERTH_HELPER_FD)) < 0)
+		fatalx("main: event loop: %s", strerror(-r));
+	log_info("main: serving as uid %ld; data %s", (long)getuid(), data_dir);
+	r = helper_serve(&h);
+	event_base_free(h.base);
+	return r;
+}

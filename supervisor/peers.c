@@ -1,0 +1,182 @@
+/*
+ * peers.c: the supervisor's side of its links to berth-mounter and
+ * berth-registry: the hello handshake, pings, the shutdown notice, and
+ * what to do when a helper stops answering or dies.
+ *
+ * Must not: signal a helper. After the drop the supervisor has no right
+ * to, by design; a helper is stopped by asking, and in the worst case by
+ * the end of its socket.
+ */
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "spawn.h"
+#include "supervisor.h"
+
+static void
+peer_on_message(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+{
+	struct peer *p = arg;
+
+	(void)c;
+	if (fd >= 0)
+		close(fd);
+	log_warnx("peer_on_message: %s sent an unexpected %s; dropped",
+	    p->name, ipc_body_name(env->body_case));
+}
+
+static void
+peer_on_close(struct chan *c, const char *why, void *arg)
+{
+	struct peer *p = arg;
+
+	(void)c;
+	/* Its exit status, reaped on SIGCHLD, is the fuller story. */
+	if (!p->sv->stopping)
+		log_warnx("peer_on_close: %s (pid %ld): %s", p->name,
+		    (long)p->pid, why);
+}
+
+static bool
+reply_failed(struct peer *p, Berth__Envelope *env, const char *what)
+{
+	if (env->error == NULL)
+		return false;
+	log_errx("%s: %s (pid %ld): %s: %s", what, p->name, (long)p->pid,
+	    ipc_error_name(env->error->code),
+	    env->error->message ? env->error->message : "");
+	return true;
+}
+
+static void
+peer_hello_done(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+{
+	struct peer *p = arg;
+	char why[160];
+
+	(void)c;
+	if (fd >= 0)
+		close(fd);
+	if (reply_failed(p, env, "peer_hello_done"))
+		goto fail;
+	if (env->body_case != BERTH__ENVELOPE__BODY_HELLO_REPLY ||
+	    env->hello_reply->role != p->role ||
+	    env->hello_reply->protocol_version != BERTH_PROTOCOL_VERSION ||
+	    (pid_t)env->hello_reply->pid != p->pid) {
+		log_errx("peer_hello_done: %s (pid %ld) answered the hello "
+		    "with something else (%s)", p->name, (long)p->pid,
+		    ipc_body_name(env->body_case));
+		goto fail;
+	}
+	p->ready = true;
+	supervisor_peer_ready(p->sv);
+	return;
+fail:
+	snprintf(why, sizeof(why), "%s failed its handshake", p->name);
+	supervisor_stop(p->sv, 1, why);
+}
+
+int
+peer_start(struct supervisor *sv, struct peer *p, int fd)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__Hello hello = BERTH__HELLO__INIT;
+
+	p->sv = sv;
+	p->ops.on_message = peer_on_message;
+	p->ops.on_close = peer_on_close;
+	if ((p->chan = chan_new(sv->base, fd, p->name, &p->ops, p)) == NULL) {
+		close(fd);
+		return -1;
+	}
+	hello.protocol_version = BERTH_PROTOCOL_VERSION;
+	hello.role = BERTH__ROLE__ROLE_SUPERVISOR;
+	hello.pid = getpid();
+	env.body_case = BERTH__ENVELOPE__BODY_HELLO;
+	env.hello = &hello;
+	return chan_request(p->chan, &env, -1, SUPERVISOR_HELPER_TIMEOUT_MS,
+	    peer_hello_done, p);
+}
+
+static void
+peer_pong(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+{
+	struct peer *p = arg;
+	char why[160];
+
+	(void)c;
+	if (fd >= 0)
+		close(fd);
+	if (p->sv->stopping || p->exited)
+		return;
+	if (reply_failed(p, env, "peer_pong") ||
+	    env->body_case != BERTH__ENVELOPE__BODY_PONG ||
+	    env->pong->nonce != p->nonce) {
+		snprintf(why, sizeof(why), "%s does not answer pings",
+		    p->name);
+		supervisor_stop(p->sv, 1, why);
+	}
+}
+
+static void
+peer_ping(struct peer *p)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__Ping ping = BERTH__PING__INIT;
+
+	if (!p->ready || p->exited || p->chan == NULL)
+		return;
+	ping.nonce = ++p->nonce;
+	env.body_case = BERTH__ENVELOPE__BODY_PING;
+	env.ping = &ping;
+	if (chan_request(p->chan, &env, -1, SUPERVISOR_HELPER_TIMEOUT_MS,
+	    peer_pong, p) < 0)
+		log_warnx("peer_ping: cannot ping %s", p->name);
+}
+
+void
+peer_ping_all(struct supervisor *sv)
+{
+	peer_ping(&sv->mounter);
+	peer_ping(&sv->registry);
+}
+
+void
+peer_ask_stop(struct peer *p, const char *reason)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__Shutdown sd = BERTH__SHUTDOWN__INIT;
+
+	p->asked_to_stop = true;
+	if (p->chan == NULL || chan_closed(p->chan))
+		return;
+	sd.reason = (char *)reason;
+	env.body_case = BERTH__ENVELOPE__BODY_SHUTDOWN;
+	env.shutdown = &sd;
+	if (chan_notice(p->chan, &env, -1) < 0)
+		log_warnx("peer_ask_stop: cannot tell %s to stop", p->name);
+}
+
+void
+peer_reaped(struct peer *p, int status)
+{
+	char how[96];
+
+	p->exited = true;
+	p->status = status;
+	spawn_describe_status(status, how, sizeof(how));
+	if (p->sv->stopping && p->asked_to_stop) {
+		log_info("peer_reaped: %s (pid %ld) %s", p->name, (long)p->pid,
+		    how);
+		supervisor_stop_next(p->sv);
+	} else {
+		char why[192];
+
+		log_errx("peer_reaped: %s (pid %ld) %s", p->name,
+		    (long)p->pid, how);
+		snprintf(why, sizeof(why), "%s (pid %ld) %s", p->name,
+		    (long)p->pid, how);
+		supervisor_stop(p->sv, 1, why);
+	}
+}

@@ -1,0 +1,316 @@
+/*
+ * supervisor.c: berth-supervisor's start-up, privilege drop and life cycle.
+ *
+ * Spawn mode: started as root, it reads its config, creates berth's
+ * directories, starts berth-mounter and berth-registry on socketpairs,
+ * then drops to its user with no capability at all before it reads any
+ * other input. SIGTERM or SIGINT stops the mounter, then the registry,
+ * then itself. A helper that dies or stops answering makes it say which
+ * and how, and exit non-zero: a service manager restarts the whole.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <unistd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "layout.h"
+#include "privdrop.h"
+#include "spawn.h"
+#include "supervisor.h"
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: berth-supervisor -c CONFIG [-v]\n");
+	exit(EX_USAGE);
+}
+
+void
+supervisor_peer_ready(struct supervisor *sv)
+{
+	struct timeval tv = { SUPERVISOR_PING_INTERVAL_S, 0 };
+
+	if (!sv->mounter.ready || !sv->registry.ready || sv->stopping)
+		return;
+	log_info("ready: berth-mounter pid %ld, berth-registry pid %ld, "
+	    "supervisor uid %ld", (long)sv->mounter.pid,
+	    (long)sv->registry.pid, (long)getuid());
+	evtimer_add(sv->ping, &tv);
+}
+
+/* Ask the next helper still running to stop: the mounter, then the registry. */
+void
+supervisor_stop_next(struct supervisor *sv)
+{
+	struct peer *order[] = { &sv->mounter, &sv->registry };
+	struct timeval tv = { SUPERVISOR_HELPER_TIMEOUT_MS / 1000, 0 };
+	size_t i;
+
+	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
+		if (order[i]->exited)
+			continue;
+		if (!order[i]->asked_to_stop) {
+			peer_ask_stop(order[i], "supervisor stopping");
+			evtimer_add(sv->stop_timer, &tv);
+		}
+		return;
+	}
+	event_base_loopexit(sv->base, NULL);
+}
+
+void
+supervisor_stop(struct supervisor *sv, int exit_code, const char *why)
+{
+	if (exit_code > sv->exit_code)
+		sv->exit_code = exit_code;
+	if (sv->stopping)
+		return;
+	sv->stopping = true;
+	evtimer_del(sv->ping);
+	if (exit_code != 0)
+		log_errx("supervisor_stop: stopping because %s", why);
+	else
+		log_info("supervisor_stop: stopping (%s)", why);
+	supervisor_stop_next(sv);
+}
+
+static void
+on_stop_timeout(evutil_socket_t fd, short ev, void *arg)
+{
+	struct supervisor *sv = arg;
+	struct peer *p = !sv->mounter.exited ? &sv->mounter : &sv->registry;
+
+	(void)fd;
+	(void)ev;
+	/* We may not signal it; it exits when our end of its socket closes. */
+	log_warnx("on_stop_timeout: %s (pid %ld) did not exit within %d ms; "
+	    "leaving it to notice our exit", p->name, (long)p->pid,
+	    SUPERVISOR_HELPER_TIMEOUT_MS);
+	p->exited = true;
+	sv->exit_code = 1;
+	supervisor_stop_next(sv);
+}
+
+static void
+on_signal(evutil_socket_t sig, short ev, void *arg)
+{
+	struct supervisor *sv = arg;
+	char why[64];
+
+	(void)ev;
+	snprintf(why, sizeof(why), "SIG%s", sigabbrev_np(sig));
+	supervisor_stop(sv, 0, why);
+}
+
+static void
+on_sigchld(evutil_socket_t sig, short ev, void *arg)
+{
+	struct supervisor *sv = arg;
+	struct peer *p;
+	pid_t pid;
+	int status;
+
+	(void)sig;
+	(void)ev;
+	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
+		if (pid == sv->mounter.pid)
+			p = &sv->mounter;
+		else if (pid == sv->registry.pid)
+			p = &sv->registry;
+		else
+			continue;
+		peer_reaped(p, status);
+	}
+}
+
+static void
+on_ping(evutil_socket_t fd, short ev, void *arg)
+{
+	struct supervisor *sv = arg;
+	struct timeval tv = { SUPERVISOR_PING_INTERVAL_S, 0 };
+
+	(void)fd;
+	(void)ev;
+	peer_ping_all(sv);
+	evtimer_add(sv->ping, &tv);
+}
+
+/* mkdir that accepts an existing directory but never a symlink there. */
+static int
+ensure_dir(const char *path, mode_t mode, int *created)
+{
+	struct stat st;
+
+	*created = 0;
+	if (mkdir(path, mode) == 0) {
+		*created = 1;
+		return 0;
+	}
+	if (errno != EEXIST)
+		return -errno;
+	if (lstat(path, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return 0;
+}
+
+/*
+ * The directories berth needs before its helpers start. Existing data and
+ * run directories are left as the operator made them; the registry's own
+ * directory is always made the registry user's.
+ */
+static int
+prepare_dirs(const struct berth_config *cfg, const struct priv_user *ru,
+    const struct priv_user *su)
+{
+	char path[512];
+	int created, fd;
+
+	if (ensure_dir(cfg->data_dir, 0755, &created) < 0) {
+		log_err("prepare_dirs: data directory %s", cfg->data_dir);
+		return -1;
+	}
+	if (ensure_dir(cfg->run_dir, 0755, &created) < 0) {
+		log_err("prepare_dirs: run directory %s", cfg->run_dir);
+		return -1;
+	}
+	if (created && chown(cfg->run_dir, su->uid, su->gid) < 0) {
+		log_err("prepare_dirs: chown %s", cfg->run_dir);
+		return -1;
+	}
+	if (layout_abs(path, sizeof(path), cfg->data_dir,
+	    LAYOUT_REGISTRY_DIR) < 0 || ensure_dir(path, 0700, &created) < 0) {
+		log_err("prepare_dirs: registry directory under %s",
+		    cfg->data_dir);
+		return -1;
+	}
+	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+	if (fd < 0 || fchown(fd, ru->uid, ru->gid) < 0 ||
+	    fchmod(fd, 0700) < 0) {
+		log_err("prepare_dirs: giving %s to %s", path, ru->name);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	close(fd);
+	return 0;
+}
+
+static void
+start_helper(struct peer *p, char *const argv[])
+{
+	char path[512];
+	int r;
+
+	if ((r = spawn_helper_path(p->name, path, sizeof(path))) < 0)
+		fatalx("start_helper: cannot find %s next to berth-supervisor: "
+		    "%s (is berth installed completely?)", p->name,
+		    strerror(-r));
+	if ((r = spawn_helper(path, argv, &p->pid, &p->fd)) < 0)
+		fatalx("start_helper: starting %s: %s", path, strerror(-r));
+}
+
+int
+main(int argc, char **argv)
+{
+	struct supervisor sv = { 0 };
+	struct priv_user su, ru;
+	const char *cfgpath = NULL;
+	char err[512];
+	int ch, verbose = 0, r;
+
+	while ((ch = getopt(argc, argv, "c:vh")) != -1) {
+		switch (ch) {
+		case 'c': cfgpath = optarg; break;
+		case 'v': verbose = 1; break;
+		default: usage();
+		}
+	}
+	if (cfgpath == NULL || optind != argc)
+		usage();
+	log_init("berth-supervisor", verbose);
+	if (config_load(cfgpath, &sv.cfg, err, sizeof(err)) < 0) {
+		log_errx("%s", err);
+		return EX_CONFIG;
+	}
+	if (strcmp(sv.cfg.log_level, "debug") == 0)
+		log_init("berth-supervisor", verbose = 1);
+	if (geteuid() != 0) {
+		log_errx("main: spawn mode needs root to start berth-mounter; "
+		    "run berth-supervisor as root (it drops to user %s)",
+		    sv.cfg.user);
+		return EX_NOPERM;
+	}
+	if (priv_lookup_user(sv.cfg.user, &su, err, sizeof(err)) < 0 ||
+	    priv_lookup_user(sv.cfg.registry_user, &ru, err,
+	    sizeof(err)) < 0) {
+		log_errx("config %s: %s", cfgpath, err);
+		return EX_CONFIG;
+	}
+	if (prepare_dirs(&sv.cfg, &ru, &su) < 0)
+		return EX_CANTCREAT;
+
+	sv.mounter.name = "berth-mounter";
+	sv.mounter.role = BERTH__ROLE__ROLE_MOUNTER;
+	sv.registry.name = "berth-registry";
+	sv.registry.role = BERTH__ROLE__ROLE_REGISTRY;
+	{
+		char *margv[] = { "berth-mounter", "--spawned", "--data-dir",
+			sv.cfg.data_dir, "--run-dir", sv.cfg.run_dir,
+			verbose ? "--verbose" : NULL, NULL };
+		char *rargv[] = { "berth-registry", "--spawned", "--data-dir",
+			sv.cfg.data_dir, "--user", sv.cfg.registry_user,
+			verbose ? "--verbose" : NULL, NULL };
+
+		start_helper(&sv.mounter, margv);
+		start_helper(&sv.registry, rargv);
+	}
+
+	if ((r = priv_drop_to_user(&su)) < 0)
+		fatalx("main: dropping to user %s: %s", su.name, strerror(-r));
+
+	/* Unprivileged from here on: now read what the helpers say. */
+	if ((sv.base = event_base_new()) == NULL ||
+	    (sv.sigterm = evsignal_new(sv.base, SIGTERM, on_signal, &sv)) ==
+	    NULL ||
+	    (sv.sigint = evsignal_new(sv.base, SIGINT, on_signal, &sv)) ==
+	    NULL ||
+	    (sv.sigchld = evsignal_new(sv.base, SIGCHLD, on_sigchld, &sv)) ==
+	    NULL ||
+	    (sv.ping = evtimer_new(sv.base, on_ping, &sv)) == NULL ||
+	    (sv.stop_timer = evtimer_new(sv.base, on_stop_timeout, &sv)) ==
+	    NULL)
+		fatalx("main: cannot set up the event loop");
+	signal(SIGPIPE, SIG_IGN);
+	evsignal_add(sv.sigterm, NULL);
+	evsignal_add(sv.sigint, NULL);
+	evsignal_add(sv.sigchld, NULL);
+	/* A helper may have died before the handler existed. */
+	event_active(sv.sigchld, 0, 0);
+	if (peer_start(&sv, &sv.mounter, sv.mounter.fd) < 0 ||
+	    peer_start(&sv, &sv.registry, sv.registry.fd) < 0)
+		fatalx("main: cannot talk to the helpers");
+
+	event_base_dispatch(sv.base);
+
+	chan_free(sv.mounter.chan);
+	chan_free(sv.registry.chan);
+	event_free(sv.sigterm);
+	event_free(sv.sigint);
+	event_free(sv.sigchld);
+	event_free(sv.ping);
+	event_free(sv.stop_timer);
+	event_base_free(sv.base);
+	if (sv.exit_code == 0)
+		log_info("main: stopped cleanly");
+	config_free(&sv.cfg);
+	return sv.exit_code;
+}

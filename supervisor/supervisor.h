@@ -1,0 +1,55 @@
+/*
+ * supervisor.h: berth-supervisor's shared state.
+ */
+#ifndef BERTH_SUPERVISOR_H
+#define BERTH_SUPERVISOR_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include <event2/event.h>
+
+#include "channel.h"
+#include "config.h"
+
+/* How long a helper may take to answer the hello, a ping, or to exit. */
+#define SUPERVISOR_HELPER_TIMEOUT_MS 5000
+#define SUPERVISOR_PING_INTERVAL_S 5
+
+struct supervisor;
+
+/* The supervisor's link to one helper process. */
+struct peer {
+	const char *name;		/* "berth-mounter" */
+	Berth__Role role;
+	pid_t pid;
+	int status;			/* wait status once exited */
+	int fd;				/* our end of its socket, until peer_start() */
+	bool exited, ready, asked_to_stop;
+	struct chan *chan;
+	struct chan_ops ops;
+	struct supervisor *sv;
+	uint64_t nonce;
+};
+
+struct supervisor {
+	struct event_base *base;
+	struct berth_config cfg;
+	struct peer mounter, registry;
+	struct event *sigterm, *sigint, *sigchld, *ping, *stop_timer;
+	bool stopping;
+	int exit_code;
+};
+
+/* peers.c */
+int peer_start(struct supervisor *sv, struct peer *p, int fd);
+void peer_ping_all(struct supervisor *sv);
+void peer_ask_stop(struct peer *p, const char *reason);
+void peer_reaped(struct peer *p, int status);
+
+/* supervisor.c */
+void supervisor_stop(struct supervisor *sv, int exit_code, const char *why);
+void supervisor_peer_ready(struct supervisor *sv);
+void supervisor_stop_next(struct supervisor *sv);
+
+#endif
