@@ -1,0 +1,274 @@
+/*
+ * harness.c: shared test plumbing (see harness.h).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <poll.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "harness.h"
+
+int
+harness_run(const char *name, TCase *tc)
+{
+	Suite *s = suite_create(name);
+	SRunner *sr;
+	int failed;
+
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed == 0 ? 0 : 1;
+}
+
+const char *
+harness_bin(const char *name)
+{
+	static char buf[4][1024];
+	static int next;
+	const char *dir = getenv("BERTH_BUILD_DIR");
+	char *b = buf[next++ % 4];
+
+	snprintf(b, sizeof(buf[0]), "%s/%s", dir ? dir : ".", name);
+	return b;
+}
+
+void
+harness_private_mounts(void)
+{
+	if (unshare(CLONE_NEWNS) < 0)
+		ck_abort_msg("unshare(CLONE_NEWNS): %s", strerror(errno));
+	if (mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+		ck_abort_msg("make / private: %s", strerror(errno));
+}
+
+char *
+harness_tmpdir(const char *tag)
+{
+	char tmpl[256];
+	char *d;
+
+	snprintf(tmpl, sizeof(tmpl), "/tmp/berth-test-%s-XXXXXX", tag);
+	if ((d = mkdtemp(tmpl)) == NULL)
+		ck_abort_msg("mkdtemp: %s", strerror(errno));
+	chmod(d, 0755);
+	return strdup(d);
+}
+
+static int
+rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st;
+	(void)ftw;
+	if (flag == FTW_DP || flag == FTW_D)
+		rmdir(path);
+	else
+		unlink(path);
+	return 0;
+}
+
+void
+harness_rmtree(const char *path)
+{
+	if (path != NULL && strncmp(path, "/tmp/berth-test-", 16) == 0)
+		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+}
+
+void
+harness_write(const char *path, const char *text)
+{
+	FILE *f = fopen(path, "w");
+
+	if (f == NULL)
+		ck_abort_msg("open %s: %s", path, strerror(errno));
+	fputs(text, f);
+	fclose(f);
+}
+
+void
+proc_start(struct proc *p, char *const argv[], int extra_fd)
+{
+	int pipefd[2];
+
+	memset(p, 0, sizeof(*p));
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		ck_abort_msg("pipe: %s", strerror(errno));
+	if ((p->pid = fork()) < 0)
+		ck_abort_msg("fork: %s", strerror(errno));
+	if (p->pid == 0) {
+		dup2(pipefd[1], STDERR_FILENO);
+		if (extra_fd >= 0) {
+			if (extra_fd == 3)
+				fcntl(3, F_SETFD, 0);
+			else
+				dup2(extra_fd, 3);
+		}
+		execv(argv[0], argv);
+		fprintf(stderr, "exec %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	close(pipefd[1]);
+	p->err_fd = pipefd[0];
+	fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
+}
+
+void
+proc_drain(struct proc *p)
+{
+	ssize_t n;
+
+	while (p->err_fd >= 0 && p->loglen < sizeof(p->log) - 1) {
+		n = read(p->err_fd, p->log + p->loglen,
+		    sizeof(p->log) - 1 - p->loglen);
+		if (n <= 0)
+			break;
+		/* Echo into the test log, for whoever reads a failure. */
+		if (write(STDERR_FILENO, p->log + p->loglen, n) < 0)
+			(void)0;
+		p->loglen += n;
+	}
+	p->log[p->loglen] = '\0';
+}
+
+static long
+now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+bool
+proc_wait_log(struct proc *p, const char *text, int ms)
+{
+	long end = now_ms() + ms;
+	struct pollfd pfd;
+
+	for (;;) {
+		proc_drain(p);
+		if (strstr(p->log, text) != NULL)
+			return true;
+		if (now_ms() >= end)
+			return false;
+		pfd.fd = p->err_fd;
+		pfd.events = POLLIN;
+		poll(&pfd, 1, 20);
+	}
+}
+
+bool
+proc_wait_exit(struct proc *p, int ms)
+{
+	long end = now_ms() + ms;
+	pid_t r;
+
+	if (p->reaped)
+		return true;
+	for (;;) {
+		proc_drain(p);
+		r = waitpid(p->pid, &p->status, WNOHANG);
+		if (r == p->pid) {
+			p->reaped = true;
+			proc_drain(p);
+			return true;
+		}
+		if (now_ms() >= end)
+			return false;
+		usleep(5000);
+	}
+}
+
+void
+proc_kill(struct proc *p)
+{
+	if (p->pid <= 0)
+		return;
+	if (!p->reaped) {
+		kill(p->pid, SIGKILL);
+		waitpid(p->pid, &p->status, 0);
+		p->reaped = true;
+	}
+	proc_drain(p);
+	if (p->err_fd >= 0)
+		close(p->err_fd);
+	p->err_fd = -1;
+}
+
+char *
+proc_status_field(pid_t pid, const char *field, char *buf, size_t n)
+{
+	char path[64], line[512];
+	size_t flen = strlen(field);
+	char *v, *e;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return NULL;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		if (strncmp(line, field, flen) != 0 || line[flen] != ':')
+			continue;
+		v = line + flen + 1;
+		v += strspn(v, " \t");
+		e = v + strlen(v);
+		while (e > v && (e[-1] == '\n' || e[-1] == ' '))
+			*--e = '\0';
+		snprintf(buf, n, "%s", v);
+		fclose(f);
+		return buf;
+	}
+	fclose(f);
+	return NULL;
+}
+
+bool
+pid_alive(pid_t pid)
+{
+	char st[64];
+
+	if (kill(pid, 0) < 0)
+		return false;
+	/* A zombie is dead for our purposes. */
+	if (proc_status_field(pid, "State", st, sizeof(st)) == NULL)
+		return false;
+	return st[0] != 'Z' && st[0] != 'X';
+}
+
+bool
+pid_wait_gone(pid_t pid, int ms)
+{
+	long end = now_ms() + ms;
+
+	while (pid_alive(pid)) {
+		if (now_ms() >= end)
+			return false;
+		usleep(5000);
+	}
+	return true;
+}
+
+pid_t
+log_pid(const char *log, const char *name)
+{
+	char key[128];
+	const char *s;
+
+	snprintf(key, sizeof(key), "%s pid ", name);
+	if ((s = strstr(log, key)) == NULL)
+		return -1;
+	return (pid_t)atol(s + strlen(key));
+}

@@ -1,0 +1,58 @@
+/*
+ * harness.h: what berth's tests share: running a check suite, starting
+ * the real binaries, reading /proc, and cleaning up after themselves even
+ * when an assertion fails.
+ */
+#ifndef BERTH_TEST_HARNESS_H
+#define BERTH_TEST_HARNESS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/types.h>
+
+#include <check.h>
+
+/* Run one test case as a suite; returns the process exit code. */
+int harness_run(const char *name, TCase *tc);
+/* Build-tree path of a binary ("berth-mounter"), from BERTH_BUILD_DIR. */
+const char *harness_bin(const char *name);
+
+/* Enter a private mount namespace (the integration tests' sandbox). */
+void harness_private_mounts(void);
+/* A fresh 0755 directory under /tmp, removed by harness_rmtree(). */
+char *harness_tmpdir(const char *tag);
+void harness_rmtree(const char *path);
+/* Write a file with the given contents. */
+void harness_write(const char *path, const char *text);
+
+/* A started process with its stderr captured through a pipe. */
+struct proc {
+	pid_t pid;
+	int err_fd;		/* read end of its stderr */
+	char log[65536];	/* everything read so far */
+	size_t loglen;
+	bool reaped;
+	int status;
+};
+
+/* Start argv with stderr into p->err_fd; extra_fd (or -1) becomes fd 3. */
+void proc_start(struct proc *p, char *const argv[], int extra_fd);
+/* Wait up to ms for text to appear in its stderr; true if it did. */
+bool proc_wait_log(struct proc *p, const char *text, int ms);
+/* Wait up to ms for it to exit; true if it did (status in p->status). */
+bool proc_wait_exit(struct proc *p, int ms);
+/* SIGKILL (if still running) and reap; safe to call twice. */
+void proc_kill(struct proc *p);
+/* Read more of its stderr without blocking. */
+void proc_drain(struct proc *p);
+
+/* A field of /proc/<pid>/status ("CapEff"), trimmed; NULL if absent. */
+char *proc_status_field(pid_t pid, const char *field, char *buf, size_t n);
+/* Is pid still alive (and not a zombie)? */
+bool pid_alive(pid_t pid);
+/* Wait up to ms for pid to be gone. */
+bool pid_wait_gone(pid_t pid, int ms);
+/* Parse "name pid N" from a log line, e.g. "berth-mounter pid 123". */
+pid_t log_pid(const char *log, const char *name);
+
+#endif
