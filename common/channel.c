@@ -726,7 +726,7 @@ chan_read(evutil_socket_t sfd, short ev, void *arg)
 			}
 			continue;
 		}
-		env = berth__envelope__unpack(NULL, n, c->rbuf);
+		env = n > 0 ? berth__envelope__unpack(NULL, n, c->rbuf) : NULL;
 		if (env == NULL) {
 			log_warnx("chan_read: %s sent %zd bytes that do not "
 			    "decode as an envelope; dropped", c->peer, n);

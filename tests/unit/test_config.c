@@ -1,0 +1,124 @@
+/*
+ * test_config.c: the JSON config: defaults, every refusal, one line each.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "config.h"
+#include "harness.h"
+
+static char *dir;
+static char path[512];
+
+static void
+setup(void)
+{
+	dir = harness_tmpdir("config");
+	snprintf(path, sizeof(path), "%s/berth.json", dir);
+}
+
+static void
+teardown(void)
+{
+	harness_rmtree(dir);
+	free(dir);
+}
+
+/* Load text as the config; return 0 or -1 and the error in err. */
+static int
+load(const char *text, struct berth_config *cfg, char *err, size_t n)
+{
+	harness_write(path, text);
+	return config_load(path, cfg, err, n);
+}
+
+START_TEST(defaults_and_overrides)
+{
+	struct berth_config cfg;
+	char err[512];
+
+	ck_assert_int_eq(load("{}", &cfg, err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.data_dir, "/var/lib/berth");
+	ck_assert_str_eq(cfg.run_dir, "/run/berth");
+	ck_assert_str_eq(cfg.user, "berth");
+	ck_assert_str_eq(cfg.registry_user, "berth-registry");
+	config_free(&cfg);
+	ck_assert_int_eq(load("{\"data_dir\": \"/srv/b\", \"user\": \"u1\", "
+	    "\"log_level\": \"debug\"}", &cfg, err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.data_dir, "/srv/b");
+	ck_assert_str_eq(cfg.user, "u1");
+	ck_assert_str_eq(cfg.log_level, "debug");
+	config_free(&cfg);
+}
+END_TEST
+
+static void
+refused(const char *text, const char *expect)
+{
+	struct berth_config cfg;
+	char err[512];
+
+	ck_assert_int_eq(load(text, &cfg, err, sizeof(err)), -1);
+	ck_assert_msg(strstr(err, expect) != NULL, "error '%s' lacks '%s'",
+	    err, expect);
+	ck_assert_msg(strchr(err, '\n') == NULL, "error is not one line");
+	config_free(&cfg);
+}
+
+START_TEST(refusals_say_what_to_change)
+{
+	char longdir[200];
+
+	refused("{\"colour\": \"blue\"}", "unknown key \"colour\"");
+	refused("{\"data_dir\": 5}", "\"data_dir\" must be a string");
+	refused("{\"data_dir\": \"rel\"}", "must be an absolute path");
+	refused("{\"data_dir\": \"/a/../b\"}", "without '..'");
+	refused("{\"user\": \"\"}", "must not be empty");
+	refused("{\"log_level\": \"loud\"}", "\"info\" or \"debug\"");
+	refused("[1]", "top level must be a JSON object");
+	refused("{\"user\": \"a\", \"user\": \"b\"}", "line 1");
+	refused("{", "line 1");
+	memset(longdir, 'd', sizeof(longdir));
+	longdir[0] = '/';
+	memcpy(longdir + sizeof(longdir) - 1, "", 1);
+	{
+		char text[400];
+
+		snprintf(text, sizeof(text), "{\"run_dir\": \"%.100s\"}",
+		    longdir);
+		refused(text, "over the 107-byte limit");
+		snprintf(text, sizeof(text), "{\"data_dir\": \"%.60s\"}",
+		    longdir);
+		refused(text, "choose a shorter \"data_dir\"");
+	}
+}
+END_TEST
+
+START_TEST(missing_file_is_named)
+{
+	struct berth_config cfg;
+	char err[512];
+
+	ck_assert_int_eq(config_load("/nonexistent/berth.json", &cfg, err,
+	    sizeof(err)), -1);
+	ck_assert_ptr_nonnull(strstr(err, "cannot read config "
+	    "/nonexistent/berth.json"));
+	config_free(&cfg);
+}
+END_TEST
+
+int
+main(void)
+{
+	TCase *tc = tcase_create("config");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, defaults_and_overrides);
+	tcase_add_test(tc, refusals_say_what_to_change);
+	tcase_add_test(tc, missing_file_is_named);
+	return harness_run("config", tc);
+}
