@@ -158,6 +158,7 @@ config_load(const char *path, struct berth_config *cfg, char *err,
 
 	if (config_defaults(cfg) < 0 || (cfg->path = strdup(path)) == NULL) {
 		snprintf(err, errlen, "out of memory");
+		config_free(cfg);
 		return -1;
 	}
 	root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
@@ -168,6 +169,7 @@ config_load(const char *path, struct berth_config *cfg, char *err,
 		else
 			snprintf(err, errlen, "config %s, line %d column %d: %s",
 			    path, jerr.line, jerr.column, jerr.text);
+		config_free(cfg);
 		return -1;
 	}
 	if (!json_is_object(root)) {
@@ -205,10 +207,12 @@ config_load(const char *path, struct berth_config *cfg, char *err,
 	json_decref(root);
 	if (check_socket_paths(cfg, err, errlen) < 0) {
 		prefix_path(err, errlen, path);
+		config_free(cfg);
 		return -1;
 	}
 	return 0;
 fail:
 	json_decref(root);
+	config_free(cfg);
 	return -1;
 }

@@ -22,7 +22,7 @@ struct berth_config {
 	char *log_level;	/* "info" or "debug" */
 };
 
-/* 0, or -1 with a one-line reason in err. */
+/* 0, or -1 with a one-line reason in err (and cfg left empty). */
 int config_load(const char *path, struct berth_config *cfg, char *err,
     size_t errlen);
 /* Defaults only, for tools that run without a file. */

@@ -247,16 +247,20 @@ main(int argc, char **argv)
 		log_errx("main: spawn mode needs root to start berth-mounter; "
 		    "run berth-supervisor as root (it drops to user %s)",
 		    sv.cfg.user);
+		config_free(&sv.cfg);
 		return EX_NOPERM;
 	}
 	if (priv_lookup_user(sv.cfg.user, &su, err, sizeof(err)) < 0 ||
 	    priv_lookup_user(sv.cfg.registry_user, &ru, err,
 	    sizeof(err)) < 0) {
 		log_errx("config %s: %s", cfgpath, err);
+		config_free(&sv.cfg);
 		return EX_CONFIG;
 	}
-	if (prepare_dirs(&sv.cfg, &ru, &su) < 0)
+	if (prepare_dirs(&sv.cfg, &ru, &su) < 0) {
+		config_free(&sv.cfg);
 		return EX_CANTCREAT;
+	}
 
 	sv.mounter.name = "berth-mounter";
 	sv.mounter.role = BERTH__ROLE__ROLE_MOUNTER;

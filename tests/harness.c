@@ -14,10 +14,48 @@
 #include <time.h>
 #include <unistd.h>
 #include <sys/mount.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "channel.h"
 #include "harness.h"
+
+static pid_t tracked_pids[64];
+static int ntracked_pids;
+static char *tracked_dirs[16];
+static int ntracked_dirs;
+
+static void
+harness_cleanup(void)
+{
+	int i;
+
+	for (i = 0; i < ntracked_pids; i++)
+		if (tracked_pids[i] > 0 && kill(tracked_pids[i], 0) == 0)
+			kill(tracked_pids[i], SIGKILL);
+	for (i = 0; i < ntracked_dirs; i++)
+		harness_rmtree(tracked_dirs[i]);
+}
+
+static void
+track_init(void)
+{
+	static int done;
+
+	if (!done) {
+		done = 1;
+		atexit(harness_cleanup);
+	}
+}
+
+void
+harness_track_pid(pid_t pid)
+{
+	track_init();
+	if (ntracked_pids < (int)(sizeof(tracked_pids) / sizeof(pid_t)))
+		tracked_pids[ntracked_pids++] = pid;
+}
 
 int
 harness_run(const char *name, TCase *tc)
@@ -65,6 +103,9 @@ harness_tmpdir(const char *tag)
 	if ((d = mkdtemp(tmpl)) == NULL)
 		ck_abort_msg("mkdtemp: %s", strerror(errno));
 	chmod(d, 0755);
+	track_init();
+	if (ntracked_dirs < (int)(sizeof(tracked_dirs) / sizeof(char *)))
+		tracked_dirs[ntracked_dirs++] = strdup(d);
 	return strdup(d);
 }
 
@@ -121,6 +162,7 @@ proc_start(struct proc *p, char *const argv[], int extra_fd)
 		_exit(127);
 	}
 	close(pipefd[1]);
+	harness_track_pid(p->pid);
 	p->err_fd = pipefd[0];
 	fcntl(p->err_fd, F_SETFL, O_NONBLOCK);
 }
@@ -271,4 +313,54 @@ log_pid(const char *log, const char *name)
 	if ((s = strstr(log, key)) == NULL)
 		return -1;
 	return (pid_t)atol(s + strlen(key));
+}
+
+void
+harness_send(int sock, const void *buf, size_t len, const int *fds, int nfds)
+{
+	struct msghdr msg = { 0 };
+	struct iovec iov = { (void *)buf, len };
+	char cbuf[CMSG_SPACE(3 * sizeof(int))];
+	struct cmsghdr *cm;
+
+	ck_assert_int_le(nfds, 3);
+	msg.msg_iov = &iov;
+	msg.msg_iovlen = 1;
+	if (nfds > 0) {
+		memset(cbuf, 0, sizeof(cbuf));
+		msg.msg_control = cbuf;
+		msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
+		cm = CMSG_FIRSTHDR(&msg);
+		cm->cmsg_level = SOL_SOCKET;
+		cm->cmsg_type = SCM_RIGHTS;
+		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
+		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
+	}
+	ck_assert_int_eq(sendmsg(sock, &msg, MSG_NOSIGNAL), (ssize_t)len);
+}
+
+void
+harness_send_env(int sock, const void *envp, const int *fds, int nfds)
+{
+	const Berth__Envelope *env = envp;
+	size_t len = berth__envelope__get_packed_size(env);
+	uint8_t *buf = malloc(len + 1);
+
+	berth__envelope__pack(env, buf);
+	harness_send(sock, buf, len, fds, nfds);
+	free(buf);
+}
+
+void *
+harness_recv_env(int sock, int ms)
+{
+	static uint8_t buf[BERTH_IPC_MAX];
+	struct pollfd pfd = { .fd = sock, .events = POLLIN };
+	ssize_t n;
+
+	if (poll(&pfd, 1, ms) <= 0)
+		return NULL;
+	if ((n = recv(sock, buf, sizeof(buf), MSG_DONTWAIT)) <= 0)
+		return NULL;
+	return berth__envelope__unpack(NULL, n, buf);
 }

@@ -12,6 +12,12 @@
 
 #include <check.h>
 
+/*
+ * Processes and directories a test makes are tracked and cleaned up at
+ * exit even when an assertion fails (check's forked child exits without
+ * running teardown): tracked pids are killed, tracked dirs removed.
+ */
+void harness_track_pid(pid_t pid);
 /* Run one test case as a suite; returns the process exit code. */
 int harness_run(const char *name, TCase *tc);
 /* Build-tree path of a binary ("berth-mounter"), from BERTH_BUILD_DIR. */
@@ -45,6 +51,14 @@ bool proc_wait_exit(struct proc *p, int ms);
 void proc_kill(struct proc *p);
 /* Read more of its stderr without blocking. */
 void proc_drain(struct proc *p);
+
+/* One raw datagram, with up to three descriptors. */
+void harness_send(int sock, const void *buf, size_t len, const int *fds,
+    int nfds);
+/* A raw envelope, exactly as given (version, kind, id included). */
+void harness_send_env(int sock, const void *env, const int *fds, int nfds);
+/* Wait up to ms for a datagram and decode it (NULL if none). */
+void *harness_recv_env(int sock, int ms);
 
 /* A field of /proc/<pid>/status ("CapEff"), trimmed; NULL if absent. */
 char *proc_status_field(pid_t pid, const char *field, char *buf, size_t n);

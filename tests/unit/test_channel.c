@@ -118,39 +118,16 @@ pump(int ms)
 	} while (ms_now() < end);
 }
 
-/* Send one raw datagram with up to three descriptors. */
 static void
 raw_send(const void *buf, size_t len, const int *fds, int nfds)
 {
-	struct msghdr msg = { 0 };
-	struct iovec iov = { (void *)buf, len };
-	char cbuf[CMSG_SPACE(3 * sizeof(int))];
-	struct cmsghdr *cm;
-
-	msg.msg_iov = &iov;
-	msg.msg_iovlen = 1;
-	if (nfds > 0) {
-		memset(cbuf, 0, sizeof(cbuf));
-		msg.msg_control = cbuf;
-		msg.msg_controllen = CMSG_SPACE(nfds * sizeof(int));
-		cm = CMSG_FIRSTHDR(&msg);
-		cm->cmsg_level = SOL_SOCKET;
-		cm->cmsg_type = SCM_RIGHTS;
-		cm->cmsg_len = CMSG_LEN(nfds * sizeof(int));
-		memcpy(CMSG_DATA(cm), fds, nfds * sizeof(int));
-	}
-	ck_assert_int_eq(sendmsg(raw, &msg, MSG_NOSIGNAL), (ssize_t)len);
+	harness_send(raw, buf, len, fds, nfds);
 }
 
 static void
 raw_send_env(Berth__Envelope *env, const int *fds, int nfds)
 {
-	uint8_t buf[4096];
-	size_t len = berth__envelope__get_packed_size(env);
-
-	ck_assert_uint_le(len, sizeof(buf));
-	berth__envelope__pack(env, buf);
-	raw_send(buf, len, fds, nfds);
+	harness_send_env(raw, env, fds, nfds);
 }
 
 /* Pump the loop until the raw end has a datagram; decode it. */
