@@ -17,7 +17,14 @@
 #include "sandbox.h"
 
 const cap_value_t mounter_caps[] = {
-	CAP_SYS_ADMIN,		/* mount(2), open_tree(2), move_mount(2) */
+	/*
+	 * open_tree, mount_setattr, move_mount, umount2 (every mount verb);
+	 * unshare(CLONE_NEWNS) in the launcher; and the one capability a
+	 * plugin definition may grant. Nothing else: the trees the mounter
+	 * creates are its own (root, 0755), so no CAP_CHOWN, CAP_FOWNER or
+	 * CAP_DAC_OVERRIDE; plugins run as root, so no CAP_SETUID.
+	 */
+	CAP_SYS_ADMIN,
 };
 const int mounter_ncaps = sizeof(mounter_caps) / sizeof(mounter_caps[0]);
 
@@ -34,6 +41,18 @@ static const int allowed[] = {
 	/* signals and exit */
 	SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask),
 	SCMP_SYS(rt_sigaction), SCMP_SYS(exit), SCMP_SYS(exit_group),
+	/* every verb: paths beneath the data dir (resolve.c) */
+	SCMP_SYS(openat2), SCMP_SYS(statx), SCMP_SYS(fstat),
+	SCMP_SYS(newfstatat),
+	/* prepare_plugin, prepare_volume, bind_volume: directories */
+	SCMP_SYS(mkdirat),
+	/* prepare_plugin, bind_volume: detached mounts on pinned fds */
+	SCMP_SYS(open_tree), SCMP_SYS(mount_setattr), SCMP_SYS(move_mount),
+	/* unbind_volume, cleanup_alloc: unmount one component, remove */
+	SCMP_SYS(fchdir), SCMP_SYS(umount2), SCMP_SYS(unlinkat),
+	SCMP_SYS(getdents64),
+	/* start_plugin: talk to the launcher; adopt and signal_plugin */
+	SCMP_SYS(pidfd_open), SCMP_SYS(pidfd_send_signal),
 #ifdef BERTH_SANITIZE
 	/*
 	 * Sanitizer builds only (-Db_sanitize): what ASan, UBSan and LSan's

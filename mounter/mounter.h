@@ -1,0 +1,114 @@
+/*
+ * mounter.h: what the files of berth-mounter share.
+ *
+ * A request goes through two steps, as in vmd's priv.c: request.c checks
+ * every field of the envelope and fills a struct mreq with identifiers
+ * and the paths derived from them (the first switch); mounter.c then
+ * hands that struct, never the envelope, to the verb (the second switch).
+ * A verb answers with a Berth__ErrorCode and, on failure, says why.
+ */
+#ifndef BERTH_MOUNTER_H
+#define BERTH_MOUNTER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "helper.h"
+#include "ident.h"
+#include "layout.h"
+
+#define MREQ_IDENT (BERTH_IDENT_MAX + 1)
+#define MREQ_PATH 1024
+#define WHY_MAX 256
+/* Records of the plugins this mounter started, by boot: only root writes. */
+#define MOUNTER_STARTED_DIR "mounter/started"
+#define MOUNTER_PLUGINS_DIR "/etc/berth/plugins.d"
+#define PLUGIN_MAX 64
+
+/* A request that request_check() accepted: every string is an identifier. */
+struct mreq {
+	Berth__Envelope__BodyCase body;
+	char type[MREQ_IDENT], plugin[MREQ_IDENT], alloc[MREQ_IDENT];
+	char ns[MREQ_IDENT], vol[MREQ_IDENT], usage[MREQ_IDENT];
+	char task[MREQ_IDENT], name[MREQ_IDENT], def[MREQ_IDENT];
+	bool staging, read_only;
+	pid_t pid;
+	uint64_t start_time;
+	int sig;
+	char path[MREQ_PATH];	/* relative to the data directory */
+	char path2[MREQ_PATH];
+};
+
+/* What a verb answers besides success. */
+struct mreply {
+	bool mounted;
+	uint32_t unmounted, removed;
+	pid_t pid;
+	uint64_t start_time;
+	int pidfd;		/* owned by the reply; -1: none */
+};
+
+struct mounter;
+
+struct plugin {
+	struct mounter *owner;
+	bool used, child;	/* child: the launcher is its parent */
+	pid_t pid;
+	uint64_t start_time;
+	int pidfd;
+	char alloc[MREQ_IDENT];
+	struct event *ev;	/* adopted: readable pidfd means it ended */
+};
+
+struct mounter {
+	struct helper h;
+	const char *data_dir;
+	int data_fd, plugins_fd, proc_fd, launcher_fd;
+	pid_t launcher_pid;
+	char boot_id[MREQ_IDENT];
+	struct event *launcher_ev;
+	struct plugin plugins[PLUGIN_MAX];
+};
+
+/* mounter.c */
+Berth__ErrorCode fail(char *why, Berth__ErrorCode code, const char *fmt, ...)
+    BERTH_PRINTF(3, 4);
+Berth__ErrorCode fail_errno(char *why, int err, const char *what,
+    const char *path);
+
+/* request.c: the first switch. */
+Berth__ErrorCode request_check(const Berth__Envelope *env, struct mreq *rq,
+    char *why);
+
+/* resolve.c: paths beneath a pinned directory, never through a symlink. */
+int res_open(int dirfd, const char *rel, int flags, mode_t mode);
+int res_mkdirs(int dirfd, const char *rel);
+int res_is_mount(int fd);
+int res_unmount_all(int dirfd, const char *name);
+int res_remove(int dirfd, const char *name);
+typedef void (*res_each_fn)(int dirfd, const char *name, void *arg);
+int res_each(int dirfd, const char *rel, res_each_fn fn, void *arg);
+
+/* volume.c */
+Berth__ErrorCode volume_prepare_plugin(struct mounter *m,
+    const struct mreq *rq, char *why);
+Berth__ErrorCode volume_prepare(struct mounter *m, const struct mreq *rq,
+    struct mreply *out, char *why);
+Berth__ErrorCode volume_bind(struct mounter *m, const struct mreq *rq,
+    char *why);
+Berth__ErrorCode volume_unbind(struct mounter *m, const struct mreq *rq,
+    char *why);
+Berth__ErrorCode volume_cleanup(struct mounter *m, const struct mreq *rq,
+    struct mreply *out, char *why);
+
+/* plugin.c */
+int plugin_init(struct mounter *m);
+Berth__ErrorCode plugin_start(struct mounter *m, const struct mreq *rq,
+    struct mreply *out, char *why);
+Berth__ErrorCode plugin_adopt(struct mounter *m, const struct mreq *rq,
+    struct mreply *out, char *why);
+Berth__ErrorCode plugin_signal(struct mounter *m, const struct mreq *rq,
+    char *why);
+
+#endif

@@ -1,0 +1,497 @@
+/*
+ * plugin.c: the privileged plugins this mounter starts, adopts and
+ * signals.
+ *
+ * Owns: the table of plugins started (through launcher.c) or adopted,
+ * their records under MOUNTER_STARTED_DIR, the checks on a plugin
+ * definition's file and executable, and the PluginExited notices. A
+ * plugin is named by a handle, pid plus start time, so a reused pid never
+ * matches; only a handle in the table can be signalled, and only a handle
+ * with a record (written by this mounter, in root's tree, for this boot)
+ * can be adopted after a restart.
+ * Must not: signal or adopt any other process; run a definition that
+ * root does not own alone.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/openat2.h>
+
+#include "launcher.h"
+#include "mounter.h"
+#include "plugindef.h"
+
+#define OK BERTH__ERROR_CODE__ERROR_NONE
+#define LAUNCH_TIMEOUT_MS 10000
+
+static int
+record(struct mounter *m, const struct plugin *p, bool add)
+{
+	char rel[MREQ_PATH], leaf[64];
+	int dfd, fd, r = 0;
+
+	snprintf(rel, sizeof(rel), MOUNTER_STARTED_DIR "/%s", m->boot_id);
+	snprintf(leaf, sizeof(leaf), "%ld.%llu", (long)p->pid,
+	    (unsigned long long)p->start_time);
+	if ((dfd = add ? res_mkdirs(m->data_fd, rel) :
+	    res_open(m->data_fd, rel, O_PATH | O_DIRECTORY, 0)) < 0)
+		return dfd;
+	if (add && (fd = res_open(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL,
+	    0600)) >= 0)
+		close(fd);
+	else if (add)
+		r = fd;
+	else if (unlinkat(dfd, leaf, 0) < 0)
+		r = -errno;
+	close(dfd);
+	return r;
+}
+
+static bool
+has_record(struct mounter *m, pid_t pid, uint64_t start)
+{
+	char rel[MREQ_PATH];
+	int fd;
+
+	snprintf(rel, sizeof(rel), MOUNTER_STARTED_DIR "/%s/%ld.%llu",
+	    m->boot_id, (long)pid, (unsigned long long)start);
+	if ((fd = res_open(m->data_fd, rel, O_PATH, 0)) < 0)
+		return false;
+	close(fd);
+	return true;
+}
+
+/* Field 22 of /proc/<pid>/stat, after the comm in parentheses. */
+static int
+start_time_of(struct mounter *m, pid_t pid, uint64_t *start)
+{
+	char rel[32], buf[1024], *p, *end;
+	ssize_t n;
+	int fd, i;
+
+	snprintf(rel, sizeof(rel), "%ld/stat", (long)pid);
+	if ((fd = res_open(m->proc_fd, rel, O_RDONLY, 0)) < 0)
+		return fd;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return -ESRCH;
+	buf[n] = '\0';
+	p = strrchr(buf, ')');
+	for (i = 0; i < 20 && p != NULL; i++)
+		p = strchr(p + 1, ' ');
+	if (p == NULL)
+		return -EINVAL;
+	*start = strtoull(p + 1, &end, 10);
+	return end == p + 1 ? -EINVAL : 0;
+}
+
+static struct plugin *
+find(struct mounter *m, pid_t pid, uint64_t start)
+{
+	int i;
+
+	for (i = 0; i < PLUGIN_MAX; i++)
+		if (m->plugins[i].used && m->plugins[i].pid == pid &&
+		    (start == 0 || m->plugins[i].start_time == start))
+			return &m->plugins[i];
+	return NULL;
+}
+
+static void
+ended(struct mounter *m, struct plugin *p, bool known, int status)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__PluginExited ex = BERTH__PLUGIN_EXITED__INIT;
+	Berth__PluginHandle hd = BERTH__PLUGIN_HANDLE__INIT;
+
+	hd.pid = (uint32_t)p->pid;
+	hd.start_time = p->start_time;
+	ex.handle = &hd;
+	ex.status_known = known;
+	ex.signaled = known && WIFSIGNALED(status);
+	ex.code = !known ? 0 : ex.signaled ? WTERMSIG(status) :
+	    WEXITSTATUS(status);
+	log_info("ended: plugin pid %ld of alloc %s %s %d", (long)p->pid,
+	    p->alloc, !known ? "ended, status unknown," : ex.signaled ?
+	    "was killed by signal" : "exited with status", ex.code);
+	env.body_case = BERTH__ENVELOPE__BODY_PLUGIN_EXITED;
+	env.plugin_exited = &ex;
+	chan_notice(m->h.chan, &env, -1);
+	record(m, p, false);
+	if (p->ev != NULL)
+		event_free(p->ev);
+	close(p->pidfd);
+	memset(p, 0, sizeof(*p));
+}
+
+/* One message from the launcher: 0, -EAGAIN, or -EPIPE when it is gone. */
+static int
+launcher_recv(struct mounter *m, struct launch_msg *msg, int *fd)
+{
+	union {
+		struct cmsghdr hdr;
+		char space[CMSG_SPACE(sizeof(int))];
+	} cm;
+	struct iovec iov = { msg, sizeof(*msg) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cm.space, .msg_controllen = sizeof(cm.space) };
+	struct cmsghdr *c;
+	ssize_t n;
+
+	*fd = -1;
+	n = recvmsg(m->launcher_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
+	if (n < 0)
+		return errno == EAGAIN || errno == EINTR ? -EAGAIN : -EPIPE;
+	c = CMSG_FIRSTHDR(&mh);
+	if (c != NULL && c->cmsg_type == SCM_RIGHTS &&
+	    c->cmsg_len == CMSG_LEN(sizeof(int)))
+		memcpy(fd, CMSG_DATA(c), sizeof(int));
+	if (n != sizeof(*msg) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		fatalx("launcher_recv: the launcher is gone or sent garbage; "
+		    "exiting (plugins keep running and can be adopted)");
+	return 0;
+}
+
+static void
+launcher_exit(struct mounter *m, const struct launch_msg *msg, int fd)
+{
+	struct plugin *p;
+
+	if (fd >= 0)
+		close(fd);
+	if (msg->type == LAUNCH_EXITED && (p = find(m, msg->pid, 0)) != NULL &&
+	    p->child)
+		ended(m, p, true, msg->status);
+	else
+		log_warnx("launcher_exit: unexpected message %d for pid %d",
+		    msg->type, msg->pid);
+}
+
+static void
+launcher_read(evutil_socket_t sfd, short ev, void *arg)
+{
+	struct mounter *m = arg;
+	struct launch_msg msg;
+	int fd;
+
+	(void)sfd;
+	(void)ev;
+	while (launcher_recv(m, &msg, &fd) == 0)
+		launcher_exit(m, &msg, fd);
+}
+
+int
+plugin_init(struct mounter *m)
+{
+	m->launcher_ev = event_new(m->h.base, m->launcher_fd,
+	    EV_READ | EV_PERSIST, launcher_read, m);
+	if (m->launcher_ev == NULL || event_add(m->launcher_ev, NULL) < 0)
+		return -ENOMEM;
+	return 0;
+}
+
+static bool
+root_only(const struct stat *st)
+{
+	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+static Berth__ErrorCode
+load_def(struct mounter *m, const char *name, struct plugindef *d,
+    char *why)
+{
+	char file[MREQ_IDENT + 8], buf[PLUGINDEF_MAX + 1], sub[192];
+	struct stat st;
+	ssize_t n, got = 0;
+	int fd;
+
+	if (m->plugins_fd < 0 || fstat(m->plugins_fd, &st) < 0)
+		return fail(why, BERTH__ERROR_CODE__ERROR_NOT_FOUND, "there is "
+		    "no plugin definition directory");
+	if (!root_only(&st))
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "the "
+		    "plugin definition directory must be owned by root and "
+		    "not group- or world-writable");
+	snprintf(file, sizeof(file), "%s" PLUGINDEF_SUFFIX, name);
+	if ((fd = res_open(m->plugins_fd, file, O_RDONLY | O_NOCTTY |
+	    O_NONBLOCK, 0)) < 0)
+		return fail_errno(why, -fd, "opening plugin definition", file);
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !root_only(&st)) {
+		close(fd);
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "plugin "
+		    "definition %s must be a file owned by root and not "
+		    "group- or world-writable", file);
+	}
+	while ((size_t)got < sizeof(buf) &&
+	    (n = read(fd, buf + got, sizeof(buf) - got)) > 0)
+		got += n;
+	close(fd);
+	if (plugindef_parse(buf, (size_t)got, d, sub, sizeof(sub)) < 0)
+		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "plugin "
+		    "definition %s %s", file, sub);
+	return OK;
+}
+
+/* The executable, opened once: what was checked is what runs. */
+static Berth__ErrorCode
+open_exe(const struct plugindef *d, int *fd, char *why)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC };
+	struct stat st;
+
+	*fd = (int)syscall(SYS_openat2, AT_FDCWD, d->exe, &how, sizeof(how));
+	if (*fd < 0)
+		return fail_errno(why, errno, "opening", d->exe);
+	if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode) || !root_only(&st) ||
+	    !(st.st_mode & S_IXUSR)) {
+		close(*fd);
+		*fd = -1;
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "%s must "
+		    "be an executable file owned by root and not group- or "
+		    "world-writable", d->exe);
+	}
+	return OK;
+}
+
+static Berth__ErrorCode
+prepared(struct mounter *m, const char *rel, char *why)
+{
+	int fd, r;
+
+	if ((fd = res_open(m->data_fd, rel, O_PATH | O_DIRECTORY, 0)) < 0)
+		return fail_errno(why, -fd, "opening", rel);
+	r = res_is_mount(fd);
+	close(fd);
+	if (r != 1)
+		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is not "
+		    "a shared mount: prepare the plugin first", rel);
+	return OK;
+}
+
+static Berth__ErrorCode
+fill(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
+    struct launch_req *lr, char *why)
+{
+	char sock[MREQ_PATH], abs[MREQ_PATH];
+	int i, r;
+
+	memset(lr, 0, sizeof(*lr));
+	if (layout_plugin_socket(sock, sizeof(sock), rq->alloc) < 0 ||
+	    layout_abs(abs, sizeof(abs), m->data_dir, sock) < 0 ||
+	    strlen(abs) > BERTH_SOCKET_PATH_MAX)
+		return fail(why, BERTH__ERROR_CODE__ERROR_BAD_REQUEST, "the "
+		    "socket path for alloc %s is over %d bytes", rq->alloc,
+		    BERTH_SOCKET_PATH_MAX);
+	r = snprintf(lr->endpoint, LAUNCH_STR, "CSI_ENDPOINT=unix://%s", abs);
+	if (r >= LAUNCH_STR || strlen(rq->path) >= LAUNCH_STR ||
+	    strlen(rq->path2) >= LAUNCH_STR)
+		return fail(why, BERTH__ERROR_CODE__ERROR_BAD_REQUEST, "paths "
+		    "too long to launch");
+	memcpy(lr->root, rq->path, strlen(rq->path) + 1);
+	memcpy(lr->sockdir, rq->path2, strlen(rq->path2) + 1);
+	memcpy(lr->args[0], d->exe, sizeof(d->exe));
+	for (i = 0; i < d->nargs; i++)
+		memcpy(lr->args[i + 1], d->args[i], sizeof(d->args[i]));
+	lr->nargs = (uint32_t)d->nargs + 1;
+	lr->caps = d->caps;
+	return OK;
+}
+
+/* Send one launch and wait for its answer; exits seen meanwhile count. */
+static Berth__ErrorCode
+launch(struct mounter *m, const struct launch_req *lr, const int fds[3],
+    pid_t *pid, int *pidfd, char *why)
+{
+	union {
+		struct cmsghdr hdr;
+		char space[CMSG_SPACE(3 * sizeof(int))];
+	} cm = { 0 };
+	struct iovec iov = { (void *)lr, sizeof(*lr) };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cm.space, .msg_controllen = sizeof(cm.space) };
+	struct pollfd pfd = { .fd = m->launcher_fd, .events = POLLIN };
+	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
+	struct launch_msg msg;
+
+	c->cmsg_level = SOL_SOCKET;
+	c->cmsg_type = SCM_RIGHTS;
+	c->cmsg_len = CMSG_LEN(3 * sizeof(int));
+	memcpy(CMSG_DATA(c), fds, 3 * sizeof(int));
+	if (sendmsg(m->launcher_fd, &mh, MSG_NOSIGNAL) < 0)
+		return fail_errno(why, errno, "asking the launcher", "");
+	for (;;) {
+		if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) <= 0)
+			fatalx("launch: the launcher did not answer; exiting");
+		if (launcher_recv(m, &msg, pidfd) < 0)
+			continue;
+		if (msg.type == LAUNCH_EXITED) {
+			launcher_exit(m, &msg, *pidfd);
+			continue;
+		}
+		if (msg.type == LAUNCH_STARTED && *pidfd >= 0) {
+			*pid = msg.pid;
+			return OK;
+		}
+		if (*pidfd >= 0)
+			close(*pidfd);
+		msg.what[sizeof(msg.what) - 1] = '\0';
+		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "starting "
+		    "the plugin failed at %s: %s", msg.what,
+		    strerror(msg.err));
+	}
+}
+
+static struct plugin *
+slot(struct mounter *m)
+{
+	int i;
+
+	for (i = 0; i < PLUGIN_MAX; i++)
+		if (!m->plugins[i].used)
+			return &m->plugins[i];
+	return NULL;
+}
+
+static Berth__ErrorCode
+answer(struct plugin *p, struct mreply *out, char *why)
+{
+	out->pid = p->pid;
+	out->start_time = p->start_time;
+	if ((out->pidfd = fcntl(p->pidfd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return fail_errno(why, errno, "duplicating a pidfd", "");
+	return OK;
+}
+
+Berth__ErrorCode
+plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
+    char *why)
+{
+	static struct launch_req lr;
+	Berth__ErrorCode code;
+	struct plugindef d;
+	struct plugin *p;
+	char rel[MREQ_PATH];
+	int fds[3] = { -1, -1, -1 }, i, pidfd = -1;
+	pid_t pid = -1;
+
+	if ((p = slot(m)) == NULL)
+		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "already "
+		    "running %d plugins", PLUGIN_MAX);
+	for (i = 0; i < PLUGIN_MAX; i++)
+		if (m->plugins[i].used &&
+		    strcmp(m->plugins[i].alloc, rq->alloc) == 0)
+			return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT,
+			    "alloc %s already runs plugin pid %ld", rq->alloc,
+			    (long)m->plugins[i].pid);
+	if ((code = load_def(m, rq->def, &d, why)) != OK ||
+	    (code = prepared(m, rq->path, why)) != OK ||
+	    (code = prepared(m, rq->path2, why)) != OK ||
+	    (code = fill(m, rq, &d, &lr, why)) != OK ||
+	    (code = open_exe(&d, &fds[0], why)) != OK)
+		goto out;
+	for (i = 1; i < 3; i++) {
+		snprintf(rel, sizeof(rel), "%s/%s.%s", rq->path2, rq->def,
+		    i == 1 ? "stdout" : "stderr");
+		if ((fds[i] = res_open(m->data_fd, rel, O_WRONLY | O_CREAT |
+		    O_APPEND | O_NOCTTY, 0640)) < 0) {
+			code = fail_errno(why, -fds[i], "opening log", rel);
+			goto out;
+		}
+	}
+	if ((code = launch(m, &lr, fds, &pid, &pidfd, why)) != OK)
+		goto out;
+	p->used = p->child = true;
+	p->pid = pid;
+	p->pidfd = pidfd;
+	snprintf(p->alloc, sizeof(p->alloc), "%s", rq->alloc);
+	if (start_time_of(m, pid, &p->start_time) < 0 ||
+	    record(m, p, true) < 0)
+		log_warn("plugin_start: cannot record pid %ld for adoption",
+		    (long)pid);
+	log_info("plugin_start: %s for alloc %s is plugin pid %ld",
+	    rq->def, rq->alloc, (long)pid);
+	code = answer(p, out, why);
+out:
+	for (i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return code;
+}
+
+static void
+adopted_ended(evutil_socket_t fd, short ev, void *arg)
+{
+	struct plugin *p = arg;
+
+	(void)fd;
+	(void)ev;
+	ended(p->owner, p, false, 0);
+}
+
+Berth__ErrorCode
+plugin_adopt(struct mounter *m, const struct mreq *rq, struct mreply *out,
+    char *why)
+{
+	struct plugin *p, tmp = { .pid = rq->pid, .start_time = rq->start_time };
+	uint64_t start;
+	int pidfd;
+
+	if ((p = find(m, rq->pid, rq->start_time)) != NULL)
+		return answer(p, out, why);
+	if (!has_record(m, rq->pid, rq->start_time))
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "pid %ld "
+		    "(start time %llu) is not a plugin berth-mounter started",
+		    (long)rq->pid, (unsigned long long)rq->start_time);
+	if ((p = slot(m)) == NULL)
+		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "already "
+		    "running %d plugins", PLUGIN_MAX);
+	/* Pin the process first, then check it is still the one recorded. */
+	if ((pidfd = pidfd_open(rq->pid, 0)) < 0 ||
+	    start_time_of(m, rq->pid, &start) < 0 ||
+	    start != rq->start_time) {
+		if (pidfd >= 0)
+			close(pidfd);
+		record(m, &tmp, false);
+		return fail(why, BERTH__ERROR_CODE__ERROR_NOT_FOUND, "plugin "
+		    "pid %ld has ended", (long)rq->pid);
+	}
+	p->used = true;
+	p->pid = rq->pid;
+	p->start_time = start;
+	p->pidfd = pidfd;
+	p->owner = m;
+	snprintf(p->alloc, sizeof(p->alloc), "(adopted)");
+	if ((p->ev = event_new(m->h.base, pidfd, EV_READ, adopted_ended,
+	    p)) == NULL || event_add(p->ev, NULL) < 0) {
+		ended(m, p, false, 0);
+		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "cannot "
+		    "watch the adopted plugin");
+	}
+	log_info("plugin_adopt: adopted plugin pid %ld", (long)rq->pid);
+	return answer(p, out, why);
+}
+
+Berth__ErrorCode
+plugin_signal(struct mounter *m, const struct mreq *rq, char *why)
+{
+	struct plugin *p;
+
+	if ((p = find(m, rq->pid, rq->start_time)) == NULL)
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "pid %ld "
+		    "(start time %llu) is not a plugin this berth-mounter "
+		    "started or adopted", (long)rq->pid,
+		    (unsigned long long)rq->start_time);
+	if (pidfd_send_signal(p->pidfd, rq->sig, NULL, 0) < 0)
+		return fail_errno(why, errno, "signalling plugin", "");
+	return OK;
+}

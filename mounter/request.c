@@ -1,0 +1,259 @@
+/*
+ * request.c: the first switch. Every request is checked here, field by
+ * field, before anything acts on it.
+ *
+ * Owns: what a well-formed mounter request is. Identifiers must pass
+ * ident_problem() on their exact bytes (an embedded NUL is refused, not
+ * truncated), enums must hold a value this version knows, a field the
+ * verb does not use must be empty, and no message may carry fields this
+ * version does not know. Paths are built here with common/layout.c.
+ * Must not: touch the file system or any process; it is pure so that the
+ * fuzzer can run it (fuzz/fuzz_request.c includes this file).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mounter.h"
+
+#define OK BERTH__ERROR_CODE__ERROR_NONE
+#define BAD BERTH__ERROR_CODE__ERROR_BAD_REQUEST
+#define TRY(x) do { if ((code = (x)) != OK) return code; } while (0)
+
+/* A message, or a sub-message, with fields we do not know: refused. */
+static Berth__ErrorCode
+known(const void *msg, const char *what, char *why)
+{
+	const ProtobufCMessage *m = msg;
+
+	if (m == NULL)
+		return fail(why, BAD, "%s is missing", what);
+	if (m->n_unknown_fields != 0)
+		return fail(why, BAD, "%s has %u field(s) this version does "
+		    "not know", what, m->n_unknown_fields);
+	return OK;
+}
+
+static Berth__ErrorCode
+ident(char *dst, ProtobufCBinaryData b, const char *field, char *why)
+{
+	const char *problem;
+
+	if ((problem = ident_problem((const char *)b.data, b.len)) != NULL)
+		return fail(why, BAD, "%s %s", field, problem);
+	memcpy(dst, b.data, b.len);
+	dst[b.len] = '\0';
+	return OK;
+}
+
+static Berth__ErrorCode
+unused(ProtobufCBinaryData b, const char *field, char *why)
+{
+	if (b.len != 0)
+		return fail(why, BAD, "%s must be empty for this verb", field);
+	return OK;
+}
+
+static Berth__ErrorCode
+usage(struct mreq *rq, const Berth__VolumeUsage *u, char *why)
+{
+	static const char *const attach[] = {
+		[BERTH__ATTACHMENT_MODE__ATTACHMENT_FILE_SYSTEM] = "file-system",
+		[BERTH__ATTACHMENT_MODE__ATTACHMENT_BLOCK_DEVICE] =
+		    "block-device",
+	};
+	static const char *const access[] = {
+		[BERTH__ACCESS_MODE__ACCESS_SINGLE_NODE_READER_ONLY] =
+		    "single-node-reader-only",
+		[BERTH__ACCESS_MODE__ACCESS_SINGLE_NODE_WRITER] =
+		    "single-node-writer",
+		[BERTH__ACCESS_MODE__ACCESS_MULTI_NODE_READER_ONLY] =
+		    "multi-node-reader-only",
+		[BERTH__ACCESS_MODE__ACCESS_MULTI_NODE_SINGLE_WRITER] =
+		    "multi-node-single-writer",
+		[BERTH__ACCESS_MODE__ACCESS_MULTI_NODE_MULTI_WRITER] =
+		    "multi-node-multi-writer",
+	};
+	Berth__ErrorCode code;
+	unsigned a, c;
+
+	TRY(known(u, "usage", why));
+	a = (unsigned)u->attachment;
+	c = (unsigned)u->access;
+	if (a == 0 || a >= sizeof(attach) / sizeof(attach[0]))
+		return fail(why, BAD, "usage.attachment %d is unknown",
+		    (int)u->attachment);
+	if (c == 0 || c >= sizeof(access) / sizeof(access[0]))
+		return fail(why, BAD, "usage.access %d is unknown",
+		    (int)u->access);
+	if (layout_usage(rq->usage, sizeof(rq->usage), u->read_only,
+	    attach[a], access[c]) < 0)
+		return fail(why, BAD, "usage does not make a path component");
+	rq->read_only = u->read_only;
+	return OK;
+}
+
+static Berth__ErrorCode
+handle(struct mreq *rq, const Berth__PluginHandle *hd, char *why)
+{
+	Berth__ErrorCode code;
+
+	TRY(known(hd, "handle", why));
+	/* pid_max is at most 2^22; 1 is init, never ours. */
+	if (hd->pid <= 1 || hd->pid > (1U << 22))
+		return fail(why, BAD, "handle.pid %u is out of range", hd->pid);
+	if (hd->start_time == 0)
+		return fail(why, BAD, "handle.start_time is missing");
+	rq->pid = (pid_t)hd->pid;
+	rq->start_time = hd->start_time;
+	return OK;
+}
+
+/* layout_* return -EINVAL or -ENAMETOOLONG; identifiers are valid here. */
+static Berth__ErrorCode
+built(int r, char *why)
+{
+	if (r < 0)
+		return fail(why, BAD, "the identifiers make a path that is "
+		    "too long or reserved (plugin type \"plugins\")");
+	return OK;
+}
+
+#define ID(field, src, name) TRY(ident(rq->field, (src), (name), why))
+
+Berth__ErrorCode
+request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
+{
+	Berth__ErrorCode code;
+	size_t n = MREQ_PATH;
+
+	memset(rq, 0, sizeof(*rq));
+	rq->body = env->body_case;
+	if (env->kind != BERTH__KIND__KIND_REQUEST || env->error != NULL)
+		return fail(why, BAD, "only requests without an error are "
+		    "served");
+	TRY(known(env, "envelope", why));
+	switch (env->body_case) {
+	case BERTH__ENVELOPE__BODY_PREPARE_PLUGIN: {
+		const Berth__PreparePlugin *r = env->prepare_plugin;
+
+		TRY(known(r, "prepare_plugin", why));
+		ID(type, r->plugin_type, "plugin_type");
+		ID(plugin, r->plugin_id, "plugin_id");
+		ID(alloc, r->alloc_id, "alloc_id");
+		TRY(built(layout_plugin_root(rq->path, n, rq->type,
+		    rq->plugin), why));
+		TRY(built(layout_plugin_socket_dir(rq->path2, n, rq->alloc),
+		    why));
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_PREPARE_VOLUME: {
+		const Berth__PrepareVolume *r = env->prepare_volume;
+
+		TRY(known(r, "prepare_volume", why));
+		ID(type, r->plugin_type, "plugin_type");
+		ID(plugin, r->plugin_id, "plugin_id");
+		ID(vol, r->volume_id, "volume_id");
+		TRY(usage(rq, r->usage, why));
+		switch (r->dir) {
+		case BERTH__VOLUME_DIR__VOLUME_DIR_STAGING:
+			rq->staging = true;
+			ID(ns, r->volume_ns, "volume_ns");
+			TRY(unused(r->alloc_id, "alloc_id", why));
+			TRY(built(layout_staging(rq->path, n, rq->type,
+			    rq->plugin, rq->ns, rq->vol, rq->usage), why));
+			break;
+		case BERTH__VOLUME_DIR__VOLUME_DIR_PUBLISH:
+			ID(alloc, r->alloc_id, "alloc_id");
+			TRY(unused(r->volume_ns, "volume_ns", why));
+			TRY(built(layout_publish(rq->path, n, rq->type,
+			    rq->plugin, rq->alloc, rq->vol, rq->usage), why));
+			break;
+		default:
+			return fail(why, BAD, "dir %d is unknown", (int)r->dir);
+		}
+		TRY(built(layout_plugin_root(rq->path2, n, rq->type,
+		    rq->plugin), why));
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_BIND_VOLUME: {
+		const Berth__BindVolume *r = env->bind_volume;
+
+		TRY(known(r, "bind_volume", why));
+		ID(type, r->plugin_type, "plugin_type");
+		ID(plugin, r->plugin_id, "plugin_id");
+		ID(alloc, r->alloc_id, "alloc_id");
+		ID(vol, r->volume_id, "volume_id");
+		ID(task, r->task, "task");
+		ID(name, r->name, "name");
+		TRY(usage(rq, r->usage, why));
+		rq->read_only = rq->read_only || r->read_only;
+		TRY(built(layout_publish(rq->path, n, rq->type, rq->plugin,
+		    rq->alloc, rq->vol, rq->usage), why));
+		TRY(built(layout_task_volume(rq->path2, n, rq->alloc, rq->task,
+		    rq->name), why));
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_UNBIND_VOLUME: {
+		const Berth__UnbindVolume *r = env->unbind_volume;
+
+		TRY(known(r, "unbind_volume", why));
+		ID(alloc, r->alloc_id, "alloc_id");
+		ID(task, r->task, "task");
+		ID(name, r->name, "name");
+		TRY(built(layout_task_volume(rq->path, n, rq->alloc, rq->task,
+		    rq->name), why));
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_CLEANUP_ALLOC: {
+		const Berth__CleanupAlloc *r = env->cleanup_alloc;
+
+		TRY(known(r, "cleanup_alloc", why));
+		ID(alloc, r->alloc_id, "alloc_id");
+		TRY(built(layout_plugin_socket_dir(rq->path2, n, rq->alloc),
+		    why));
+		snprintf(rq->path, n, LAYOUT_ALLOCS_DIR "/%s", rq->alloc);
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_START_PLUGIN: {
+		const Berth__StartPlugin *r = env->start_plugin;
+
+		TRY(known(r, "start_plugin", why));
+		ID(def, r->definition, "definition");
+		ID(type, r->plugin_type, "plugin_type");
+		ID(plugin, r->plugin_id, "plugin_id");
+		ID(alloc, r->alloc_id, "alloc_id");
+		TRY(built(layout_plugin_root(rq->path, n, rq->type,
+		    rq->plugin), why));
+		TRY(built(layout_plugin_socket_dir(rq->path2, n, rq->alloc),
+		    why));
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_ADOPT_PLUGIN:
+		TRY(known(env->adopt_plugin, "adopt_plugin", why));
+		return handle(rq, env->adopt_plugin->handle, why);
+	case BERTH__ENVELOPE__BODY_SIGNAL_PLUGIN: {
+		static const int sigs[] = {
+			[BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_TERM] = SIGTERM,
+			[BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_KILL] = SIGKILL,
+			[BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_INT] = SIGINT,
+			[BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_HUP] = SIGHUP,
+		};
+		const Berth__SignalPlugin *r = env->signal_plugin;
+		unsigned s;
+
+		TRY(known(r, "signal_plugin", why));
+		TRY(handle(rq, r->handle, why));
+		s = (unsigned)r->signal;
+		if (s == 0 || s >= sizeof(sigs) / sizeof(sigs[0]))
+			return fail(why, BAD, "signal %d is unknown",
+			    (int)r->signal);
+		rq->sig = sigs[s];
+		return OK;
+	}
+	default:
+		return fail(why, BERTH__ERROR_CODE__ERROR_UNSUPPORTED,
+		    "berth-mounter does not serve %s",
+		    ipc_body_name(env->body_case));
+	}
+}

@@ -1,0 +1,342 @@
+/*
+ * volume.c: the mount verbs: prepare a plugin's directories, prepare a
+ * staging or publish directory, bind a published volume into a task,
+ * unbind it, and clean up after an alloc.
+ *
+ * Owns: every mount the mounter makes in the host. Mounts are made with
+ * open_tree / mount_setattr / move_mount on descriptors pinned by
+ * resolve.c, and a bind into a task gets nosuid, nodev (and ro) while it
+ * is still detached, so it is never visible without them.
+ * Must not: resolve a path other than through resolve.c, or act on a
+ * request that request.c has not accepted.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include "mounter.h"
+
+#define OK BERTH__ERROR_CODE__ERROR_NONE
+
+/* Split "a/b/c" into "a/b" and "c". */
+static void
+split(const char *rel, char *parent, size_t n, const char **leaf)
+{
+	const char *slash = strrchr(rel, '/');
+
+	snprintf(parent, n, "%.*s", (int)(slash - rel), rel);
+	*leaf = slash + 1;
+}
+
+/* Bind the directory at rel onto itself, once, and make it shared. */
+static Berth__ErrorCode
+make_shared_mount(struct mounter *m, const char *rel, char *why)
+{
+	struct mount_attr attr = { .propagation = MS_SHARED };
+	int fd, tree = -1, r;
+
+	if ((fd = res_mkdirs(m->data_fd, rel)) < 0)
+		return fail_errno(why, -fd, "creating", rel);
+	if ((r = res_is_mount(fd)) < 0) {
+		close(fd);
+		return fail_errno(why, -r, "checking", rel);
+	}
+	if (r == 0) {
+		tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+		    AT_EMPTY_PATH);
+		r = tree < 0 || move_mount(tree, "", fd, "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ?
+		    -errno : 0;
+		if (tree >= 0)
+			close(tree);
+		close(fd);
+		if (r < 0)
+			return fail_errno(why, -r, "binding onto itself", rel);
+		/* The path now leads to the new mount. */
+		if ((fd = res_open(m->data_fd, rel, O_PATH | O_DIRECTORY, 0)) < 0)
+			return fail_errno(why, -fd, "reopening", rel);
+	}
+	r = mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr));
+	close(fd);
+	if (r < 0)
+		return fail_errno(why, errno, "making shared", rel);
+	return OK;
+}
+
+Berth__ErrorCode
+volume_prepare_plugin(struct mounter *m, const struct mreq *rq, char *why)
+{
+	Berth__ErrorCode code;
+
+	if ((code = make_shared_mount(m, rq->path2, why)) != OK)
+		return code;
+	return make_shared_mount(m, rq->path, why);
+}
+
+/* The plugin's mount root must be prepared: mounts in it propagate. */
+static Berth__ErrorCode
+root_prepared(struct mounter *m, const char *root, char *why)
+{
+	int fd, r;
+
+	if ((fd = res_open(m->data_fd, root, O_PATH | O_DIRECTORY, 0)) < 0)
+		return fail_errno(why, -fd, "opening the plugin's mount root",
+		    root);
+	r = res_is_mount(fd);
+	close(fd);
+	if (r < 0)
+		return fail_errno(why, -r, "checking", root);
+	if (r == 0)
+		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is not "
+		    "a mount yet: prepare the plugin first", root);
+	return OK;
+}
+
+Berth__ErrorCode
+volume_prepare(struct mounter *m, const struct mreq *rq, struct mreply *out,
+    char *why)
+{
+	Berth__ErrorCode code;
+	char parent[MREQ_PATH];
+	const char *leaf;
+	int fd, tfd, r;
+
+	if ((code = root_prepared(m, rq->path2, why)) != OK)
+		return code;
+	if (rq->staging) {
+		if ((fd = res_mkdirs(m->data_fd, rq->path)) < 0)
+			return fail_errno(why, -fd, "creating", rq->path);
+		r = res_is_mount(fd);
+		close(fd);
+	} else {
+		/* The plugin creates the publish target itself (CSI). */
+		split(rq->path, parent, sizeof(parent), &leaf);
+		if ((fd = res_mkdirs(m->data_fd, parent)) < 0)
+			return fail_errno(why, -fd, "creating", parent);
+		tfd = res_open(fd, leaf, O_PATH, 0);
+		close(fd);
+		if (tfd == -ENOENT)
+			return OK;
+		if (tfd < 0)
+			return fail_errno(why, -tfd, "opening", rq->path);
+		r = res_is_mount(tfd);
+		close(tfd);
+	}
+	if (r < 0)
+		return fail_errno(why, -r, "checking", rq->path);
+	out->mounted = r == 1;
+	return OK;
+}
+
+/* Create the bind target, a directory or a file like the source. */
+static int
+bind_target(struct mounter *m, const char *rel, bool dir)
+{
+	char parent[MREQ_PATH];
+	const char *leaf;
+	struct stat st;
+	int pfd, fd;
+
+	split(rel, parent, sizeof(parent), &leaf);
+	if ((pfd = res_mkdirs(m->data_fd, parent)) < 0)
+		return pfd;
+	if (dir && mkdirat(pfd, leaf, 0755) < 0 && errno != EEXIST) {
+		fd = -errno;
+		goto out;
+	}
+	if (!dir && (fd = res_open(pfd, leaf, O_WRONLY | O_CREAT, 0600)) >= 0)
+		close(fd);
+	fd = res_open(pfd, leaf, O_PATH, 0);
+	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) != !dir)) {
+		close(fd);
+		fd = -ENOTDIR;
+	}
+out:
+	close(pfd);
+	return fd;
+}
+
+Berth__ErrorCode
+volume_bind(struct mounter *m, const struct mreq *rq, char *why)
+{
+	struct mount_attr attr = {
+		.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
+		    (rq->read_only ? MOUNT_ATTR_RDONLY : 0),
+		.propagation = MS_PRIVATE,
+	};
+	Berth__ErrorCode code = OK;
+	int sfd, tfd = -1, tree = -1, r;
+	struct stat st;
+
+	if ((sfd = res_open(m->data_fd, rq->path, O_PATH, 0)) < 0)
+		return fail_errno(why, -sfd, "opening the publish target",
+		    rq->path);
+	if (fstat(sfd, &st) < 0 || (!S_ISDIR(st.st_mode) &&
+	    !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))) {
+		code = fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "%s is "
+		    "not a directory, file or block device", rq->path);
+		goto out;
+	}
+	if ((r = res_is_mount(sfd)) != 1) {
+		code = r < 0 ? fail_errno(why, -r, "checking", rq->path) :
+		    fail(why, BERTH__ERROR_CODE__ERROR_NOT_FOUND, "%s is not "
+		    "published: nothing is mounted there", rq->path);
+		goto out;
+	}
+	if ((tfd = bind_target(m, rq->path2, S_ISDIR(st.st_mode))) < 0) {
+		code = fail_errno(why, -tfd, "creating", rq->path2);
+		goto out;
+	}
+	if ((r = res_is_mount(tfd)) != 0) {
+		code = r < 0 ? fail_errno(why, -r, "checking", rq->path2) :
+		    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is already "
+		    "a mount point: unbind it first", rq->path2);
+		goto out;
+	}
+	/* Detached copy; its flags are set before anyone can see it. */
+	if ((tree = open_tree(sfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+	    AT_EMPTY_PATH)) < 0 ||
+	    mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0 ||
+	    move_mount(tree, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH |
+	    MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		code = fail_errno(why, errno, "binding into", rq->path2);
+out:
+	if (tree >= 0)
+		close(tree);
+	if (tfd >= 0)
+		close(tfd);
+	close(sfd);
+	return code;
+}
+
+Berth__ErrorCode
+volume_unbind(struct mounter *m, const struct mreq *rq, char *why)
+{
+	char parent[MREQ_PATH];
+	const char *leaf;
+	int pfd, r;
+
+	split(rq->path, parent, sizeof(parent), &leaf);
+	if ((pfd = res_open(m->data_fd, parent, O_PATH | O_DIRECTORY, 0)) < 0)
+		return fail_errno(why, -pfd, "opening", parent);
+	r = res_unmount_all(pfd, leaf);
+	if (r >= 0)
+		res_remove(pfd, leaf);
+	close(pfd);
+	if (r < 0)
+		return fail_errno(why, -r, "unmounting", rq->path);
+	return OK;
+}
+
+struct sweep {
+	const char *alloc;
+	struct mreply *out;
+};
+
+/* Unmount what is stacked on one entry, then remove it if empty. */
+static void
+sweep_entry(int dirfd, const char *name, void *arg)
+{
+	struct sweep *s = arg;
+	int r;
+
+	if ((r = res_unmount_all(dirfd, name)) < 0) {
+		log_warnx("sweep_entry: unmounting %s: %s", name, strerror(-r));
+		return;
+	}
+	s->out->unmounted += r;
+	s->out->removed += res_remove(dirfd, name);
+}
+
+/* allocs/<alloc>/<task>/volumes/<name>: berth's binds. */
+static void
+sweep_task(int afd, const char *task, void *arg)
+{
+	struct sweep *s = arg;
+	char rel[MREQ_PATH];
+	int tfd;
+
+	snprintf(rel, sizeof(rel), "%s/volumes", task);
+	if (res_each(afd, rel, sweep_entry, s) < 0)
+		return;
+	if ((tfd = res_open(afd, task, O_PATH | O_DIRECTORY, 0)) >= 0) {
+		s->out->removed += res_remove(tfd, "volumes");
+		close(tfd);
+	}
+	s->out->removed += res_remove(afd, task);
+}
+
+/* csi/<type>/<plugin>/per-alloc/<alloc>/<vol>/<usage> */
+static void
+sweep_vol(int afd, const char *vol, void *arg)
+{
+	struct sweep *s = arg;
+
+	res_each(afd, vol, sweep_entry, s);
+	s->out->removed += res_remove(afd, vol);
+}
+
+static void
+sweep_plugin(int tfd, const char *plugin, void *arg)
+{
+	struct sweep *s = arg;
+	char rel[MREQ_PATH];
+	int pfd;
+
+	snprintf(rel, sizeof(rel), "%s/per-alloc", plugin);
+	if ((pfd = res_open(tfd, rel, O_PATH | O_DIRECTORY, 0)) < 0)
+		return;
+	res_each(pfd, s->alloc, sweep_vol, s);
+	s->out->removed += res_remove(pfd, s->alloc);
+	close(pfd);
+}
+
+static void
+sweep_type(int cfd, const char *type, void *arg)
+{
+	if (strcmp(type, "plugins") != 0)
+		res_each(cfd, type, sweep_plugin, arg);
+}
+
+Berth__ErrorCode
+volume_cleanup(struct mounter *m, const struct mreq *rq, struct mreply *out,
+    char *why)
+{
+	struct sweep s = { rq->alloc, out };
+	int fd, r;
+
+	/* Tasks first: their binds hold references to the publish mounts. */
+	r = res_each(m->data_fd, rq->path, sweep_task, &s);
+	if (r < 0 && r != -ENOENT)
+		return fail_errno(why, -r, "reading", rq->path);
+	if ((fd = res_open(m->data_fd, LAYOUT_ALLOCS_DIR, O_PATH, 0)) >= 0) {
+		out->removed += res_remove(fd, rq->alloc);
+		close(fd);
+	}
+	r = res_each(m->data_fd, "csi", sweep_type, &s);
+	if (r < 0 && r != -ENOENT)
+		return fail_errno(why, -r, "reading", "csi");
+	/* The socket directory: its self-bind, its socket, itself. */
+	if ((fd = res_open(m->data_fd, LAYOUT_PLUGIN_SOCKETS_DIR, O_PATH, 0)) >= 0) {
+		sweep_entry(fd, rq->alloc, &s);
+		close(fd);
+	}
+	if ((fd = res_open(m->data_fd, rq->path2, O_PATH | O_DIRECTORY, 0)) >= 0) {
+		struct stat st;
+
+		if (fstatat(fd, "csi.sock", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
+		    S_ISSOCK(st.st_mode) && unlinkat(fd, "csi.sock", 0) == 0)
+			out->removed++;
+		close(fd);
+		if ((fd = res_open(m->data_fd, LAYOUT_PLUGIN_SOCKETS_DIR,
+		    O_PATH, 0)) >= 0) {
+			out->removed += res_remove(fd, rq->alloc);
+			close(fd);
+		}
+	}
+	return OK;
+}
