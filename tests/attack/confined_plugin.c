@@ -30,6 +30,7 @@ main(int argc, char **argv)
 		return 2;
 	}
 	snprintf(sun.sun_path, sizeof(sun.sun_path), "%s", ep + 7);
+	unlink(sun.sun_path);
 	if ((s = socket(AF_UNIX, SOCK_STREAM, 0)) < 0 ||
 	    bind(s, (struct sockaddr *)&sun, sizeof(sun)) < 0 ||
 	    listen(s, 1) < 0) {

@@ -107,18 +107,14 @@ mc_wait(struct mclient *c, int ms)
 	event_free(t);
 }
 
-void
-mc_start(struct mclient *c, const char *plugins)
+static void
+spawn(struct mclient *c)
 {
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
 	Berth__Hello hello = BERTH__HELLO__INIT;
 	char *argv[10];
 	int sp[2], n = 0;
 
-	memset(c, 0, sizeof(*c));
-	c->data = harness_tmpdir("data");
-	c->run = harness_tmpdir("run");
-	c->plugins = plugins ? strdup(plugins) : NULL;
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
 	    sp), 0);
 	argv[n++] = (char *)harness_bin("berth-mounter");
@@ -127,7 +123,7 @@ mc_start(struct mclient *c, const char *plugins)
 	argv[n++] = c->data;
 	argv[n++] = "--run-dir";
 	argv[n++] = c->run;
-	if (plugins != NULL) {
+	if (c->plugins != NULL) {
 		argv[n++] = "--plugins-dir";
 		argv[n++] = c->plugins;
 	}
@@ -147,7 +143,17 @@ mc_start(struct mclient *c, const char *plugins)
 }
 
 void
-mc_stop(struct mclient *c)
+mc_start(struct mclient *c, const char *plugins)
+{
+	memset(c, 0, sizeof(*c));
+	c->data = harness_tmpdir("data");
+	c->run = harness_tmpdir("run");
+	c->plugins = plugins ? strdup(plugins) : NULL;
+	spawn(c);
+}
+
+static void
+halt(struct mclient *c)
 {
 	if (c->chan != NULL)
 		chan_free(c->chan);
@@ -162,6 +168,19 @@ mc_stop(struct mclient *c)
 	if (c->base != NULL)
 		event_base_free(c->base);
 	c->base = NULL;
+}
+
+void
+mc_restart(struct mclient *c)
+{
+	halt(c);
+	spawn(c);
+}
+
+void
+mc_stop(struct mclient *c)
+{
+	halt(c);
 	harness_rmtree(c->data);
 	harness_rmtree(c->run);
 }
@@ -312,6 +331,52 @@ mc_release_plugin(struct mclient *c, const char *type, const char *plugin)
 	snprintf(rel, sizeof(rel), "csi/%s/%s", type, plugin);
 	while (is_mountpoint(mc_path(c, rel)))
 		umount2(mc_path(c, rel), MNT_DETACH);
+}
+
+int
+mc_start_plugin(struct mclient *c, const char *def, const char *type,
+    const char *plugin, const char *alloc, Berth__PluginHandle *h, int *pidfd)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT, *rep;
+	Berth__StartPlugin r = BERTH__START_PLUGIN__INIT;
+	int code;
+
+	r.definition = B(def);
+	r.plugin_type = B(type);
+	r.plugin_id = B(plugin);
+	r.alloc_id = B(alloc);
+	env.body_case = BERTH__ENVELOPE__BODY_START_PLUGIN;
+	env.start_plugin = &r;
+	code = mc_call(c, &env, pidfd, &rep);
+	if (code == 0)
+		*h = *rep->plugin_started->handle;
+	berth__envelope__free_unpacked(rep, NULL);
+	return code;
+}
+
+int
+mc_adopt(struct mclient *c, Berth__PluginHandle *h, int *pidfd)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__AdoptPlugin r = BERTH__ADOPT_PLUGIN__INIT;
+
+	r.handle = h;
+	env.body_case = BERTH__ENVELOPE__BODY_ADOPT_PLUGIN;
+	env.adopt_plugin = &r;
+	return mc_call(c, &env, pidfd, NULL);
+}
+
+int
+mc_signal(struct mclient *c, const Berth__PluginHandle *h, int sig)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__SignalPlugin r = BERTH__SIGNAL_PLUGIN__INIT;
+
+	r.handle = (Berth__PluginHandle *)h;
+	r.signal = sig;
+	env.body_case = BERTH__ENVELOPE__BODY_SIGNAL_PLUGIN;
+	env.signal_plugin = &r;
+	return mc_call(c, &env, NULL, NULL);
 }
 
 /* Mount table lines without their ids, one per line. */

@@ -29,6 +29,13 @@ struct mclient {
 /* Start berth-mounter on fresh temp dirs; plugins may be NULL. */
 void mc_start(struct mclient *c, const char *plugins);
 void mc_stop(struct mclient *c);
+/* Stop berth-mounter and start a new one on the same directories. */
+void mc_restart(struct mclient *c);
+/* Start, adopt or signal a plugin; handle in/out. */
+int mc_start_plugin(struct mclient *c, const char *def, const char *type,
+    const char *plugin, const char *alloc, Berth__PluginHandle *h, int *pidfd);
+int mc_adopt(struct mclient *c, Berth__PluginHandle *h, int *pidfd);
+int mc_signal(struct mclient *c, const Berth__PluginHandle *h, int sig);
 /* Make one request; returns the error code (0: success). */
 int mc_call(struct mclient *c, Berth__Envelope *env, int *fd,
     Berth__Envelope **reply);

@@ -78,6 +78,99 @@ START_TEST(prepare_bind_unbind_cleanup)
 }
 END_TEST
 
+/* A definition for confined_plugin, in a root-only directory. */
+static char *
+plugin_dir(const char *args)
+{
+	char *dir = harness_tmpdir("plugins"), path[512], text[2048];
+
+	snprintf(path, sizeof(path), "%s/csi.conf", dir);
+	snprintf(text, sizeof(text), "# test plugin\nexec %s\n%scap "
+	    "CAP_SYS_ADMIN\n", harness_bin("tests/confined_plugin"), args);
+	harness_write(path, text);
+	return dir;
+}
+
+static bool
+wait_file(const char *path, int ms)
+{
+	for (; ms > 0; ms -= 10) {
+		if (access(path, F_OK) == 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+START_TEST(plugin_start_signal_adopt)
+{
+	Berth__PluginHandle h = BERTH__PLUGIN_HANDLE__INIT, h2;
+	struct mclient c;
+	char *plugins = plugin_dir(""), buf[64], *before, what[1024];
+	int pidfd = -1, pidfd2 = -1;
+
+	harness_private_mounts();
+	before = mounts_snapshot();
+	mc_start(&c, plugins);
+	ck_assert_int_eq(mc_start_plugin(&c, "csi", T, P, A, &h, &pidfd),
+	    BERTH__ERROR_CODE__ERROR_NOT_FOUND);	/* not prepared */
+	ck_assert_int_eq(mc_prepare_plugin(&c, T, P, A), 0);
+	ck_assert_int_eq(mc_start_plugin(&c, "nope", T, P, A, &h, &pidfd),
+	    BERTH__ERROR_CODE__ERROR_NOT_FOUND);
+	ck_assert_int_eq(mc_start_plugin(&c, "csi", T, P, A, &h, &pidfd), 0);
+	ck_assert_int_ge(pidfd, 0);
+	ck_assert(h.pid > 1 && h.start_time > 0);
+	ck_assert_msg(wait_file(mc_path(&c, "csi/plugins/" A "/csi.sock"),
+	    5000), "the plugin never listened on CSI_ENDPOINT");
+	/* CAP_SYS_ADMIN only (bit 21), in effective and permitted. */
+	ck_assert_str_eq(proc_status_field(h.pid, "CapEff", buf, sizeof(buf)),
+	    "0000000000200000");
+	ck_assert_str_eq(proc_status_field(h.pid, "CapPrm", buf, sizeof(buf)),
+	    "0000000000200000");
+	ck_assert_str_eq(proc_status_field(h.pid, "NoNewPrivs", buf,
+	    sizeof(buf)), "1");
+	/* A second start for the same alloc is refused. */
+	ck_assert_int_eq(mc_start_plugin(&c, "csi", T, P, A, &h2, &pidfd2),
+	    BERTH__ERROR_CODE__ERROR_CONFLICT);
+	/* The mounter restarts; the plugin lives on and is adopted, once. */
+	mc_restart(&c);
+	ck_assert(pid_alive(h.pid));
+	ck_assert_int_eq(mc_adopt(&c, &h, &pidfd2), 0);
+	ck_assert_int_ge(pidfd2, 0);
+	close(pidfd2);
+	ck_assert_int_eq(mc_adopt(&c, &h, &pidfd2), 0);
+	close(pidfd2);
+	h2 = h;
+	h2.start_time++;
+	ck_assert_int_eq(mc_adopt(&c, &h2, &pidfd2),
+	    BERTH__ERROR_CODE__ERROR_PERMISSION);
+	ck_assert_int_eq(mc_signal(&c, &h,
+	    BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_TERM), 0);
+	for (int i = 0; i < 100 && c.exits == 0; i++)
+		mc_wait(&c, 50);
+	ck_assert_int_eq(c.exits, 1);
+	ck_assert(!c.last_exit.status_known);	/* adopted: not our child */
+	ck_assert(pid_wait_gone(h.pid, 2000));
+	/* A plugin we started (our launcher's child) reports its status. */
+	ck_assert_int_eq(mc_start_plugin(&c, "csi", T, P, A, &h, &pidfd2), 0);
+	close(pidfd2);
+	ck_assert_int_eq(mc_signal(&c, &h,
+	    BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_KILL), 0);
+	for (int i = 0; i < 100 && c.exits == 1; i++)
+		mc_wait(&c, 50);
+	ck_assert_int_eq(c.exits, 2);
+	ck_assert_msg(c.last_exit.status_known && c.last_exit.signaled, "known %d signaled %d code %d", c.last_exit.status_known, c.last_exit.signaled, c.last_exit.code);
+	ck_assert_int_eq(c.last_exit.code, SIGKILL);
+	close(pidfd);
+	ck_assert_int_eq(mc_cleanup(&c, A), 0);
+	mc_release_plugin(&c, T, P);
+	ck_assert_msg(!mounts_added(before, what, sizeof(what)),
+	    "left behind: %s", what);
+	mc_stop(&c);
+	harness_rmtree(plugins);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -85,5 +178,6 @@ main(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, prepare_bind_unbind_cleanup);
+	tcase_add_test(tc, plugin_start_signal_adopt);
 	return harness_run("mounter", tc);
 }
