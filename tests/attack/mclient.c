@@ -107,6 +107,19 @@ mc_wait(struct mclient *c, int ms)
 	event_free(t);
 }
 
+/* Keep its stderr pipe from filling up, which would block it. */
+static void
+drain(evutil_socket_t fd, short ev, void *arg)
+{
+	struct mclient *c = arg;
+
+	(void)fd;
+	(void)ev;
+	if (c->proc.loglen > sizeof(c->proc.log) / 2)
+		c->proc.loglen = 0;
+	proc_drain(&c->proc);
+}
+
 static void
 spawn(struct mclient *c)
 {
@@ -127,13 +140,15 @@ spawn(struct mclient *c)
 		argv[n++] = "--plugins-dir";
 		argv[n++] = c->plugins;
 	}
-	argv[n++] = "--verbose";
 	argv[n] = NULL;
 	proc_start(&c->proc, argv, sp[1]);
 	close(sp[1]);
 	c->raw = sp[0];
 	c->base = event_base_new();
 	c->chan = chan_new(c->base, dup(sp[0]), "mounter", &ops, c);
+	c->drain = event_new(c->base, c->proc.err_fd, EV_READ | EV_PERSIST,
+	    drain, c);
+	event_add(c->drain, NULL);
 	hello.protocol_version = BERTH_PROTOCOL_VERSION;
 	hello.role = BERTH__ROLE__ROLE_SUPERVISOR;
 	hello.pid = (uint32_t)getpid();
@@ -158,6 +173,9 @@ halt(struct mclient *c)
 	if (c->chan != NULL)
 		chan_free(c->chan);
 	c->chan = NULL;
+	if (c->drain != NULL)
+		event_free(c->drain);
+	c->drain = NULL;
 	if (c->raw >= 0)
 		close(c->raw);
 	c->raw = -1;

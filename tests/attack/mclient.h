@@ -20,6 +20,7 @@ struct mclient {
 	struct proc proc;
 	struct event_base *base;
 	struct chan *chan;
+	struct event *drain;		/* reads its stderr */
 	int raw;			/* the socket, for raw datagrams */
 	char *data, *run, *plugins;
 	int exits;			/* PluginExited notices seen */
