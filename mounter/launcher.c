@@ -16,7 +16,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -37,39 +36,59 @@
 #define SOCK_FD 3
 #define DATA_FD 4
 
-struct failure {
-	int err;
-	char what[64];
-};
-
-static struct {
-	pid_t pid;
-	int pidfd;
-} kids[PLUGIN_MAX];
-
-static void
-reply(const struct launch_msg *msg, int fd)
+int
+fdmsg_send(int sock, const void *buf, size_t len, const int *fds, int nfd)
 {
 	union {
 		struct cmsghdr hdr;
-		char space[CMSG_SPACE(sizeof(int))];
-	} cm;
-	struct iovec iov = { (void *)msg, sizeof(*msg) };
+		char space[CMSG_SPACE(3 * sizeof(int))];
+	} cm = { 0 };
+	struct iovec iov = { (void *)buf, len };
 	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
 	struct cmsghdr *c;
 
-	if (fd >= 0) {
-		memset(&cm, 0, sizeof(cm));
+	if (nfd > 0) {
 		mh.msg_control = cm.space;
-		mh.msg_controllen = sizeof(cm.space);
+		mh.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
 		c = CMSG_FIRSTHDR(&mh);
 		c->cmsg_level = SOL_SOCKET;
 		c->cmsg_type = SCM_RIGHTS;
-		c->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(c), &fd, sizeof(int));
+		c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
 	}
-	if (sendmsg(SOCK_FD, &mh, MSG_NOSIGNAL) < 0)
-		_exit(1);
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+int
+fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd, int flags)
+{
+	union {
+		struct cmsghdr hdr;
+		char space[CMSG_SPACE(3 * sizeof(int))];
+	} cm;
+	struct iovec iov = { buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cm.space, .msg_controllen = sizeof(cm.space) };
+	struct cmsghdr *c;
+	int got = 0, i, f;
+	ssize_t n;
+
+	if ((n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC)) <= 0)
+		return n < 0 ? -errno : -EPIPE;
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c))
+		for (i = 0; c->cmsg_type == SCM_RIGHTS &&
+		    i < (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int)); i++) {
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (got < nfd)
+				fds[got++] = f;
+			else
+				close(f);
+		}
+	if ((size_t)n == len && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		return got;
+	while (got > 0)
+		close(fds[--got]);
+	return -EBADMSG;
 }
 
 /* In the child: set the plugin up and exec it; returns only on failure. */
@@ -139,53 +158,52 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 static void
 launch(const struct launch_req *rq, const int fds[3])
 {
-	struct launch_msg msg = { .type = LAUNCH_FAILED };
-	struct failure f = { 0 };
-	const char *what = "";
-	int ep[2], slot, pidfd;
-	ssize_t n;
-	pid_t pid;
+	struct launch_msg msg = { 0 };
+	const char *what = "fork";
+	int ep[2], pidfd = -1;
+	ssize_t n = -1;
+	pid_t mid;
 
-	for (slot = 0; slot < PLUGIN_MAX && kids[slot].pid != 0; slot++)
-		;
-	if (slot == PLUGIN_MAX) {
-		msg.err = EAGAIN;
-		snprintf(msg.what, sizeof(msg.what), "too many plugins");
-		reply(&msg, -1);
-		return;
-	}
-	if (pipe2(ep, O_CLOEXEC) < 0 || (pid = fork()) < 0) {
+	if (pipe2(ep, O_CLOEXEC) < 0 || (mid = fork()) < 0) {
 		msg.err = errno;
-		snprintf(msg.what, sizeof(msg.what), "fork");
-		reply(&msg, -1);
-		return;
+		goto out;
 	}
-	if (pid == 0) {
+	if (mid == 0) {
+		/* The intermediate: fork the plugin and exit. */
+		if (fork() != 0)
+			_exit(0);
 		close(ep[0]);
-		f.err = plugin_child(rq, fds, &what);
-		snprintf(f.what, sizeof(f.what), "%s", what);
-		if (write(ep[1], &f, sizeof(f)) < 0)
-			_exit(126);
+		msg.pid = getpid();
+		if (write(ep[1], &msg, sizeof(msg)) == sizeof(msg)) {
+			msg.err = plugin_child(rq, fds, &what);
+			snprintf(msg.what, sizeof(msg.what), "%s", what);
+			if (write(ep[1], &msg, sizeof(msg)) < 0)
+				_exit(126);
+		}
 		_exit(127);
 	}
 	close(ep[1]);
-	/* End of file: the exec closed the pipe, the plugin runs. */
-	while ((n = read(ep[0], &f, sizeof(f))) < 0 && errno == EINTR)
-		;
-	close(ep[0]);
-	if (n > 0 || (pidfd = pidfd_open(pid, 0)) < 0) {
-		msg.err = n > 0 ? f.err : errno;
-		snprintf(msg.what, sizeof(msg.what), "%s",
-		    n > 0 ? f.what : "pidfd_open");
-		waitpid(pid, NULL, 0);
-		reply(&msg, -1);
-		return;
+	waitpid(mid, NULL, 0);
+	/* First the plugin's pid; then end of file once it has exec'd. */
+	if (read(ep[0], &msg, sizeof(msg)) != sizeof(msg)) {
+		msg.err = ECHILD;
+		what = "fork";
+	} else if ((pidfd = pidfd_open(msg.pid, 0)) < 0) {
+		msg.err = errno;
+		what = "pidfd_open";
+	} else if ((n = read(ep[0], &msg, sizeof(msg))) != 0) {
+		close(pidfd);
+		pidfd = -1;
+		what = msg.what;
+		msg.err = n == sizeof(msg) ? msg.err : EIO;
 	}
-	kids[slot].pid = pid;
-	kids[slot].pidfd = pidfd;
-	msg.type = LAUNCH_STARTED;
-	msg.pid = pid;
-	reply(&msg, pidfd);
+	close(ep[0]);
+out:
+	snprintf(msg.what, sizeof(msg.what), "%s", what);
+	if (fdmsg_send(SOCK_FD, &msg, sizeof(msg), &pidfd, pidfd >= 0) < 0)
+		_exit(1);
+	if (pidfd >= 0)
+		close(pidfd);
 }
 
 static bool
@@ -194,102 +212,55 @@ terminated(const char *s)
 	return memchr(s, '\0', LAUNCH_STR) != NULL;
 }
 
-/* One request from the mounter; false at end of file. */
-static bool
-serve_one(void)
-{
-	static struct launch_req rq;
-	struct launch_msg msg = { .type = LAUNCH_FAILED, .err = EINVAL };
-	union {
-		struct cmsghdr hdr;
-		char space[CMSG_SPACE(3 * sizeof(int))];
-	} cm;
-	struct iovec iov = { &rq, sizeof(rq) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cm.space, .msg_controllen = sizeof(cm.space) };
-	struct cmsghdr *c;
-	int fds[3] = { -1, -1, -1 }, nfd = 0, i;
-	bool ok;
-	ssize_t n;
-
-	if ((n = recvmsg(SOCK_FD, &mh, MSG_CMSG_CLOEXEC)) <= 0)
-		return n < 0 && errno == EINTR;
-	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c))
-		if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS &&
-		    c->cmsg_len == CMSG_LEN(3 * sizeof(int))) {
-			memcpy(fds, CMSG_DATA(c), sizeof(fds));
-			nfd = 3;
-		}
-	ok = n == sizeof(rq) && nfd == 3 && !(mh.msg_flags & (MSG_TRUNC |
-	    MSG_CTRUNC)) && rq.nargs >= 1 && rq.nargs <= LAUNCH_ARGS &&
-	    terminated(rq.root) && terminated(rq.sockdir) &&
-	    terminated(rq.endpoint);
-	for (i = 0; ok && i < (int)rq.nargs; i++)
-		ok = terminated(rq.args[i]);
-	if (ok) {
-		launch(&rq, fds);
-	} else {
-		snprintf(msg.what, sizeof(msg.what), "malformed request");
-		reply(&msg, -1);
-	}
-	for (i = 0; i < nfd; i++)
-		close(fds[i]);
-	return true;
-}
-
 static void __attribute__((noreturn))
 launcher_main(pid_t mounter)
 {
-	struct pollfd pfd[1 + PLUGIN_MAX];
-	struct launch_msg msg = { .type = LAUNCH_EXITED };
-	int i, status;
+	static struct launch_req rq;
+	struct launch_msg msg = { .err = EINVAL };
+	int fds[3], nfd, i;
+	bool ok;
 
 	prctl(PR_SET_NAME, "berth-launcher", 0, 0, 0);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
 	    getppid() != mounter || priv_keep_only(mounter_caps,
 	    mounter_ncaps) < 0)
 		_exit(1);
-	for (;;) {
-		pfd[0].fd = SOCK_FD;
-		pfd[0].events = POLLIN;
-		for (i = 0; i < PLUGIN_MAX; i++) {
-			pfd[1 + i].fd = kids[i].pid != 0 ? kids[i].pidfd : -1;
-			pfd[1 + i].events = POLLIN;
+	/* One request at a time, until the mounter closes its end. */
+	while ((nfd = fdmsg_recv(SOCK_FD, &rq, sizeof(rq), fds, 3, 0)) !=
+	    -EPIPE) {
+		ok = nfd == 3 && rq.nargs >= 1 && rq.nargs <= LAUNCH_ARGS &&
+		    terminated(rq.root) && terminated(rq.sockdir) &&
+		    terminated(rq.endpoint);
+		for (i = 0; ok && i < (int)rq.nargs; i++)
+			ok = terminated(rq.args[i]);
+		if (ok)
+			launch(&rq, fds);
+		else if (nfd != -EINTR) {
+			snprintf(msg.what, sizeof(msg.what), "a malformed "
+			    "request");
+			if (fdmsg_send(SOCK_FD, &msg, sizeof(msg), NULL, 0) < 0)
+				_exit(1);
 		}
-		if (poll(pfd, 1 + PLUGIN_MAX, -1) < 0) {
-			if (errno == EINTR)
-				continue;
-			_exit(1);
-		}
-		if (pfd[0].revents != 0 && !serve_one())
-			_exit(0);
-		for (i = 0; i < PLUGIN_MAX; i++) {
-			if (kids[i].pid == 0 || pfd[1 + i].revents == 0 ||
-			    waitpid(kids[i].pid, &status, WNOHANG) <= 0)
-				continue;
-			msg.pid = kids[i].pid;
-			msg.status = status;
-			close(kids[i].pidfd);
-			kids[i].pid = 0;
-			reply(&msg, -1);
-		}
+		for (i = 0; i < nfd; i++)
+			close(fds[i]);
 	}
+	_exit(0);
 }
 
 int
-launcher_spawn(int data_fd, pid_t *pid)
+launcher_spawn(int data_fd)
 {
-	pid_t mounter = getpid();
+	pid_t mounter = getpid(), pid;
 	int sp[2], s, d;
 
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
 		return -errno;
-	if ((*pid = fork()) < 0) {
+	if ((pid = fork()) < 0) {
 		close(sp[0]);
 		close(sp[1]);
 		return -errno;
 	}
-	if (*pid == 0) {
+	if (pid == 0) {
 		/* Only the mounter's socket and the data directory stay. */
 		if ((s = fcntl(sp[1], F_DUPFD_CLOEXEC, 100)) < 0 ||
 		    (d = fcntl(data_fd, F_DUPFD_CLOEXEC, 100)) < 0 ||

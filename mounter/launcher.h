@@ -8,6 +8,7 @@
 #ifndef BERTH_MOUNTER_LAUNCHER_H
 #define BERTH_MOUNTER_LAUNCHER_H
 
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -24,18 +25,24 @@ struct launch_req {
 	char endpoint[LAUNCH_STR];	/* "CSI_ENDPOINT=unix://..." */
 };
 
-enum launch_type { LAUNCH_STARTED = 1, LAUNCH_FAILED, LAUNCH_EXITED };
-
-/* Launcher to mounter; LAUNCH_STARTED carries the plugin's pidfd. */
+/* Launcher to mounter; with the plugin's pidfd when err is 0. */
 struct launch_msg {
-	int32_t type;
 	int32_t pid;
-	int32_t err;			/* LAUNCH_FAILED: errno */
-	int32_t status;			/* LAUNCH_EXITED: wait status */
-	char what[64];			/* LAUNCH_FAILED: the step */
+	int32_t err;			/* errno of the step that failed */
+	char what[64];			/* that step */
 };
 
+/* One datagram with nfd (at most 3) descriptors; 0 or -errno. */
+int fdmsg_send(int sock, const void *buf, size_t len, const int *fds,
+    int nfd);
+/*
+ * One datagram of exactly len bytes: the number of descriptors received
+ * (at most nfd; extras are closed), -EPIPE at end of file, -EBADMSG for a
+ * datagram of another size (its descriptors closed), or -errno.
+ */
+int fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd,
+    int flags);
 /* Fork the launcher; returns the mounter's end of its socket or -errno. */
-int launcher_spawn(int data_fd, pid_t *pid);
+int launcher_spawn(int data_fd);
 
 #endif

@@ -23,6 +23,7 @@
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #include "launcher.h"
@@ -256,8 +257,11 @@ main(int argc, char **argv)
 	if (m.plugins_fd < 0)
 		log_warn("main: plugin definitions %s (privileged plugins "
 		    "cannot start)", plugins_dir);
+	/* Plugins are re-parented to us: we learn how they end. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		fatal("main: PR_SET_CHILD_SUBREAPER");
 	/* Before the seccomp lock, which every child would inherit. */
-	if ((m.launcher_fd = launcher_spawn(m.data_fd, &m.launcher_pid)) < 0)
+	if ((m.launcher_fd = launcher_spawn(m.data_fd)) < 0)
 		fatalx("main: plugin launcher: %s", strerror(-m.launcher_fd));
 
 	m.h.name = "berth-mounter";
@@ -265,15 +269,13 @@ main(int argc, char **argv)
 	m.h.dispatch = mounter_dispatch;
 	m.h.takes_fd = mounter_takes_fd;
 	m.h.arg = &m;
-	if ((r = helper_init(&m.h, BERTH_HELPER_FD)) < 0 ||
-	    (r = plugin_init(&m)) < 0)
+	if ((r = helper_init(&m.h, BERTH_HELPER_FD)) < 0)
 		fatalx("main: event loop: %s", strerror(-r));
 	if ((r = sandbox_lock()) < 0)
 		fatalx("main: locking the sandbox: %s", strerror(-r));
 	log_info("main: serving; data %s, run %s, plugins %s", m.data_dir,
 	    run_dir, plugins_dir);
 	r = helper_serve(&m.h);
-	event_free(m.launcher_ev);
 	close(m.launcher_fd);
 	close(m.data_fd);
 	event_base_free(m.h.base);

@@ -51,23 +51,20 @@ struct mreply {
 
 struct mounter;
 
+/* A plugin started or adopted; the slot is free while pidfd is 0. */
 struct plugin {
 	struct mounter *owner;
-	bool used, child;	/* child: the launcher is its parent */
 	pid_t pid;
 	uint64_t start_time;
 	int pidfd;
-	char alloc[MREQ_IDENT];
-	struct event *ev;	/* adopted: readable pidfd means it ended */
+	struct event *ev;	/* the pidfd is readable: it has ended */
 };
 
 struct mounter {
 	struct helper h;
 	const char *data_dir;
 	int data_fd, plugins_fd, proc_fd, launcher_fd;
-	pid_t launcher_pid;
 	char boot_id[MREQ_IDENT];
-	struct event *launcher_ev;
 	struct plugin plugins[PLUGIN_MAX];
 };
 
@@ -103,7 +100,6 @@ Berth__ErrorCode volume_cleanup(struct mounter *m, const struct mreq *rq,
     struct mreply *out, char *why);
 
 /* plugin.c */
-int plugin_init(struct mounter *m);
 Berth__ErrorCode plugin_start(struct mounter *m, const struct mreq *rq,
     struct mreply *out, char *why);
 Berth__ErrorCode plugin_adopt(struct mounter *m, const struct mreq *rq,

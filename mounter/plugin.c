@@ -15,6 +15,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,10 @@
 #include <sys/wait.h>
 #include <linux/openat2.h>
 
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
 #include "launcher.h"
 #include "mounter.h"
 #include "plugindef.h"
@@ -33,41 +38,26 @@
 #define OK BERTH__ERROR_CODE__ERROR_NONE
 #define LAUNCH_TIMEOUT_MS 10000
 
+/* Add, remove or look up the record of a plugin we started: 0 or -errno. */
 static int
-record(struct mounter *m, const struct plugin *p, bool add)
+record(struct mounter *m, pid_t pid, uint64_t start, char op)
 {
 	char rel[MREQ_PATH], leaf[64];
-	int dfd, fd, r = 0;
+	int dfd, fd = 0;
 
 	snprintf(rel, sizeof(rel), MOUNTER_STARTED_DIR "/%s", m->boot_id);
-	snprintf(leaf, sizeof(leaf), "%ld.%llu", (long)p->pid,
-	    (unsigned long long)p->start_time);
-	if ((dfd = add ? res_mkdirs(m->data_fd, rel) :
+	snprintf(leaf, sizeof(leaf), "%ld.%llu", (long)pid,
+	    (unsigned long long)start);
+	if ((dfd = op == '+' ? res_mkdirs(m->data_fd, rel) :
 	    res_open(m->data_fd, rel, O_PATH | O_DIRECTORY, 0)) < 0)
 		return dfd;
-	if (add && (fd = res_open(dfd, leaf, O_WRONLY | O_CREAT | O_EXCL,
-	    0600)) >= 0)
+	if (op == '-')
+		res_remove(dfd, leaf);
+	else if ((fd = res_open(dfd, leaf, op == '+' ? O_WRONLY | O_CREAT |
+	    O_EXCL : O_PATH, 0600)) >= 0)
 		close(fd);
-	else if (add)
-		r = fd;
-	else if (unlinkat(dfd, leaf, 0) < 0)
-		r = -errno;
 	close(dfd);
-	return r;
-}
-
-static bool
-has_record(struct mounter *m, pid_t pid, uint64_t start)
-{
-	char rel[MREQ_PATH];
-	int fd;
-
-	snprintf(rel, sizeof(rel), MOUNTER_STARTED_DIR "/%s/%ld.%llu",
-	    m->boot_id, (long)pid, (unsigned long long)start);
-	if ((fd = res_open(m->data_fd, rel, O_PATH, 0)) < 0)
-		return false;
-	close(fd);
-	return true;
+	return fd < 0 ? fd : 0;
 }
 
 /* Field 22 of /proc/<pid>/stat, after the comm in parentheses. */
@@ -101,103 +91,78 @@ find(struct mounter *m, pid_t pid, uint64_t start)
 	int i;
 
 	for (i = 0; i < PLUGIN_MAX; i++)
-		if (m->plugins[i].used && m->plugins[i].pid == pid &&
+		if (m->plugins[i].pidfd > 0 && m->plugins[i].pid == pid &&
 		    (start == 0 || m->plugins[i].start_time == start))
 			return &m->plugins[i];
 	return NULL;
 }
 
+/* Its pidfd is readable: it has ended. Tell the supervisor how. */
 static void
-ended(struct mounter *m, struct plugin *p, bool known, int status)
+ended(evutil_socket_t fd, short ev, void *arg)
 {
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
 	Berth__PluginExited ex = BERTH__PLUGIN_EXITED__INIT;
 	Berth__PluginHandle hd = BERTH__PLUGIN_HANDLE__INIT;
+	struct plugin *p = arg;
+	siginfo_t si = { 0 };
 
+	(void)fd;
+	(void)ev;
+	/* Our child (re-parented to us, a subreaper) unless adopted. */
+	ex.status_known = waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED |
+	    WNOHANG) == 0 && si.si_pid == p->pid;
+	ex.signaled = ex.status_known && si.si_code != CLD_EXITED;
+	ex.code = ex.status_known ? si.si_status : 0;
 	hd.pid = (uint32_t)p->pid;
 	hd.start_time = p->start_time;
 	ex.handle = &hd;
-	ex.status_known = known;
-	ex.signaled = known && WIFSIGNALED(status);
-	ex.code = !known ? 0 : ex.signaled ? WTERMSIG(status) :
-	    WEXITSTATUS(status);
-	log_info("ended: plugin pid %ld of alloc %s %s %d", (long)p->pid,
-	    p->alloc, !known ? "ended, status unknown," : ex.signaled ?
+	log_info("ended: plugin pid %ld %s %d", (long)p->pid,
+	    !ex.status_known ? "ended, status unknown," : ex.signaled ?
 	    "was killed by signal" : "exited with status", ex.code);
 	env.body_case = BERTH__ENVELOPE__BODY_PLUGIN_EXITED;
 	env.plugin_exited = &ex;
-	chan_notice(m->h.chan, &env, -1);
-	record(m, p, false);
-	if (p->ev != NULL)
-		event_free(p->ev);
+	chan_notice(p->owner->h.chan, &env, -1);
+	record(p->owner, p->pid, p->start_time, '-');
+	event_free(p->ev);
 	close(p->pidfd);
 	memset(p, 0, sizeof(*p));
 }
 
-/* One message from the launcher: 0, -EAGAIN, or -EPIPE when it is gone. */
-static int
-launcher_recv(struct mounter *m, struct launch_msg *msg, int *fd)
+/* The reply's handle and a copy of the pidfd. */
+static Berth__ErrorCode
+answer(const struct plugin *p, struct mreply *out, char *why)
 {
-	union {
-		struct cmsghdr hdr;
-		char space[CMSG_SPACE(sizeof(int))];
-	} cm;
-	struct iovec iov = { msg, sizeof(*msg) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cm.space, .msg_controllen = sizeof(cm.space) };
-	struct cmsghdr *c;
-	ssize_t n;
-
-	*fd = -1;
-	n = recvmsg(m->launcher_fd, &mh, MSG_DONTWAIT | MSG_CMSG_CLOEXEC);
-	if (n < 0)
-		return errno == EAGAIN || errno == EINTR ? -EAGAIN : -EPIPE;
-	c = CMSG_FIRSTHDR(&mh);
-	if (c != NULL && c->cmsg_type == SCM_RIGHTS &&
-	    c->cmsg_len == CMSG_LEN(sizeof(int)))
-		memcpy(fd, CMSG_DATA(c), sizeof(int));
-	if (n != sizeof(*msg) || (mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
-		fatalx("launcher_recv: the launcher is gone or sent garbage; "
-		    "exiting (plugins keep running and can be adopted)");
-	return 0;
+	out->pid = p->pid;
+	out->start_time = p->start_time;
+	if ((out->pidfd = fcntl(p->pidfd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return fail_errno(why, errno, "duplicating a pidfd", "");
+	return OK;
 }
 
-static void
-launcher_exit(struct mounter *m, const struct launch_msg *msg, int fd)
+/* Take a plugin into the table and watch its pidfd. */
+static Berth__ErrorCode
+keep(struct mounter *m, pid_t pid, uint64_t start, int pidfd,
+    struct mreply *out, char *why)
 {
 	struct plugin *p;
 
-	if (fd >= 0)
-		close(fd);
-	if (msg->type == LAUNCH_EXITED && (p = find(m, msg->pid, 0)) != NULL &&
-	    p->child)
-		ended(m, p, true, msg->status);
-	else
-		log_warnx("launcher_exit: unexpected message %d for pid %d",
-		    msg->type, msg->pid);
-}
-
-static void
-launcher_read(evutil_socket_t sfd, short ev, void *arg)
-{
-	struct mounter *m = arg;
-	struct launch_msg msg;
-	int fd;
-
-	(void)sfd;
-	(void)ev;
-	while (launcher_recv(m, &msg, &fd) == 0)
-		launcher_exit(m, &msg, fd);
-}
-
-int
-plugin_init(struct mounter *m)
-{
-	m->launcher_ev = event_new(m->h.base, m->launcher_fd,
-	    EV_READ | EV_PERSIST, launcher_read, m);
-	if (m->launcher_ev == NULL || event_add(m->launcher_ev, NULL) < 0)
-		return -ENOMEM;
-	return 0;
+	for (p = m->plugins; p < m->plugins + PLUGIN_MAX && p->pidfd > 0; p++)
+		;
+	if (p == m->plugins + PLUGIN_MAX || (p->ev = event_new(m->h.base,
+	    pidfd, EV_READ, ended, p)) == NULL || event_add(p->ev, NULL) < 0) {
+		if (p < m->plugins + PLUGIN_MAX && p->ev != NULL)
+			event_free(p->ev);
+		close(pidfd);
+		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "cannot "
+		    "watch plugin pid %ld (at most %d plugins)", (long)pid,
+		    PLUGIN_MAX);
+	}
+	p->owner = m;
+	p->pid = pid;
+	p->start_time = start;
+	p->pidfd = pidfd;
+	return answer(p, out, why);
 }
 
 static bool
@@ -307,69 +272,30 @@ fill(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
 	return OK;
 }
 
-/* Send one launch and wait for its answer; exits seen meanwhile count. */
+/* Send one launch and wait for its answer. */
 static Berth__ErrorCode
 launch(struct mounter *m, const struct launch_req *lr, const int fds[3],
     pid_t *pid, int *pidfd, char *why)
 {
-	union {
-		struct cmsghdr hdr;
-		char space[CMSG_SPACE(3 * sizeof(int))];
-	} cm = { 0 };
-	struct iovec iov = { (void *)lr, sizeof(*lr) };
-	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
-		.msg_control = cm.space, .msg_controllen = sizeof(cm.space) };
 	struct pollfd pfd = { .fd = m->launcher_fd, .events = POLLIN };
-	struct cmsghdr *c = CMSG_FIRSTHDR(&mh);
 	struct launch_msg msg;
+	int r;
 
-	c->cmsg_level = SOL_SOCKET;
-	c->cmsg_type = SCM_RIGHTS;
-	c->cmsg_len = CMSG_LEN(3 * sizeof(int));
-	memcpy(CMSG_DATA(c), fds, 3 * sizeof(int));
-	if (sendmsg(m->launcher_fd, &mh, MSG_NOSIGNAL) < 0)
-		return fail_errno(why, errno, "asking the launcher", "");
-	for (;;) {
-		if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) <= 0)
-			fatalx("launch: the launcher did not answer; exiting");
-		if (launcher_recv(m, &msg, pidfd) < 0)
-			continue;
-		if (msg.type == LAUNCH_EXITED) {
-			launcher_exit(m, &msg, *pidfd);
-			continue;
-		}
-		if (msg.type == LAUNCH_STARTED && *pidfd >= 0) {
-			*pid = msg.pid;
-			return OK;
-		}
-		if (*pidfd >= 0)
-			close(*pidfd);
-		msg.what[sizeof(msg.what) - 1] = '\0';
-		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "starting "
-		    "the plugin failed at %s: %s", msg.what,
-		    strerror(msg.err));
+	if ((r = fdmsg_send(m->launcher_fd, lr, sizeof(*lr), fds, 3)) < 0)
+		return fail_errno(why, -r, "asking the launcher", "");
+	if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) != 1 || (r = fdmsg_recv(
+	    m->launcher_fd, &msg, sizeof(msg), pidfd, 1, MSG_DONTWAIT)) < 0)
+		fatalx("launch: the launcher is gone or did not answer; "
+		    "exiting (its plugins keep running and can be adopted)");
+	if (msg.err == 0 && r == 1) {
+		*pid = msg.pid;
+		return OK;
 	}
-}
-
-static struct plugin *
-slot(struct mounter *m)
-{
-	int i;
-
-	for (i = 0; i < PLUGIN_MAX; i++)
-		if (!m->plugins[i].used)
-			return &m->plugins[i];
-	return NULL;
-}
-
-static Berth__ErrorCode
-answer(struct plugin *p, struct mreply *out, char *why)
-{
-	out->pid = p->pid;
-	out->start_time = p->start_time;
-	if ((out->pidfd = fcntl(p->pidfd, F_DUPFD_CLOEXEC, 0)) < 0)
-		return fail_errno(why, errno, "duplicating a pidfd", "");
-	return OK;
+	if (r == 1)
+		close(*pidfd);
+	msg.what[sizeof(msg.what) - 1] = '\0';
+	return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "starting the "
+	    "plugin failed at %s: %s", msg.what, strerror(msg.err));
 }
 
 Berth__ErrorCode
@@ -379,20 +305,11 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	static struct launch_req lr;
 	Berth__ErrorCode code;
 	struct plugindef d;
-	struct plugin *p;
 	char rel[MREQ_PATH];
 	int fds[3] = { -1, -1, -1 }, i, pidfd = -1;
+	uint64_t start = 0;
 	pid_t pid = -1;
 
-	if ((p = slot(m)) == NULL)
-		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "already "
-		    "running %d plugins", PLUGIN_MAX);
-	for (i = 0; i < PLUGIN_MAX; i++)
-		if (m->plugins[i].used &&
-		    strcmp(m->plugins[i].alloc, rq->alloc) == 0)
-			return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT,
-			    "alloc %s already runs plugin pid %ld", rq->alloc,
-			    (long)m->plugins[i].pid);
 	if ((code = load_def(m, rq->def, &d, why)) != OK ||
 	    (code = prepared(m, rq->path, why)) != OK ||
 	    (code = prepared(m, rq->path2, why)) != OK ||
@@ -410,17 +327,13 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	}
 	if ((code = launch(m, &lr, fds, &pid, &pidfd, why)) != OK)
 		goto out;
-	p->used = p->child = true;
-	p->pid = pid;
-	p->pidfd = pidfd;
-	snprintf(p->alloc, sizeof(p->alloc), "%s", rq->alloc);
-	if (start_time_of(m, pid, &p->start_time) < 0 ||
-	    record(m, p, true) < 0)
+	if (start_time_of(m, pid, &start) < 0 ||
+	    record(m, pid, start, '+') < 0)
 		log_warn("plugin_start: cannot record pid %ld for adoption",
 		    (long)pid);
 	log_info("plugin_start: %s for alloc %s is plugin pid %ld",
 	    rq->def, rq->alloc, (long)pid);
-	code = answer(p, out, why);
+	code = keep(m, pid, start, pidfd, out, why);
 out:
 	for (i = 0; i < 3; i++)
 		if (fds[i] >= 0)
@@ -428,57 +341,32 @@ out:
 	return code;
 }
 
-static void
-adopted_ended(evutil_socket_t fd, short ev, void *arg)
-{
-	struct plugin *p = arg;
-
-	(void)fd;
-	(void)ev;
-	ended(p->owner, p, false, 0);
-}
-
 Berth__ErrorCode
 plugin_adopt(struct mounter *m, const struct mreq *rq, struct mreply *out,
     char *why)
 {
-	struct plugin *p, tmp = { .pid = rq->pid, .start_time = rq->start_time };
+	struct plugin *p;
 	uint64_t start;
 	int pidfd;
 
 	if ((p = find(m, rq->pid, rq->start_time)) != NULL)
 		return answer(p, out, why);
-	if (!has_record(m, rq->pid, rq->start_time))
+	if (record(m, rq->pid, rq->start_time, '?') < 0)
 		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "pid %ld "
 		    "(start time %llu) is not a plugin berth-mounter started",
 		    (long)rq->pid, (unsigned long long)rq->start_time);
-	if ((p = slot(m)) == NULL)
-		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "already "
-		    "running %d plugins", PLUGIN_MAX);
 	/* Pin the process first, then check it is still the one recorded. */
 	if ((pidfd = pidfd_open(rq->pid, 0)) < 0 ||
 	    start_time_of(m, rq->pid, &start) < 0 ||
 	    start != rq->start_time) {
 		if (pidfd >= 0)
 			close(pidfd);
-		record(m, &tmp, false);
+		record(m, rq->pid, rq->start_time, '-');
 		return fail(why, BERTH__ERROR_CODE__ERROR_NOT_FOUND, "plugin "
 		    "pid %ld has ended", (long)rq->pid);
 	}
-	p->used = true;
-	p->pid = rq->pid;
-	p->start_time = start;
-	p->pidfd = pidfd;
-	p->owner = m;
-	snprintf(p->alloc, sizeof(p->alloc), "(adopted)");
-	if ((p->ev = event_new(m->h.base, pidfd, EV_READ, adopted_ended,
-	    p)) == NULL || event_add(p->ev, NULL) < 0) {
-		ended(m, p, false, 0);
-		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "cannot "
-		    "watch the adopted plugin");
-	}
 	log_info("plugin_adopt: adopted plugin pid %ld", (long)rq->pid);
-	return answer(p, out, why);
+	return keep(m, rq->pid, start, pidfd, out, why);
 }
 
 Berth__ErrorCode

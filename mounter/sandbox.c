@@ -51,8 +51,8 @@ static const int allowed[] = {
 	/* unbind_volume, cleanup_alloc: unmount one component, remove */
 	SCMP_SYS(fchdir), SCMP_SYS(umount2), SCMP_SYS(unlinkat),
 	SCMP_SYS(getdents64),
-	/* start_plugin: talk to the launcher; adopt and signal_plugin */
-	SCMP_SYS(pidfd_open), SCMP_SYS(pidfd_send_signal),
+	/* adopt_plugin, signal_plugin; a plugin's end (waitid on its pidfd) */
+	SCMP_SYS(pidfd_open), SCMP_SYS(pidfd_send_signal), SCMP_SYS(waitid),
 #ifdef BERTH_SANITIZE
 	/*
 	 * Sanitizer builds only (-Db_sanitize): what ASan, UBSan and LSan's
