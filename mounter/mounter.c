@@ -47,17 +47,13 @@ fail_errno(char *why, int err, const char *what, const char *path)
 {
 	Berth__ErrorCode code = BERTH__ERROR_CODE__ERROR_INTERNAL;
 
-	switch (err) {
-	case ENOENT: case ESRCH:
+	if (err == ENOENT || err == ESRCH)
 		code = BERTH__ERROR_CODE__ERROR_NOT_FOUND;
-		break;
-	case ELOOP: case EXDEV: case EACCES: case EPERM:
+	else if (err == ELOOP || err == EXDEV || err == EACCES || err == EPERM)
 		code = BERTH__ERROR_CODE__ERROR_PERMISSION;
-		break;
-	case EEXIST: case EBUSY: case ENOTDIR: case EISDIR:
+	else if (err == EEXIST || err == EBUSY || err == ENOTDIR ||
+	    err == EISDIR)
 		code = BERTH__ERROR_CODE__ERROR_CONFLICT;
-		break;
-	}
 	return fail(why, code, "%s %s: %s%s", what, path, strerror(err),
 	    err == ELOOP ? " (a symlink is in the way; berth never follows "
 	    "one)" : "");

@@ -82,12 +82,16 @@ Berth__ErrorCode request_check(const Berth__Envelope *env, struct mreq *rq,
 int res_open(int dirfd, const char *rel, int flags, mode_t mode);
 int res_mkdirs(int dirfd, const char *rel);
 int res_is_mount(int fd);
+/* 1 if dirfd/rel is a mount root, 0 if not, or -errno. */
+int res_mounted(int dirfd, const char *rel);
 int res_unmount_all(int dirfd, const char *name);
 int res_remove(int dirfd, const char *name);
 typedef void (*res_each_fn)(int dirfd, const char *name, void *arg);
 int res_each(int dirfd, const char *rel, res_each_fn fn, void *arg);
 
 /* volume.c */
+Berth__ErrorCode volume_need_shared(struct mounter *m, const char *rel,
+    char *why);
 Berth__ErrorCode volume_prepare_plugin(struct mounter *m,
     const struct mreq *rq, char *why);
 Berth__ErrorCode volume_prepare(struct mounter *m, const struct mreq *rq,

@@ -229,21 +229,6 @@ open_exe(const struct plugindef *d, int *fd, char *why)
 }
 
 static Berth__ErrorCode
-prepared(struct mounter *m, const char *rel, char *why)
-{
-	int fd, r;
-
-	if ((fd = res_open(m->data_fd, rel, O_PATH | O_DIRECTORY, 0)) < 0)
-		return fail_errno(why, -fd, "opening", rel);
-	r = res_is_mount(fd);
-	close(fd);
-	if (r != 1)
-		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is not "
-		    "a shared mount: prepare the plugin first", rel);
-	return OK;
-}
-
-static Berth__ErrorCode
 fill(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
     struct launch_req *lr, char *why)
 {
@@ -311,8 +296,8 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	pid_t pid = -1;
 
 	if ((code = load_def(m, rq->def, &d, why)) != OK ||
-	    (code = prepared(m, rq->path, why)) != OK ||
-	    (code = prepared(m, rq->path2, why)) != OK ||
+	    (code = volume_need_shared(m, rq->path, why)) != OK ||
+	    (code = volume_need_shared(m, rq->path2, why)) != OK ||
 	    (code = fill(m, rq, &d, &lr, why)) != OK ||
 	    (code = open_exe(&d, &fds[0], why)) != OK)
 		goto out;

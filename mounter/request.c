@@ -57,23 +57,12 @@ unused(ProtobufCBinaryData b, const char *field, char *why)
 static Berth__ErrorCode
 usage(struct mreq *rq, const Berth__VolumeUsage *u, char *why)
 {
-	static const char *const attach[] = {
-		[BERTH__ATTACHMENT_MODE__ATTACHMENT_FILE_SYSTEM] = "file-system",
-		[BERTH__ATTACHMENT_MODE__ATTACHMENT_BLOCK_DEVICE] =
-		    "block-device",
-	};
-	static const char *const access[] = {
-		[BERTH__ACCESS_MODE__ACCESS_SINGLE_NODE_READER_ONLY] =
-		    "single-node-reader-only",
-		[BERTH__ACCESS_MODE__ACCESS_SINGLE_NODE_WRITER] =
-		    "single-node-writer",
-		[BERTH__ACCESS_MODE__ACCESS_MULTI_NODE_READER_ONLY] =
-		    "multi-node-reader-only",
-		[BERTH__ACCESS_MODE__ACCESS_MULTI_NODE_SINGLE_WRITER] =
-		    "multi-node-single-writer",
-		[BERTH__ACCESS_MODE__ACCESS_MULTI_NODE_MULTI_WRITER] =
-		    "multi-node-multi-writer",
-	};
+	/* Indexed by the enums' values; 0 is "unknown". */
+	static const char *const attach[] = { NULL, "file-system",
+		"block-device" };
+	static const char *const access[] = { NULL, "single-node-reader-only",
+		"single-node-writer", "multi-node-reader-only",
+		"multi-node-single-writer", "multi-node-multi-writer" };
 	Berth__ErrorCode code;
 	unsigned a, c;
 

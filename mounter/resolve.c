@@ -83,6 +83,18 @@ res_is_mount(int fd)
 	return is_mount_at(fd, "", AT_EMPTY_PATH);
 }
 
+int
+res_mounted(int dirfd, const char *rel)
+{
+	int fd, r;
+
+	if ((fd = res_open(dirfd, rel, O_PATH, 0)) < 0)
+		return fd;
+	r = res_is_mount(fd);
+	close(fd);
+	return r;
+}
+
 /* name is one component (an identifier or a fixed name): no resolution. */
 int
 res_unmount_all(int dirfd, const char *name)
@@ -105,7 +117,7 @@ res_unmount_all(int dirfd, const char *name)
 	return n;
 }
 
-/* An empty directory, or an empty regular file (a block bind target). */
+/* An empty directory, an empty file (a block bind target), a socket. */
 int
 res_remove(int dirfd, const char *name)
 {
@@ -115,7 +127,8 @@ res_remove(int dirfd, const char *name)
 		return 1;
 	if (errno != ENOTDIR ||
 	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
-	    !S_ISREG(st.st_mode) || st.st_size != 0)
+	    !(S_ISSOCK(st.st_mode) || (S_ISREG(st.st_mode) &&
+	    st.st_size == 0)))
 		return 0;
 	return unlinkat(dirfd, name, 0) == 0;
 }

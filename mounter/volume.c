@@ -77,22 +77,17 @@ volume_prepare_plugin(struct mounter *m, const struct mreq *rq, char *why)
 	return make_shared_mount(m, rq->path, why);
 }
 
-/* The plugin's mount root must be prepared: mounts in it propagate. */
-static Berth__ErrorCode
-root_prepared(struct mounter *m, const char *root, char *why)
+/* A plugin's mount root and socket dir must be prepared: shared mounts. */
+Berth__ErrorCode
+volume_need_shared(struct mounter *m, const char *rel, char *why)
 {
-	int fd, r;
+	int r = res_mounted(m->data_fd, rel);
 
-	if ((fd = res_open(m->data_fd, root, O_PATH | O_DIRECTORY, 0)) < 0)
-		return fail_errno(why, -fd, "opening the plugin's mount root",
-		    root);
-	r = res_is_mount(fd);
-	close(fd);
 	if (r < 0)
-		return fail_errno(why, -r, "checking", root);
+		return fail_errno(why, -r, "checking", rel);
 	if (r == 0)
 		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is not "
-		    "a mount yet: prepare the plugin first", root);
+		    "a shared mount yet: prepare the plugin first", rel);
 	return OK;
 }
 
@@ -101,32 +96,21 @@ volume_prepare(struct mounter *m, const struct mreq *rq, struct mreply *out,
     char *why)
 {
 	Berth__ErrorCode code;
-	char parent[MREQ_PATH];
+	char dir[MREQ_PATH];
 	const char *leaf;
-	int fd, tfd, r;
+	int fd, r;
 
-	if ((code = root_prepared(m, rq->path2, why)) != OK)
+	if ((code = volume_need_shared(m, rq->path2, why)) != OK)
 		return code;
-	if (rq->staging) {
-		if ((fd = res_mkdirs(m->data_fd, rq->path)) < 0)
-			return fail_errno(why, -fd, "creating", rq->path);
-		r = res_is_mount(fd);
-		close(fd);
-	} else {
-		/* The plugin creates the publish target itself (CSI). */
-		split(rq->path, parent, sizeof(parent), &leaf);
-		if ((fd = res_mkdirs(m->data_fd, parent)) < 0)
-			return fail_errno(why, -fd, "creating", parent);
-		tfd = res_open(fd, leaf, O_PATH, 0);
-		close(fd);
-		if (tfd == -ENOENT)
-			return OK;
-		if (tfd < 0)
-			return fail_errno(why, -tfd, "opening", rq->path);
-		r = res_is_mount(tfd);
-		close(tfd);
-	}
-	if (r < 0)
+	/* A staging directory is ours; a publish target, the plugin's. */
+	if (rq->staging)
+		snprintf(dir, sizeof(dir), "%s", rq->path);
+	else
+		split(rq->path, dir, sizeof(dir), &leaf);
+	if ((fd = res_mkdirs(m->data_fd, dir)) < 0)
+		return fail_errno(why, -fd, "creating", dir);
+	close(fd);
+	if ((r = res_mounted(m->data_fd, rq->path)) < 0 && r != -ENOENT)
 		return fail_errno(why, -r, "checking", rq->path);
 	out->mounted = r == 1;
 	return OK;
@@ -252,32 +236,35 @@ sweep_entry(int dirfd, const char *name, void *arg)
 	s->out->removed += res_remove(dirfd, name);
 }
 
+/* at/dir/leaf: sweep each entry with fn, then leaf itself. */
+static void
+sweep_dir(int at, const char *dir, const char *leaf, res_each_fn fn,
+    struct sweep *s)
+{
+	int fd;
+
+	if ((fd = res_open(at, dir, O_PATH | O_DIRECTORY, 0)) < 0)
+		return;
+	res_each(fd, leaf, fn, s);
+	sweep_entry(fd, leaf, s);
+	close(fd);
+}
+
 /* allocs/<alloc>/<task>/volumes/<name>: berth's binds. */
 static void
 sweep_task(int afd, const char *task, void *arg)
 {
 	struct sweep *s = arg;
-	char rel[MREQ_PATH];
-	int tfd;
 
-	snprintf(rel, sizeof(rel), "%s/volumes", task);
-	if (res_each(afd, rel, sweep_entry, s) < 0)
-		return;
-	if ((tfd = res_open(afd, task, O_PATH | O_DIRECTORY, 0)) >= 0) {
-		s->out->removed += res_remove(tfd, "volumes");
-		close(tfd);
-	}
+	sweep_dir(afd, task, "volumes", sweep_entry, s);
 	s->out->removed += res_remove(afd, task);
 }
 
-/* csi/<type>/<plugin>/per-alloc/<alloc>/<vol>/<usage> */
+/* csi/<type>/<plugin>/per-alloc/<alloc>/<vol>/<usage>: the publish dirs. */
 static void
 sweep_vol(int afd, const char *vol, void *arg)
 {
-	struct sweep *s = arg;
-
-	res_each(afd, vol, sweep_entry, s);
-	s->out->removed += res_remove(afd, vol);
+	sweep_dir(afd, ".", vol, sweep_entry, arg);
 }
 
 static void
@@ -285,14 +272,9 @@ sweep_plugin(int tfd, const char *plugin, void *arg)
 {
 	struct sweep *s = arg;
 	char rel[MREQ_PATH];
-	int pfd;
 
 	snprintf(rel, sizeof(rel), "%s/per-alloc", plugin);
-	if ((pfd = res_open(tfd, rel, O_PATH | O_DIRECTORY, 0)) < 0)
-		return;
-	res_each(pfd, s->alloc, sweep_vol, s);
-	s->out->removed += res_remove(pfd, s->alloc);
-	close(pfd);
+	sweep_dir(tfd, rel, s->alloc, sweep_vol, s);
 }
 
 static void
@@ -302,41 +284,18 @@ sweep_type(int cfd, const char *type, void *arg)
 		res_each(cfd, type, sweep_plugin, arg);
 }
 
+/* Best effort: what cannot be unmounted or removed is logged and left. */
 Berth__ErrorCode
 volume_cleanup(struct mounter *m, const struct mreq *rq, struct mreply *out,
     char *why)
 {
 	struct sweep s = { rq->alloc, out };
-	int fd, r;
 
 	/* Tasks first: their binds hold references to the publish mounts. */
-	r = res_each(m->data_fd, rq->path, sweep_task, &s);
-	if (r < 0 && r != -ENOENT)
-		return fail_errno(why, -r, "reading", rq->path);
-	if ((fd = res_open(m->data_fd, LAYOUT_ALLOCS_DIR, O_PATH, 0)) >= 0) {
-		out->removed += res_remove(fd, rq->alloc);
-		close(fd);
-	}
-	r = res_each(m->data_fd, "csi", sweep_type, &s);
-	if (r < 0 && r != -ENOENT)
-		return fail_errno(why, -r, "reading", "csi");
-	/* The socket directory: its self-bind, its socket, itself. */
-	if ((fd = res_open(m->data_fd, LAYOUT_PLUGIN_SOCKETS_DIR, O_PATH, 0)) >= 0) {
-		sweep_entry(fd, rq->alloc, &s);
-		close(fd);
-	}
-	if ((fd = res_open(m->data_fd, rq->path2, O_PATH | O_DIRECTORY, 0)) >= 0) {
-		struct stat st;
-
-		if (fstatat(fd, "csi.sock", &st, AT_SYMLINK_NOFOLLOW) == 0 &&
-		    S_ISSOCK(st.st_mode) && unlinkat(fd, "csi.sock", 0) == 0)
-			out->removed++;
-		close(fd);
-		if ((fd = res_open(m->data_fd, LAYOUT_PLUGIN_SOCKETS_DIR,
-		    O_PATH, 0)) >= 0) {
-			out->removed += res_remove(fd, rq->alloc);
-			close(fd);
-		}
-	}
-	return OK;
+	sweep_dir(m->data_fd, LAYOUT_ALLOCS_DIR, rq->alloc, sweep_task, &s);
+	res_each(m->data_fd, "csi", sweep_type, &s);
+	/* The socket directory: its socket, its self-bind, itself. */
+	sweep_dir(m->data_fd, LAYOUT_PLUGIN_SOCKETS_DIR, rq->alloc,
+	    sweep_entry, &s);
+	return BERTH__ERROR_CODE__ERROR_NONE;
 }
