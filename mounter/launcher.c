@@ -28,7 +28,6 @@
 #include <sys/socket.h>
 #include <sys/wait.h>
 
-#include "launcher.h"
 #include "mounter.h"
 #include "privdrop.h"
 #include "sandbox.h"
@@ -194,12 +193,13 @@ launch(const struct launch_req *rq, const int fds[3])
 	} else if ((n = read(ep[0], &msg, sizeof(msg))) != 0) {
 		close(pidfd);
 		pidfd = -1;
-		what = msg.what;
+		what = n == sizeof(msg) ? NULL : "exec";
 		msg.err = n == sizeof(msg) ? msg.err : EIO;
 	}
 	close(ep[0]);
 out:
-	snprintf(msg.what, sizeof(msg.what), "%s", what);
+	if (what != NULL)
+		snprintf(msg.what, sizeof(msg.what), "%s", what);
 	if (fdmsg_send(SOCK_FD, &msg, sizeof(msg), &pidfd, pidfd >= 0) < 0)
 		_exit(1);
 	if (pidfd >= 0)
@@ -229,7 +229,8 @@ launcher_main(pid_t mounter)
 	while ((nfd = fdmsg_recv(SOCK_FD, &rq, sizeof(rq), fds, 3, 0)) !=
 	    -EPIPE) {
 		ok = nfd == 3 && rq.nargs >= 1 && rq.nargs <= LAUNCH_ARGS &&
-		    terminated(rq.root) && terminated(rq.sockdir) &&
+		    memchr(rq.root, '\0', MREQ_PATH) != NULL &&
+		    memchr(rq.sockdir, '\0', MREQ_PATH) != NULL &&
 		    terminated(rq.endpoint);
 		for (i = 0; ok && i < (int)rq.nargs; i++)
 			ok = terminated(rq.args[i]);

@@ -26,7 +26,6 @@
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
-#include "launcher.h"
 #include "mounter.h"
 #include "privdrop.h"
 #include "sandbox.h"
@@ -63,27 +62,22 @@ fail_errno(char *why, int err, const char *what, const char *path)
 static Berth__ErrorCode
 act(struct mounter *m, const struct mreq *rq, struct mreply *out, char *why)
 {
-	switch (rq->body) {
-	case BERTH__ENVELOPE__BODY_PREPARE_PLUGIN:
-		return volume_prepare_plugin(m, rq, why);
-	case BERTH__ENVELOPE__BODY_PREPARE_VOLUME:
-		return volume_prepare(m, rq, out, why);
-	case BERTH__ENVELOPE__BODY_BIND_VOLUME:
-		return volume_bind(m, rq, why);
-	case BERTH__ENVELOPE__BODY_UNBIND_VOLUME:
-		return volume_unbind(m, rq, why);
-	case BERTH__ENVELOPE__BODY_CLEANUP_ALLOC:
-		return volume_cleanup(m, rq, out, why);
-	case BERTH__ENVELOPE__BODY_START_PLUGIN:
-		return plugin_start(m, rq, out, why);
-	case BERTH__ENVELOPE__BODY_ADOPT_PLUGIN:
-		return plugin_adopt(m, rq, out, why);
-	case BERTH__ENVELOPE__BODY_SIGNAL_PLUGIN:
-		return plugin_signal(m, rq, why);
-	default:
+	static verb_fn *const verbs[] = {
+		[BERTH__ENVELOPE__BODY_PREPARE_PLUGIN] = volume_prepare_plugin,
+		[BERTH__ENVELOPE__BODY_PREPARE_VOLUME] = volume_prepare,
+		[BERTH__ENVELOPE__BODY_BIND_VOLUME] = volume_bind,
+		[BERTH__ENVELOPE__BODY_UNBIND_VOLUME] = volume_unbind,
+		[BERTH__ENVELOPE__BODY_CLEANUP_ALLOC] = volume_cleanup,
+		[BERTH__ENVELOPE__BODY_START_PLUGIN] = plugin_start,
+		[BERTH__ENVELOPE__BODY_ADOPT_PLUGIN] = plugin_adopt,
+		[BERTH__ENVELOPE__BODY_SIGNAL_PLUGIN] = plugin_signal,
+	};
+
+	if ((size_t)rq->body >= sizeof(verbs) / sizeof(verbs[0]) ||
+	    verbs[rq->body] == NULL)
 		return fail(why, BERTH__ERROR_CODE__ERROR_UNSUPPORTED,
 		    "not served");
-	}
+	return verbs[rq->body](m, rq, out, why);
 }
 
 static void
@@ -178,22 +172,15 @@ usage(void)
 static void
 read_boot_id(struct mounter *m)
 {
-	ssize_t n = -1;
+	ssize_t n;
 	int fd;
 
 	if ((fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY |
-	    O_CLOEXEC)) >= 0) {
-		n = read(fd, m->boot_id, sizeof(m->boot_id) - 1);
-		close(fd);
-	}
-	while (n > 0 && m->boot_id[n - 1] == '\n')
-		n--;
-	if (n <= 0)
+	    O_CLOEXEC)) < 0 || (n = read(fd, m->boot_id, 36)) != 36)
 		fatal("read_boot_id: /proc/sys/kernel/random/boot_id");
-	m->boot_id[n] = '\0';
+	close(fd);
 	if (!ident_valid_str(m->boot_id))
-		fatalx("read_boot_id: boot id '%s' is not an identifier",
-		    m->boot_id);
+		fatalx("read_boot_id: boot id is not an identifier");
 }
 
 int

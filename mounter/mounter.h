@@ -11,6 +11,7 @@
 #define BERTH_MOUNTER_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
 
@@ -25,6 +26,60 @@
 #define MOUNTER_STARTED_DIR "mounter/started"
 #define MOUNTER_PLUGINS_DIR "/etc/berth/plugins.d"
 #define PLUGIN_MAX 64
+
+/*
+ * launcher.c: fixed-size messages on a SOCK_SEQPACKET socketpair, checked
+ * by exact size and NUL termination on receipt. The mounter has already
+ * validated everything; the launcher checks that a message is well formed.
+ */
+#define LAUNCH_ARGS 32
+#define LAUNCH_STR 256
+
+/* Mounter to launcher; with three descriptors: exe, stdout, stderr. */
+struct launch_req {
+	uint32_t nargs;
+	uint64_t caps;			/* bit n: capability n */
+	char args[LAUNCH_ARGS][LAUNCH_STR];
+	char root[MREQ_PATH];		/* mount root, relative to data dir */
+	char sockdir[MREQ_PATH];	/* socket dir, relative to data dir */
+	char endpoint[LAUNCH_STR];	/* "CSI_ENDPOINT=unix://..." */
+};
+
+/* Launcher to mounter; with the plugin's pidfd when err is 0. */
+struct launch_msg {
+	int32_t pid;
+	int32_t err;			/* errno of the step that failed */
+	char what[64];			/* that step */
+};
+
+/* One datagram with nfd (at most 3) descriptors; 0 or -errno. */
+int fdmsg_send(int sock, const void *buf, size_t len, const int *fds,
+    int nfd);
+/*
+ * One datagram of exactly len bytes: the number of descriptors received
+ * (at most nfd; extras are closed), -EPIPE at end of file, -EBADMSG for a
+ * datagram of another size (its descriptors closed), or -errno.
+ */
+int fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd,
+    int flags);
+/* Fork the launcher; returns the mounter's end of its socket or -errno. */
+int launcher_spawn(int data_fd);
+
+/* plugindef.c: a privileged plugin's definition, written by root. */
+/* Largest definition file read; a definition is a handful of lines. */
+#define PLUGINDEF_MAX 8192
+#define PLUGINDEF_SUFFIX ".conf"
+
+struct plugindef {
+	char exe[LAUNCH_STR];
+	char args[LAUNCH_ARGS - 1][LAUNCH_STR];	/* argv[1..] */
+	int nargs;
+	uint64_t caps;			/* bit n: capability n */
+};
+
+/* Parse buf; 0, or -1 with why set ("line 3: ..."). */
+int plugindef_parse(const char *buf, size_t len, struct plugindef *d,
+    char *why, size_t n);
 
 /* A request that request_check() accepted: every string is an identifier. */
 struct mreq {
@@ -89,26 +144,17 @@ int res_remove(int dirfd, const char *name);
 typedef void (*res_each_fn)(int dirfd, const char *name, void *arg);
 int res_each(int dirfd, const char *rel, res_each_fn fn, void *arg);
 
-/* volume.c */
-Berth__ErrorCode volume_need_shared(struct mounter *m, const char *rel,
-    char *why);
-Berth__ErrorCode volume_prepare_plugin(struct mounter *m,
-    const struct mreq *rq, char *why);
-Berth__ErrorCode volume_prepare(struct mounter *m, const struct mreq *rq,
-    struct mreply *out, char *why);
-Berth__ErrorCode volume_bind(struct mounter *m, const struct mreq *rq,
-    char *why);
-Berth__ErrorCode volume_unbind(struct mounter *m, const struct mreq *rq,
-    char *why);
-Berth__ErrorCode volume_cleanup(struct mounter *m, const struct mreq *rq,
+/* A verb: act on a checked request; on failure say why. */
+typedef Berth__ErrorCode verb_fn(struct mounter *m, const struct mreq *rq,
     struct mreply *out, char *why);
 
-/* plugin.c */
-Berth__ErrorCode plugin_start(struct mounter *m, const struct mreq *rq,
-    struct mreply *out, char *why);
-Berth__ErrorCode plugin_adopt(struct mounter *m, const struct mreq *rq,
-    struct mreply *out, char *why);
-Berth__ErrorCode plugin_signal(struct mounter *m, const struct mreq *rq,
+/* volume.c */
+verb_fn volume_prepare_plugin, volume_prepare, volume_bind, volume_unbind,
+    volume_cleanup;
+Berth__ErrorCode volume_need_shared(struct mounter *m, const char *rel,
     char *why);
+
+/* plugin.c */
+verb_fn plugin_start, plugin_adopt, plugin_signal;
 
 #endif

@@ -31,9 +31,7 @@
 #define P_PIDFD 3
 #endif
 
-#include "launcher.h"
 #include "mounter.h"
-#include "plugindef.h"
 
 #define OK BERTH__ERROR_CODE__ERROR_NONE
 #define LAUNCH_TIMEOUT_MS 10000
@@ -92,7 +90,7 @@ find(struct mounter *m, pid_t pid, uint64_t start)
 
 	for (i = 0; i < PLUGIN_MAX; i++)
 		if (m->plugins[i].pidfd > 0 && m->plugins[i].pid == pid &&
-		    (start == 0 || m->plugins[i].start_time == start))
+		    m->plugins[i].start_time == start)
 			return &m->plugins[i];
 	return NULL;
 }
@@ -171,60 +169,46 @@ root_only(const struct stat *st)
 	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
 }
 
+/* The definition, and its executable opened once: what was checked runs. */
 static Berth__ErrorCode
-load_def(struct mounter *m, const char *name, struct plugindef *d,
+load_def(struct mounter *m, const char *name, struct plugindef *d, int *exe,
     char *why)
 {
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC };
 	char file[MREQ_IDENT + 8], buf[PLUGINDEF_MAX + 1], sub[192];
 	struct stat st;
 	ssize_t n, got = 0;
 	int fd;
 
-	if (m->plugins_fd < 0 || fstat(m->plugins_fd, &st) < 0)
-		return fail(why, BERTH__ERROR_CODE__ERROR_NOT_FOUND, "there is "
-		    "no plugin definition directory");
-	if (!root_only(&st))
+	if (m->plugins_fd < 0 || fstat(m->plugins_fd, &st) < 0 ||
+	    !root_only(&st))
 		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "the "
-		    "plugin definition directory must be owned by root and "
-		    "not group- or world-writable");
+		    "plugin definition directory must exist, be owned by root "
+		    "and not be group- or world-writable");
 	snprintf(file, sizeof(file), "%s" PLUGINDEF_SUFFIX, name);
 	if ((fd = res_open(m->plugins_fd, file, O_RDONLY | O_NOCTTY |
 	    O_NONBLOCK, 0)) < 0)
 		return fail_errno(why, -fd, "opening plugin definition", file);
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || !root_only(&st)) {
-		close(fd);
-		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "plugin "
-		    "definition %s must be a file owned by root and not "
-		    "group- or world-writable", file);
-	}
-	while ((size_t)got < sizeof(buf) &&
-	    (n = read(fd, buf + got, sizeof(buf) - got)) > 0)
-		got += n;
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && root_only(&st))
+		while ((size_t)got < sizeof(buf) &&
+		    (n = read(fd, buf + got, sizeof(buf) - got)) > 0)
+			got += n;
 	close(fd);
+	if (got == 0)
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "plugin "
+		    "definition %s must be a non-empty file owned by root, not "
+		    "group- or world-writable", file);
 	if (plugindef_parse(buf, (size_t)got, d, sub, sizeof(sub)) < 0)
 		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "plugin "
 		    "definition %s %s", file, sub);
-	return OK;
-}
-
-/* The executable, opened once: what was checked is what runs. */
-static Berth__ErrorCode
-open_exe(const struct plugindef *d, int *fd, char *why)
-{
-	struct open_how how = { .flags = O_PATH | O_CLOEXEC };
-	struct stat st;
-
-	*fd = (int)syscall(SYS_openat2, AT_FDCWD, d->exe, &how, sizeof(how));
-	if (*fd < 0)
+	*exe = (int)syscall(SYS_openat2, AT_FDCWD, d->exe, &how, sizeof(how));
+	if (*exe < 0)
 		return fail_errno(why, errno, "opening", d->exe);
-	if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode) || !root_only(&st) ||
-	    !(st.st_mode & S_IXUSR)) {
-		close(*fd);
-		*fd = -1;
+	if (fstat(*exe, &st) < 0 || !S_ISREG(st.st_mode) || !root_only(&st) ||
+	    !(st.st_mode & S_IXUSR))
 		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "%s must "
 		    "be an executable file owned by root and not group- or "
 		    "world-writable", d->exe);
-	}
 	return OK;
 }
 
@@ -233,7 +217,7 @@ fill(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
     struct launch_req *lr, char *why)
 {
 	char sock[MREQ_PATH], abs[MREQ_PATH];
-	int i, r;
+	int i;
 
 	memset(lr, 0, sizeof(*lr));
 	if (layout_plugin_socket(sock, sizeof(sock), rq->alloc) < 0 ||
@@ -242,13 +226,9 @@ fill(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
 		return fail(why, BERTH__ERROR_CODE__ERROR_BAD_REQUEST, "the "
 		    "socket path for alloc %s is over %d bytes", rq->alloc,
 		    BERTH_SOCKET_PATH_MAX);
-	r = snprintf(lr->endpoint, LAUNCH_STR, "CSI_ENDPOINT=unix://%s", abs);
-	if (r >= LAUNCH_STR || strlen(rq->path) >= LAUNCH_STR ||
-	    strlen(rq->path2) >= LAUNCH_STR)
-		return fail(why, BERTH__ERROR_CODE__ERROR_BAD_REQUEST, "paths "
-		    "too long to launch");
-	memcpy(lr->root, rq->path, strlen(rq->path) + 1);
-	memcpy(lr->sockdir, rq->path2, strlen(rq->path2) + 1);
+	snprintf(lr->endpoint, LAUNCH_STR, "CSI_ENDPOINT=unix://%s", abs);
+	memcpy(lr->root, rq->path, sizeof(lr->root));
+	memcpy(lr->sockdir, rq->path2, sizeof(lr->sockdir));
 	memcpy(lr->args[0], d->exe, sizeof(d->exe));
 	for (i = 0; i < d->nargs; i++)
 		memcpy(lr->args[i + 1], d->args[i], sizeof(d->args[i]));
@@ -290,16 +270,15 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	static struct launch_req lr;
 	Berth__ErrorCode code;
 	struct plugindef d;
-	char rel[MREQ_PATH];
+	char rel[MREQ_PATH + MREQ_IDENT + 8];
 	int fds[3] = { -1, -1, -1 }, i, pidfd = -1;
 	uint64_t start = 0;
 	pid_t pid = -1;
 
-	if ((code = load_def(m, rq->def, &d, why)) != OK ||
+	if ((code = load_def(m, rq->def, &d, &fds[0], why)) != OK ||
 	    (code = volume_need_shared(m, rq->path, why)) != OK ||
 	    (code = volume_need_shared(m, rq->path2, why)) != OK ||
-	    (code = fill(m, rq, &d, &lr, why)) != OK ||
-	    (code = open_exe(&d, &fds[0], why)) != OK)
+	    (code = fill(m, rq, &d, &lr, why)) != OK)
 		goto out;
 	for (i = 1; i < 3; i++) {
 		snprintf(rel, sizeof(rel), "%s/%s.%s", rq->path2, rq->def,
@@ -355,7 +334,8 @@ plugin_adopt(struct mounter *m, const struct mreq *rq, struct mreply *out,
 }
 
 Berth__ErrorCode
-plugin_signal(struct mounter *m, const struct mreq *rq, char *why)
+plugin_signal(struct mounter *m, const struct mreq *rq, struct mreply *out,
+    char *why)
 {
 	struct plugin *p;
 

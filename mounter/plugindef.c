@@ -21,7 +21,7 @@
 #include <string.h>
 #include <sys/capability.h>
 
-#include "plugindef.h"
+#include "mounter.h"
 #include "sandbox.h"
 
 static int

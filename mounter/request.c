@@ -109,6 +109,10 @@ built(int r, char *why)
 }
 
 #define ID(field, src, name) TRY(ident(rq->field, (src), (name), why))
+#define PATH(x) TRY(built((x), why))
+/* The body, present and with no field this version does not know. */
+#define BODY(type, r, field) const type *r = env->field; \
+	TRY(known(r, #field, why))
 
 Berth__ErrorCode
 request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
@@ -124,22 +128,18 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 	TRY(known(env, "envelope", why));
 	switch (env->body_case) {
 	case BERTH__ENVELOPE__BODY_PREPARE_PLUGIN: {
-		const Berth__PreparePlugin *r = env->prepare_plugin;
+		BODY(Berth__PreparePlugin, r, prepare_plugin);
 
-		TRY(known(r, "prepare_plugin", why));
 		ID(type, r->plugin_type, "plugin_type");
 		ID(plugin, r->plugin_id, "plugin_id");
 		ID(alloc, r->alloc_id, "alloc_id");
-		TRY(built(layout_plugin_root(rq->path, n, rq->type,
-		    rq->plugin), why));
-		TRY(built(layout_plugin_socket_dir(rq->path2, n, rq->alloc),
-		    why));
+		PATH(layout_plugin_root(rq->path, n, rq->type, rq->plugin));
+		PATH(layout_plugin_socket_dir(rq->path2, n, rq->alloc));
 		return OK;
 	}
 	case BERTH__ENVELOPE__BODY_PREPARE_VOLUME: {
-		const Berth__PrepareVolume *r = env->prepare_volume;
+		BODY(Berth__PrepareVolume, r, prepare_volume);
 
-		TRY(known(r, "prepare_volume", why));
 		ID(type, r->plugin_type, "plugin_type");
 		ID(plugin, r->plugin_id, "plugin_id");
 		ID(vol, r->volume_id, "volume_id");
@@ -149,26 +149,24 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 			rq->staging = true;
 			ID(ns, r->volume_ns, "volume_ns");
 			TRY(unused(r->alloc_id, "alloc_id", why));
-			TRY(built(layout_staging(rq->path, n, rq->type,
-			    rq->plugin, rq->ns, rq->vol, rq->usage), why));
+			PATH(layout_staging(rq->path, n, rq->type,
+			    rq->plugin, rq->ns, rq->vol, rq->usage));
 			break;
 		case BERTH__VOLUME_DIR__VOLUME_DIR_PUBLISH:
 			ID(alloc, r->alloc_id, "alloc_id");
 			TRY(unused(r->volume_ns, "volume_ns", why));
-			TRY(built(layout_publish(rq->path, n, rq->type,
-			    rq->plugin, rq->alloc, rq->vol, rq->usage), why));
+			PATH(layout_publish(rq->path, n, rq->type,
+			    rq->plugin, rq->alloc, rq->vol, rq->usage));
 			break;
 		default:
 			return fail(why, BAD, "dir %d is unknown", (int)r->dir);
 		}
-		TRY(built(layout_plugin_root(rq->path2, n, rq->type,
-		    rq->plugin), why));
+		PATH(layout_plugin_root(rq->path2, n, rq->type, rq->plugin));
 		return OK;
 	}
 	case BERTH__ENVELOPE__BODY_BIND_VOLUME: {
-		const Berth__BindVolume *r = env->bind_volume;
+		BODY(Berth__BindVolume, r, bind_volume);
 
-		TRY(known(r, "bind_volume", why));
 		ID(type, r->plugin_type, "plugin_type");
 		ID(plugin, r->plugin_id, "plugin_id");
 		ID(alloc, r->alloc_id, "alloc_id");
@@ -177,45 +175,39 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		ID(name, r->name, "name");
 		TRY(usage(rq, r->usage, why));
 		rq->read_only = rq->read_only || r->read_only;
-		TRY(built(layout_publish(rq->path, n, rq->type, rq->plugin,
-		    rq->alloc, rq->vol, rq->usage), why));
-		TRY(built(layout_task_volume(rq->path2, n, rq->alloc, rq->task,
-		    rq->name), why));
+		PATH(layout_publish(rq->path, n, rq->type, rq->plugin,
+		    rq->alloc, rq->vol, rq->usage));
+		PATH(layout_task_volume(rq->path2, n, rq->alloc, rq->task,
+		    rq->name));
 		return OK;
 	}
 	case BERTH__ENVELOPE__BODY_UNBIND_VOLUME: {
-		const Berth__UnbindVolume *r = env->unbind_volume;
+		BODY(Berth__UnbindVolume, r, unbind_volume);
 
-		TRY(known(r, "unbind_volume", why));
 		ID(alloc, r->alloc_id, "alloc_id");
 		ID(task, r->task, "task");
 		ID(name, r->name, "name");
-		TRY(built(layout_task_volume(rq->path, n, rq->alloc, rq->task,
-		    rq->name), why));
+		PATH(layout_task_volume(rq->path, n, rq->alloc, rq->task,
+		    rq->name));
 		return OK;
 	}
 	case BERTH__ENVELOPE__BODY_CLEANUP_ALLOC: {
-		const Berth__CleanupAlloc *r = env->cleanup_alloc;
+		BODY(Berth__CleanupAlloc, r, cleanup_alloc);
 
-		TRY(known(r, "cleanup_alloc", why));
 		ID(alloc, r->alloc_id, "alloc_id");
-		TRY(built(layout_plugin_socket_dir(rq->path2, n, rq->alloc),
-		    why));
+		PATH(layout_plugin_socket_dir(rq->path2, n, rq->alloc));
 		snprintf(rq->path, n, LAYOUT_ALLOCS_DIR "/%s", rq->alloc);
 		return OK;
 	}
 	case BERTH__ENVELOPE__BODY_START_PLUGIN: {
-		const Berth__StartPlugin *r = env->start_plugin;
+		BODY(Berth__StartPlugin, r, start_plugin);
 
-		TRY(known(r, "start_plugin", why));
 		ID(def, r->definition, "definition");
 		ID(type, r->plugin_type, "plugin_type");
 		ID(plugin, r->plugin_id, "plugin_id");
 		ID(alloc, r->alloc_id, "alloc_id");
-		TRY(built(layout_plugin_root(rq->path, n, rq->type,
-		    rq->plugin), why));
-		TRY(built(layout_plugin_socket_dir(rq->path2, n, rq->alloc),
-		    why));
+		PATH(layout_plugin_root(rq->path, n, rq->type, rq->plugin));
+		PATH(layout_plugin_socket_dir(rq->path2, n, rq->alloc));
 		return OK;
 	}
 	case BERTH__ENVELOPE__BODY_ADOPT_PLUGIN:

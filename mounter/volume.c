@@ -32,43 +32,52 @@ split(const char *rel, char *parent, size_t n, const char **leaf)
 	*leaf = slash + 1;
 }
 
+/* Clone src detached, set attr on the clone, attach it on dst. */
+static int
+attach(int src, int dst, const struct mount_attr *attr)
+{
+	int tree, r = 0;
+
+	if ((tree = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+	    AT_EMPTY_PATH)) < 0)
+		return -errno;
+	if ((attr != NULL && mount_setattr(tree, "", AT_EMPTY_PATH,
+	    (struct mount_attr *)attr, sizeof(*attr)) < 0) ||
+	    move_mount(tree, "", dst, "", MOVE_MOUNT_F_EMPTY_PATH |
+	    MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		r = -errno;
+	close(tree);
+	return r;
+}
+
 /* Bind the directory at rel onto itself, once, and make it shared. */
 static Berth__ErrorCode
 make_shared_mount(struct mounter *m, const char *rel, char *why)
 {
 	struct mount_attr attr = { .propagation = MS_SHARED };
-	int fd, tree = -1, r;
+	int fd, r;
 
 	if ((fd = res_mkdirs(m->data_fd, rel)) < 0)
 		return fail_errno(why, -fd, "creating", rel);
-	if ((r = res_is_mount(fd)) < 0) {
+	if ((r = res_is_mount(fd)) == 0) {
+		r = attach(fd, fd, NULL);
 		close(fd);
-		return fail_errno(why, -r, "checking", rel);
-	}
-	if (r == 0) {
-		tree = open_tree(fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
-		    AT_EMPTY_PATH);
-		r = tree < 0 || move_mount(tree, "", fd, "",
-		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0 ?
-		    -errno : 0;
-		if (tree >= 0)
-			close(tree);
-		close(fd);
-		if (r < 0)
-			return fail_errno(why, -r, "binding onto itself", rel);
 		/* The path now leads to the new mount. */
-		if ((fd = res_open(m->data_fd, rel, O_PATH | O_DIRECTORY, 0)) < 0)
-			return fail_errno(why, -fd, "reopening", rel);
+		fd = r < 0 ? r : res_open(m->data_fd, rel, O_PATH, 0);
+		r = fd < 0 ? fd : 1;
 	}
-	r = mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr));
-	close(fd);
-	if (r < 0)
-		return fail_errno(why, errno, "making shared", rel);
-	return OK;
+	if (r > 0 && mount_setattr(fd, "", AT_EMPTY_PATH, &attr,
+	    sizeof(attr)) < 0)
+		r = -errno;
+	if (fd >= 0)
+		close(fd);
+	return r < 0 ? fail_errno(why, -r, "making a shared mount of", rel) :
+	    OK;
 }
 
 Berth__ErrorCode
-volume_prepare_plugin(struct mounter *m, const struct mreq *rq, char *why)
+volume_prepare_plugin(struct mounter *m, const struct mreq *rq,
+    struct mreply *out, char *why)
 {
 	Berth__ErrorCode code;
 
@@ -145,7 +154,8 @@ out:
 }
 
 Berth__ErrorCode
-volume_bind(struct mounter *m, const struct mreq *rq, char *why)
+volume_bind(struct mounter *m, const struct mreq *rq, struct mreply *out,
+    char *why)
 {
 	struct mount_attr attr = {
 		.attr_set = MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV |
@@ -153,7 +163,7 @@ volume_bind(struct mounter *m, const struct mreq *rq, char *why)
 		.propagation = MS_PRIVATE,
 	};
 	Berth__ErrorCode code = OK;
-	int sfd, tfd = -1, tree = -1, r;
+	int sfd, tfd = -1, r;
 	struct stat st;
 
 	if ((sfd = res_open(m->data_fd, rq->path, O_PATH, 0)) < 0)
@@ -181,16 +191,10 @@ volume_bind(struct mounter *m, const struct mreq *rq, char *why)
 		    "a mount point: unbind it first", rq->path2);
 		goto out;
 	}
-	/* Detached copy; its flags are set before anyone can see it. */
-	if ((tree = open_tree(sfd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
-	    AT_EMPTY_PATH)) < 0 ||
-	    mount_setattr(tree, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0 ||
-	    move_mount(tree, "", tfd, "", MOVE_MOUNT_F_EMPTY_PATH |
-	    MOVE_MOUNT_T_EMPTY_PATH) < 0)
-		code = fail_errno(why, errno, "binding into", rq->path2);
+	/* A detached copy, its flags set before anyone can see it. */
+	if ((r = attach(sfd, tfd, &attr)) < 0)
+		code = fail_errno(why, -r, "binding into", rq->path2);
 out:
-	if (tree >= 0)
-		close(tree);
 	if (tfd >= 0)
 		close(tfd);
 	close(sfd);
@@ -198,7 +202,8 @@ out:
 }
 
 Berth__ErrorCode
-volume_unbind(struct mounter *m, const struct mreq *rq, char *why)
+volume_unbind(struct mounter *m, const struct mreq *rq, struct mreply *out,
+    char *why)
 {
 	char parent[MREQ_PATH];
 	const char *leaf;
