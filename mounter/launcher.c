@@ -10,7 +10,9 @@
  * mount namespace where everything is a slave copy of the host except the
  * plugin's mount root and socket directory, which stay in the host's peer
  * groups. The plugin keeps only the capabilities its definition grants.
- * The launcher reaps its plugins and reports each exit to the mounter.
+ * It starts each through an intermediate process that exits at once, so
+ * the plugin is re-parented to the mounter (a child subreaper), which
+ * learns how it ends from its pidfd.
  * Must not: read anything but the mounter's socket; decide anything the
  * mounter has not validated.
  */
@@ -206,11 +208,7 @@ out:
 		close(pidfd);
 }
 
-static bool
-terminated(const char *s)
-{
-	return memchr(s, '\0', LAUNCH_STR) != NULL;
-}
+#define TERMINATED(a) (memchr((a), '\0', sizeof(a)) != NULL)
 
 static void __attribute__((noreturn))
 launcher_main(pid_t mounter)
@@ -229,11 +227,10 @@ launcher_main(pid_t mounter)
 	while ((nfd = fdmsg_recv(SOCK_FD, &rq, sizeof(rq), fds, 3, 0)) !=
 	    -EPIPE) {
 		ok = nfd == 3 && rq.nargs >= 1 && rq.nargs <= LAUNCH_ARGS &&
-		    memchr(rq.root, '\0', MREQ_PATH) != NULL &&
-		    memchr(rq.sockdir, '\0', MREQ_PATH) != NULL &&
-		    terminated(rq.endpoint);
+		    TERMINATED(rq.root) && TERMINATED(rq.sockdir) &&
+		    TERMINATED(rq.endpoint);
 		for (i = 0; ok && i < (int)rq.nargs; i++)
-			ok = terminated(rq.args[i]);
+			ok = TERMINATED(rq.args[i]);
 		if (ok)
 			launch(&rq, fds);
 		else if (nfd != -EINTR) {

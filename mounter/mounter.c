@@ -168,21 +168,6 @@ usage(void)
 	exit(EX_USAGE);
 }
 
-/* Records of started plugins are kept per boot. */
-static void
-read_boot_id(struct mounter *m)
-{
-	ssize_t n;
-	int fd;
-
-	if ((fd = open("/proc/sys/kernel/random/boot_id", O_RDONLY |
-	    O_CLOEXEC)) < 0 || (n = read(fd, m->boot_id, 36)) != 36)
-		fatal("read_boot_id: /proc/sys/kernel/random/boot_id");
-	close(fd);
-	if (!ident_valid_str(m->boot_id))
-		fatalx("read_boot_id: boot id is not an identifier");
-}
-
 int
 main(int argc, char **argv)
 {
@@ -227,7 +212,12 @@ main(int argc, char **argv)
 	if ((r = sandbox_prepare()) < 0)
 		fatalx("main: sandbox: %s", strerror(-r));
 	umask(022);
-	read_boot_id(&m);
+	/* Records of the plugins we start are kept per boot. */
+	if ((r = open("/proc/sys/kernel/random/boot_id", O_RDONLY |
+	    O_CLOEXEC)) < 0 || read(r, m.boot_id, 36) != 36 ||
+	    !ident_valid_str(m.boot_id))
+		fatal("main: reading /proc/sys/kernel/random/boot_id");
+	close(r);
 	/* Pinned now: every path the mounter will use is resolved from these. */
 	m.data_fd = open(m.data_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);

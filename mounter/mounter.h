@@ -71,9 +71,8 @@ int launcher_spawn(int data_fd);
 #define PLUGINDEF_SUFFIX ".conf"
 
 struct plugindef {
-	char exe[LAUNCH_STR];
-	char args[LAUNCH_ARGS - 1][LAUNCH_STR];	/* argv[1..] */
-	int nargs;
+	char args[LAUNCH_ARGS][LAUNCH_STR];	/* argv; [0]: exec path */
+	int nargs;				/* with argv[0] */
 	uint64_t caps;			/* bit n: capability n */
 };
 

@@ -201,52 +201,42 @@ load_def(struct mounter *m, const char *name, struct plugindef *d, int *exe,
 	if (plugindef_parse(buf, (size_t)got, d, sub, sizeof(sub)) < 0)
 		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "plugin "
 		    "definition %s %s", file, sub);
-	*exe = (int)syscall(SYS_openat2, AT_FDCWD, d->exe, &how, sizeof(how));
+	*exe = (int)syscall(SYS_openat2, AT_FDCWD, d->args[0], &how, sizeof(how));
 	if (*exe < 0)
-		return fail_errno(why, errno, "opening", d->exe);
+		return fail_errno(why, errno, "opening", d->args[0]);
 	if (fstat(*exe, &st) < 0 || !S_ISREG(st.st_mode) || !root_only(&st) ||
 	    !(st.st_mode & S_IXUSR))
 		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "%s must "
 		    "be an executable file owned by root and not group- or "
-		    "world-writable", d->exe);
+		    "world-writable", d->args[0]);
 	return OK;
 }
 
+/* Ask the launcher to start the plugin and wait for its answer. */
 static Berth__ErrorCode
-fill(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
-    struct launch_req *lr, char *why)
+launch(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
+    const int fds[3], pid_t *pid, int *pidfd, char *why)
 {
+	static struct launch_req lr;
+	struct pollfd pfd = { .fd = m->launcher_fd, .events = POLLIN };
 	char sock[MREQ_PATH], abs[MREQ_PATH];
-	int i;
+	struct launch_msg msg;
+	int r;
 
-	memset(lr, 0, sizeof(*lr));
 	if (layout_plugin_socket(sock, sizeof(sock), rq->alloc) < 0 ||
 	    layout_abs(abs, sizeof(abs), m->data_dir, sock) < 0 ||
 	    strlen(abs) > BERTH_SOCKET_PATH_MAX)
 		return fail(why, BERTH__ERROR_CODE__ERROR_BAD_REQUEST, "the "
 		    "socket path for alloc %s is over %d bytes", rq->alloc,
 		    BERTH_SOCKET_PATH_MAX);
-	snprintf(lr->endpoint, LAUNCH_STR, "CSI_ENDPOINT=unix://%s", abs);
-	memcpy(lr->root, rq->path, sizeof(lr->root));
-	memcpy(lr->sockdir, rq->path2, sizeof(lr->sockdir));
-	memcpy(lr->args[0], d->exe, sizeof(d->exe));
-	for (i = 0; i < d->nargs; i++)
-		memcpy(lr->args[i + 1], d->args[i], sizeof(d->args[i]));
-	lr->nargs = (uint32_t)d->nargs + 1;
-	lr->caps = d->caps;
-	return OK;
-}
-
-/* Send one launch and wait for its answer. */
-static Berth__ErrorCode
-launch(struct mounter *m, const struct launch_req *lr, const int fds[3],
-    pid_t *pid, int *pidfd, char *why)
-{
-	struct pollfd pfd = { .fd = m->launcher_fd, .events = POLLIN };
-	struct launch_msg msg;
-	int r;
-
-	if ((r = fdmsg_send(m->launcher_fd, lr, sizeof(*lr), fds, 3)) < 0)
+	memset(&lr, 0, sizeof(lr));
+	snprintf(lr.endpoint, LAUNCH_STR, "CSI_ENDPOINT=unix://%s", abs);
+	memcpy(lr.root, rq->path, sizeof(lr.root));
+	memcpy(lr.sockdir, rq->path2, sizeof(lr.sockdir));
+	memcpy(lr.args, d->args, sizeof(lr.args));
+	lr.nargs = (uint32_t)d->nargs;
+	lr.caps = d->caps;
+	if ((r = fdmsg_send(m->launcher_fd, &lr, sizeof(lr), fds, 3)) < 0)
 		return fail_errno(why, -r, "asking the launcher", "");
 	if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) != 1 || (r = fdmsg_recv(
 	    m->launcher_fd, &msg, sizeof(msg), pidfd, 1, MSG_DONTWAIT)) < 0)
@@ -267,7 +257,6 @@ Berth__ErrorCode
 plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
     char *why)
 {
-	static struct launch_req lr;
 	Berth__ErrorCode code;
 	struct plugindef d;
 	char rel[MREQ_PATH + MREQ_IDENT + 8];
@@ -277,8 +266,7 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 
 	if ((code = load_def(m, rq->def, &d, &fds[0], why)) != OK ||
 	    (code = volume_need_shared(m, rq->path, why)) != OK ||
-	    (code = volume_need_shared(m, rq->path2, why)) != OK ||
-	    (code = fill(m, rq, &d, &lr, why)) != OK)
+	    (code = volume_need_shared(m, rq->path2, why)) != OK)
 		goto out;
 	for (i = 1; i < 3; i++) {
 		snprintf(rel, sizeof(rel), "%s/%s.%s", rq->path2, rq->def,
@@ -289,7 +277,7 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 			goto out;
 		}
 	}
-	if ((code = launch(m, &lr, fds, &pid, &pidfd, why)) != OK)
+	if ((code = launch(m, rq, &d, fds, &pid, &pidfd, why)) != OK)
 		goto out;
 	if (start_time_of(m, pid, &start) < 0 ||
 	    record(m, pid, start, '+') < 0)

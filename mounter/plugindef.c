@@ -71,20 +71,20 @@ line(const char *s, size_t len, struct plugindef *d, char *why, size_t n)
 	if (len == 0 || s[0] == '#')
 		return 0;
 	if ((r = setting(s, len, "arg", val)) != 0) {
-		if (r < 0 || d->nargs >= LAUNCH_ARGS - 1) {
+		if (r < 0 || d->nargs >= LAUNCH_ARGS) {
 			snprintf(why, n, "at most %d arguments of %d bytes",
 			    LAUNCH_ARGS - 1, LAUNCH_STR - 1);
 			return -1;
 		}
 		memcpy(d->args[d->nargs++], val, sizeof(val));
 	} else if ((r = setting(s, len, "exec", val)) != 0) {
-		if (r < 0 || d->exe[0] != '\0' || val[0] != '/' ||
+		if (r < 0 || d->args[0][0] != '\0' || val[0] != '/' ||
 		    dotdot(val)) {
 			snprintf(why, n, "exec needs one absolute path without "
 			    "'..', shorter than %d bytes", LAUNCH_STR);
 			return -1;
 		}
-		memcpy(d->exe, val, sizeof(val));
+		memcpy(d->args[0], val, sizeof(val));
 	} else if ((r = setting(s, len, "cap", val)) != 0) {
 		if (r < 0 || (cap = grantable(val)) < 0) {
 			snprintf(why, n, "capability '%.64s' cannot be granted: "
@@ -110,6 +110,7 @@ plugindef_parse(const char *buf, size_t len, struct plugindef *d, char *why,
 	int lineno = 1;
 
 	memset(d, 0, sizeof(*d));
+	d->nargs = 1;
 	if (len > PLUGINDEF_MAX) {
 		snprintf(why, n, "is over %d bytes", PLUGINDEF_MAX);
 		return -1;
@@ -132,7 +133,7 @@ plugindef_parse(const char *buf, size_t len, struct plugindef *d, char *why,
 		start = i + 1;
 		lineno++;
 	}
-	if (d->exe[0] == '\0') {
+	if (d->args[0][0] == '\0') {
 		snprintf(why, n, "has no exec line");
 		return -1;
 	}
