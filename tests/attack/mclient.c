@@ -201,6 +201,9 @@ mc_stop(struct mclient *c)
 	halt(c);
 	harness_rmtree(c->data);
 	harness_rmtree(c->run);
+	free(c->data);
+	free(c->run);
+	free(c->plugins);
 }
 
 const char *

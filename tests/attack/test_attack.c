@@ -58,6 +58,8 @@ teardown(void)
 	    outside, strerror(errno));
 	ck_assert_msg(!mounts_added(before, what, sizeof(what)),
 	    "left behind: %s", what);
+	free(before);
+	free(outside);
 	mc_stop(&c);
 }
 
@@ -485,6 +487,7 @@ START_TEST(plugin_definition_world_writable_or_not_root_owned)
 	rename(link, file);
 	teardown();
 	harness_rmtree(dir);
+	free(dir);
 }
 END_TEST
 
@@ -515,6 +518,7 @@ START_TEST(plugin_definition_asks_for_more)
 	ck_assert_int_eq(try_start(), PERM);
 	teardown();
 	harness_rmtree(dir);
+	free(dir);
 }
 END_TEST
 
@@ -561,6 +565,7 @@ START_TEST(confined_plugin_mounts_outside_and_inside_its_root)
 	umount2(inside, MNT_DETACH);
 	teardown();
 	harness_rmtree(dir);
+	free(dir);
 }
 END_TEST
 
@@ -646,6 +651,7 @@ main(void)
 		printf("the host's mount table gained: %s\n", what);
 		failed++;
 	}
+	free(host);
 	printf("%d attacks tried, %d succeeded\n", run, failed);
 	return failed == 0 ? 0 : 1;
 }

@@ -74,6 +74,7 @@ START_TEST(prepare_bind_unbind_cleanup)
 	mc_release_plugin(&c, T, P);
 	ck_assert_msg(!mounts_added(before, what, sizeof(what)),
 	    "left behind: %s", what);
+	free(before);
 	mc_stop(&c);
 }
 END_TEST
@@ -163,8 +164,10 @@ START_TEST(plugin_start_signal_adopt)
 	mc_release_plugin(&c, T, P);
 	ck_assert_msg(!mounts_added(before, what, sizeof(what)),
 	    "left behind: %s", what);
+	free(before);
 	mc_stop(&c);
 	harness_rmtree(plugins);
+	free(plugins);
 }
 END_TEST
 
