@@ -102,11 +102,8 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 	cap_value_t c;
 	cap_t caps;
 
-	*what = "setsid";
-	if (setsid() < 0)
-		return errno;
-	*what = "unshare(CLONE_NEWNS)";
-	if (fchdir(DATA_FD) < 0 || unshare(CLONE_NEWNS) < 0)
+	*what = "entering a new session and mount namespace";
+	if (setsid() < 0 || fchdir(DATA_FD) < 0 || unshare(CLONE_NEWNS) < 0)
 		return errno;
 	/* The copies of the two shared mounts, cloned into their peer groups. */
 	for (i = 0; i < 2; i++) {
@@ -224,8 +221,12 @@ launcher_main(pid_t mounter)
 	    mounter_ncaps) < 0)
 		_exit(1);
 	/* One request at a time, until the mounter closes its end. */
-	while ((nfd = fdmsg_recv(SOCK_FD, &rq, sizeof(rq), fds, 3, 0)) !=
-	    -EPIPE) {
+	for (;;) {
+		nfd = fdmsg_recv(SOCK_FD, &rq, sizeof(rq), fds, 3, 0);
+		if (nfd == -EINTR)
+			continue;
+		if (nfd < 0 && nfd != -EBADMSG)
+			_exit(nfd == -EPIPE ? 0 : 1);
 		ok = nfd == 3 && rq.nargs >= 1 && rq.nargs <= LAUNCH_ARGS &&
 		    TERMINATED(rq.root) && TERMINATED(rq.sockdir) &&
 		    TERMINATED(rq.endpoint);
@@ -233,7 +234,7 @@ launcher_main(pid_t mounter)
 			ok = TERMINATED(rq.args[i]);
 		if (ok)
 			launch(&rq, fds);
-		else if (nfd != -EINTR) {
+		else {
 			snprintf(msg.what, sizeof(msg.what), "a malformed "
 			    "request");
 			if (fdmsg_send(SOCK_FD, &msg, sizeof(msg), NULL, 0) < 0)
@@ -242,7 +243,6 @@ launcher_main(pid_t mounter)
 		for (i = 0; i < nfd; i++)
 			close(fds[i]);
 	}
-	_exit(0);
 }
 
 int

@@ -55,11 +55,7 @@ struct launch_msg {
 /* One datagram with nfd (at most 3) descriptors; 0 or -errno. */
 int fdmsg_send(int sock, const void *buf, size_t len, const int *fds,
     int nfd);
-/*
- * One datagram of exactly len bytes: the number of descriptors received
- * (at most nfd; extras are closed), -EPIPE at end of file, -EBADMSG for a
- * datagram of another size (its descriptors closed), or -errno.
- */
+/* len bytes: how many fds came (<= nfd), -EPIPE, -EBADMSG or -errno. */
 int fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd,
     int flags);
 /* Fork the launcher; returns the mounter's end of its socket or -errno. */
@@ -135,7 +131,7 @@ Berth__ErrorCode request_check(const Berth__Envelope *env, struct mreq *rq,
 /* resolve.c: paths beneath a pinned directory, never through a symlink. */
 int res_open(int dirfd, const char *rel, int flags, mode_t mode);
 int res_mkdirs(int dirfd, const char *rel);
-int res_is_mount(int fd);
+int res_is_mount(int dirfd, const char *name);
 /* 1 if dirfd/rel is a mount root, 0 if not, or -errno. */
 int res_mounted(int dirfd, const char *rel);
 int res_unmount_all(int dirfd, const char *name);

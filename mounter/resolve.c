@@ -64,23 +64,18 @@ res_mkdirs(int dirfd, const char *rel)
 	return cur == dirfd ? -EINVAL : cur;
 }
 
-static int
-is_mount_at(int dirfd, const char *name, int flags)
+/* name: "" for dirfd itself, or one component, not followed. */
+int
+res_is_mount(int dirfd, const char *name)
 {
 	struct statx stx;
 
-	if (statx(dirfd, name, flags | AT_SYMLINK_NOFOLLOW, STATX_TYPE,
-	    &stx) < 0)
+	if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 :
+	    AT_EMPTY_PATH), STATX_TYPE, &stx) < 0)
 		return -errno;
 	if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
 		return -EOPNOTSUPP;
 	return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
-}
-
-int
-res_is_mount(int fd)
-{
-	return is_mount_at(fd, "", AT_EMPTY_PATH);
 }
 
 int
@@ -90,7 +85,7 @@ res_mounted(int dirfd, const char *rel)
 
 	if ((fd = res_open(dirfd, rel, O_PATH, 0)) < 0)
 		return fd;
-	r = res_is_mount(fd);
+	r = res_is_mount(fd, "");
 	close(fd);
 	return r;
 }
@@ -106,7 +101,7 @@ res_unmount_all(int dirfd, const char *name)
 	if (fchdir(dirfd) < 0)
 		return -errno;
 	for (n = 0; n < UNMOUNT_MAX; n++) {
-		r = is_mount_at(dirfd, name, 0);
+		r = res_is_mount(dirfd, name);
 		if (r == 0 || r == -ENOENT)
 			return n;
 		if (r < 0)

@@ -17,13 +17,7 @@
 #include "sandbox.h"
 
 const cap_value_t mounter_caps[] = {
-	/*
-	 * open_tree, mount_setattr, move_mount, umount2 (every mount verb);
-	 * unshare(CLONE_NEWNS) in the launcher; and the one capability a
-	 * plugin definition may grant. Nothing else: the trees the mounter
-	 * creates are its own (root, 0755), so no CAP_CHOWN, CAP_FOWNER or
-	 * CAP_DAC_OVERRIDE; plugins run as root, so no CAP_SETUID.
-	 */
+	/* Mounts, the launcher's unshare; no other (see SECURITY.md). */
 	CAP_SYS_ADMIN,
 };
 const int mounter_ncaps = sizeof(mounter_caps) / sizeof(mounter_caps[0]);

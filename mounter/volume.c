@@ -59,7 +59,7 @@ make_shared_mount(struct mounter *m, const char *rel, char *why)
 
 	if ((fd = res_mkdirs(m->data_fd, rel)) < 0)
 		return fail_errno(why, -fd, "creating", rel);
-	if ((r = res_is_mount(fd)) == 0) {
+	if ((r = res_is_mount(fd, "")) == 0) {
 		r = attach(fd, fd, NULL);
 		close(fd);
 		/* The path now leads to the new mount. */
@@ -141,10 +141,13 @@ bind_target(struct mounter *m, const char *rel, bool dir)
 		fd = -errno;
 		goto out;
 	}
-	if (!dir && (fd = res_open(pfd, leaf, O_WRONLY | O_CREAT, 0600)) >= 0)
+	/* O_EXCL: an existing entry is never opened for writing. */
+	if (!dir && (fd = res_open(pfd, leaf, O_WRONLY | O_CREAT | O_EXCL,
+	    0600)) >= 0)
 		close(fd);
 	fd = res_open(pfd, leaf, O_PATH, 0);
-	if (fd >= 0 && (fstat(fd, &st) < 0 || !S_ISDIR(st.st_mode) != !dir)) {
+	if (fd >= 0 && (fstat(fd, &st) < 0 || (dir ? !S_ISDIR(st.st_mode) :
+	    !S_ISREG(st.st_mode)))) {
 		close(fd);
 		fd = -ENOTDIR;
 	}
@@ -175,7 +178,7 @@ volume_bind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		    "not a directory, file or block device", rq->path);
 		goto out;
 	}
-	if ((r = res_is_mount(sfd)) != 1) {
+	if ((r = res_is_mount(sfd, "")) != 1) {
 		code = r < 0 ? fail_errno(why, -r, "checking", rq->path) :
 		    fail(why, BERTH__ERROR_CODE__ERROR_NOT_FOUND, "%s is not "
 		    "published: nothing is mounted there", rq->path);
@@ -185,7 +188,7 @@ volume_bind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		code = fail_errno(why, -tfd, "creating", rq->path2);
 		goto out;
 	}
-	if ((r = res_is_mount(tfd)) != 0) {
+	if ((r = res_is_mount(tfd, "")) != 0) {
 		code = r < 0 ? fail_errno(why, -r, "checking", rq->path2) :
 		    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is already "
 		    "a mount point: unbind it first", rq->path2);
