@@ -105,7 +105,7 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 	*what = "entering a new session and mount namespace";
 	if (setsid() < 0 || fchdir(DATA_FD) < 0 || unshare(CLONE_NEWNS) < 0)
 		return errno;
-	/* The copies of the two shared mounts, cloned into their peer groups. */
+	/* Copies of the two shared mounts, cloned into their peer groups. */
 	for (i = 0; i < 2; i++) {
 		*what = "opening the plugin's directories";
 		if ((dirs[i] = res_open(AT_FDCWD, rel[i], O_PATH | O_DIRECTORY,

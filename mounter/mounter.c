@@ -218,7 +218,7 @@ main(int argc, char **argv)
 	    !ident_valid_str(m.boot_id))
 		fatal("main: reading /proc/sys/kernel/random/boot_id");
 	close(r);
-	/* Pinned now: every path the mounter will use is resolved from these. */
+	/* Pinned now: every path the mounter uses is resolved from these. */
 	m.data_fd = open(m.data_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC);
 	if (m.data_fd < 0)

@@ -40,8 +40,8 @@ struct launch_req {
 	uint32_t nargs;
 	uint64_t caps;			/* bit n: capability n */
 	char args[LAUNCH_ARGS][LAUNCH_STR];
-	char root[MREQ_PATH];		/* mount root, relative to data dir */
-	char sockdir[MREQ_PATH];	/* socket dir, relative to data dir */
+	char root[MREQ_PATH];		/* mount root, under the data dir */
+	char sockdir[MREQ_PATH];	/* socket dir, under the data dir */
 	char endpoint[LAUNCH_STR];	/* "CSI_ENDPOINT=unix://..." */
 };
 

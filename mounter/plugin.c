@@ -201,7 +201,8 @@ load_def(struct mounter *m, const char *name, struct plugindef *d, int *exe,
 	if (plugindef_parse(buf, (size_t)got, d, sub, sizeof(sub)) < 0)
 		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "plugin "
 		    "definition %s %s", file, sub);
-	*exe = (int)syscall(SYS_openat2, AT_FDCWD, d->args[0], &how, sizeof(how));
+	*exe = (int)syscall(SYS_openat2, AT_FDCWD, d->args[0], &how,
+	    sizeof(how));
 	if (*exe < 0)
 		return fail_errno(why, errno, "opening", d->args[0]);
 	if (fstat(*exe, &st) < 0 || !S_ISREG(st.st_mode) || !root_only(&st) ||

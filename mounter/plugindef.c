@@ -87,8 +87,8 @@ line(const char *s, size_t len, struct plugindef *d, char *why, size_t n)
 		memcpy(d->args[0], val, sizeof(val));
 	} else if ((r = setting(s, len, "cap", val)) != 0) {
 		if (r < 0 || (cap = grantable(val)) < 0) {
-			snprintf(why, n, "capability '%.64s' cannot be granted: "
-			    "berth-mounter grants only what it holds "
+			snprintf(why, n, "capability '%.64s' cannot be "
+			    "granted: berth-mounter grants only what it holds "
 			    "(CAP_SYS_ADMIN)", r < 0 ? "(too long)" : val);
 			return -1;
 		}

@@ -23,7 +23,7 @@
 
 #include "mounter.h"
 
-/* An alloc's tree is a few levels deep; a stack deeper than this is not ours. */
+/* A stack of mounts deeper than this on one entry is not ours. */
 #define UNMOUNT_MAX 16
 
 int

@@ -190,8 +190,8 @@ volume_bind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	}
 	if ((r = res_is_mount(tfd, "")) != 0) {
 		code = r < 0 ? fail_errno(why, -r, "checking", rq->path2) :
-		    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is already "
-		    "a mount point: unbind it first", rq->path2);
+		    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is "
+		    "already a mount point: unbind it first", rq->path2);
 		goto out;
 	}
 	/* A detached copy, its flags set before anyone can see it. */

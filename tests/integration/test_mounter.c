@@ -157,7 +157,9 @@ START_TEST(plugin_start_signal_adopt)
 	for (int i = 0; i < 100 && c.exits == 1; i++)
 		mc_wait(&c, 50);
 	ck_assert_int_eq(c.exits, 2);
-	ck_assert_msg(c.last_exit.status_known && c.last_exit.signaled, "known %d signaled %d code %d", c.last_exit.status_known, c.last_exit.signaled, c.last_exit.code);
+	ck_assert_msg(c.last_exit.status_known && c.last_exit.signaled,
+	    "known %d signaled %d code %d", c.last_exit.status_known,
+	    c.last_exit.signaled, c.last_exit.code);
 	ck_assert_int_eq(c.last_exit.code, SIGKILL);
 	close(pidfd);
 	ck_assert_int_eq(mc_cleanup(&c, A), 0);
