@@ -1,20 +1,13 @@
 /*
- * launcher.c: the process that starts privileged plugins.
- *
- * Why a process of its own: a seccomp filter is inherited by every child
- * and survives exec, so a plugin forked by the locked mounter would run
- * under the mounter's allow-list. The launcher is forked before the lock,
- * keeps the mounter's capabilities (and no_new_privs) but no filter, and
- * listens to nobody but the mounter, on a socketpair: it reads fixed-size
- * requests, checks they are well formed, and starts each plugin in a new
- * mount namespace where everything is a slave copy of the host except the
- * plugin's mount root and socket directory, which stay in the host's peer
- * groups. The plugin keeps only the capabilities its definition grants.
- * It starts each through an intermediate process that exits at once, so
- * the plugin is re-parented to the mounter (a child subreaper), which
- * learns how it ends from its pidfd.
- * Must not: read anything but the mounter's socket; decide anything the
- * mounter has not validated.
+ * launcher.c: the process that starts privileged plugins. A seccomp
+ * filter is inherited and survives exec, so it is forked before the
+ * mounter locks itself: same capabilities and no_new_privs, no filter. It
+ * reads fixed-size requests from the mounter only, checks they are well
+ * formed, and starts each plugin (through an intermediate that exits, so
+ * the mounter, a subreaper, becomes its parent) in a new mount namespace:
+ * a slave copy of the host but for the plugin's mount root and socket
+ * directory, which stay in the host's peer groups; with only the granted
+ * capabilities. Must not: read anything else, or decide anything.
  */
 #include <errno.h>
 #include <fcntl.h>

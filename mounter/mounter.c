@@ -1,18 +1,10 @@
 /*
- * mounter.c: berth-mounter, the only privileged process.
- *
- * Started as root by berth-supervisor (spawn mode) with its socket as
- * descriptor 3. It checks that socket's peer, sheds everything it does not
- * need (environment, inherited descriptors, dumpability, all capabilities
- * but mounter_caps), forks its plugin launcher, locks itself in its
- * seccomp allow-list and then serves requests. It takes its data, run and
- * plugin definition directories from its command line, which root wrote,
- * never from its peer.
- *
- * Owns: the dispatch of requests. As in vmd's priv.c, a first switch
- * (request.c) checks every field and refuses the rest; a second switch
- * (here) acts on the checked request only. Requests are not trusted even
- * from the supervisor.
+ * mounter.c: berth-mounter, the only privileged process: start-up,
+ * confinement (see SECURITY.md) and the dispatch of requests. As in vmd's
+ * priv.c, a first switch (request.c) checks every field and refuses the
+ * rest; a second (act(), here) acts on the checked request only. Requests
+ * are not trusted even from the supervisor. Directories come from the
+ * command line, which root wrote, never from the peer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -65,6 +57,7 @@ act(struct mounter *m, const struct mreq *rq, struct mreply *out, char *why)
 	static verb_fn *const verbs[] = {
 		[BERTH__ENVELOPE__BODY_PREPARE_PLUGIN] = volume_prepare_plugin,
 		[BERTH__ENVELOPE__BODY_PREPARE_VOLUME] = volume_prepare,
+		[BERTH__ENVELOPE__BODY_PREPARE_TASK] = volume_prepare_task,
 		[BERTH__ENVELOPE__BODY_BIND_VOLUME] = volume_bind,
 		[BERTH__ENVELOPE__BODY_UNBIND_VOLUME] = volume_unbind,
 		[BERTH__ENVELOPE__BODY_CLEANUP_ALLOC] = volume_cleanup,

@@ -1,11 +1,7 @@
 /*
- * mounter.h: what the files of berth-mounter share.
- *
- * A request goes through two steps, as in vmd's priv.c: request.c checks
- * every field of the envelope and fills a struct mreq with identifiers
- * and the paths derived from them (the first switch); mounter.c then
- * hands that struct, never the envelope, to the verb (the second switch).
- * A verb answers with a Berth__ErrorCode and, on failure, says why.
+ * mounter.h: what the files of berth-mounter share. request.c turns an
+ * envelope into a checked struct mreq; a verb gets that, never the
+ * envelope, and answers a Berth__ErrorCode and, on failure, why.
  */
 #ifndef BERTH_MOUNTER_H
 #define BERTH_MOUNTER_H
@@ -86,6 +82,8 @@ struct mreq {
 	pid_t pid;
 	uint64_t start_time;
 	int sig;
+	uid_t uid;
+	gid_t gid;
 	char path[MREQ_PATH];	/* relative to the data directory */
 	char path2[MREQ_PATH];
 };
@@ -144,8 +142,8 @@ typedef Berth__ErrorCode verb_fn(struct mounter *m, const struct mreq *rq,
     struct mreply *out, char *why);
 
 /* volume.c */
-verb_fn volume_prepare_plugin, volume_prepare, volume_bind, volume_unbind,
-    volume_cleanup;
+verb_fn volume_prepare_plugin, volume_prepare, volume_prepare_task,
+    volume_bind, volume_unbind, volume_cleanup;
 Berth__ErrorCode volume_need_shared(struct mounter *m, const char *rel,
     char *why);
 

@@ -1,19 +1,14 @@
 /*
- * plugin.c: the privileged plugins this mounter starts, adopts and
- * signals.
- *
- * Owns: the table of plugins started (through launcher.c) or adopted,
- * their records under MOUNTER_STARTED_DIR, the checks on a plugin
- * definition's file and executable, and the PluginExited notices. A
- * plugin is named by a handle, pid plus start time, so a reused pid never
- * matches; only a handle in the table can be signalled, and only a handle
- * with a record (written by this mounter, in root's tree, for this boot)
- * can be adopted after a restart.
- * Must not: signal or adopt any other process; run a definition that
- * root does not own alone.
+ * plugin.c: the privileged plugins this mounter starts (through
+ * launcher.c), adopts and signals; their records; the checks on a
+ * definition's file and executable; PluginExited notices. A handle is pid
+ * plus start time, so a reused pid never matches. Must not: signal a
+ * handle not in the table, adopt one without a record (which this mounter
+ * wrote in root's tree, per boot), run a definition root does not own.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -58,29 +53,25 @@ record(struct mounter *m, pid_t pid, uint64_t start, char op)
 	return fd < 0 ? fd : 0;
 }
 
-/* Field 22 of /proc/<pid>/stat, after the comm in parentheses. */
+/* Field 22 of /proc/<pid>/stat: 20 fields after the ") " ending comm. */
 static int
 start_time_of(struct mounter *m, pid_t pid, uint64_t *start)
 {
-	char rel[32], buf[1024], *p, *end;
+	char rel[32], buf[1024], *p;
 	ssize_t n;
-	int fd, i;
+	int fd;
 
 	snprintf(rel, sizeof(rel), "%ld/stat", (long)pid);
 	if ((fd = res_open(m->proc_fd, rel, O_RDONLY, 0)) < 0)
 		return fd;
 	n = read(fd, buf, sizeof(buf) - 1);
 	close(fd);
-	if (n <= 0)
+	buf[n > 0 ? n : 0] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*s %*s %*s %*s "
+	    "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %"
+	    SCNu64, start) != 1)
 		return -ESRCH;
-	buf[n] = '\0';
-	p = strrchr(buf, ')');
-	for (i = 0; i < 20 && p != NULL; i++)
-		p = strchr(p + 1, ' ');
-	if (p == NULL)
-		return -EINVAL;
-	*start = strtoull(p + 1, &end, 10);
-	return end == p + 1 ? -EINVAL : 0;
+	return 0;
 }
 
 static struct plugin *

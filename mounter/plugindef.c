@@ -89,7 +89,8 @@ line(const char *s, size_t len, struct plugindef *d, char *why, size_t n)
 		if (r < 0 || (cap = grantable(val)) < 0) {
 			snprintf(why, n, "capability '%.64s' cannot be "
 			    "granted: berth-mounter grants only what it holds "
-			    "(CAP_SYS_ADMIN)", r < 0 ? "(too long)" : val);
+			    "(CAP_SYS_ADMIN, CAP_CHOWN)", r < 0 ? "(too long)" :
+			    val);
 			return -1;
 		}
 		d->caps |= 1ULL << cap;
@@ -105,7 +106,7 @@ int
 plugindef_parse(const char *buf, size_t len, struct plugindef *d, char *why,
     size_t n)
 {
-	char sub[160];
+	char sub[200];
 	size_t i, start = 0;
 	int lineno = 1;
 

@@ -1,14 +1,9 @@
 /*
- * request.c: the first switch. Every request is checked here, field by
- * field, before anything acts on it.
- *
- * Owns: what a well-formed mounter request is. Identifiers must pass
- * ident_problem() on their exact bytes (an embedded NUL is refused, not
- * truncated), enums must hold a value this version knows, a field the
- * verb does not use must be empty, and no message may carry fields this
- * version does not know. Paths are built here with common/layout.c.
- * Must not: touch the file system or any process; it is pure so that the
- * fuzzer can run it (fuzz/fuzz_request.c includes this file).
+ * request.c: the first switch: what a well-formed request is. Identifiers
+ * pass ident_problem() on their exact bytes (a NUL is refused, never
+ * truncated), enums hold a known value, unused fields are empty, no
+ * message has unknown fields; paths are built with common/layout.c.
+ * Must not: touch the file system or a process (fuzz_request includes it).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -43,14 +38,6 @@ ident(char *dst, ProtobufCBinaryData b, const char *field, char *why)
 		return fail(why, BAD, "%s %s", field, problem);
 	memcpy(dst, b.data, b.len);
 	dst[b.len] = '\0';
-	return OK;
-}
-
-static Berth__ErrorCode
-unused(ProtobufCBinaryData b, const char *field, char *why)
-{
-	if (b.len != 0)
-		return fail(why, BAD, "%s must be empty for this verb", field);
 	return OK;
 }
 
@@ -98,18 +85,10 @@ handle(struct mreq *rq, const Berth__PluginHandle *hd, char *why)
 	return OK;
 }
 
-/* layout_* return -EINVAL or -ENAMETOOLONG; identifiers are valid here. */
-static Berth__ErrorCode
-built(int r, char *why)
-{
-	if (r < 0)
-		return fail(why, BAD, "the identifiers make a path that is "
-		    "too long or reserved (plugin type \"plugins\")");
-	return OK;
-}
-
 #define ID(field, src, name) TRY(ident(rq->field, (src), (name), why))
-#define PATH(x) TRY(built((x), why))
+/* layout_* fail only for a path too long or plugin type "plugins". */
+#define PATH(x) do { if ((x) < 0) return fail(why, BAD, "the identifiers " \
+	"make a path too long, or plugin type \"plugins\""); } while (0)
 /* The body, present and with no field this version does not know. */
 #define BODY(type, r, field) const type *r = env->field; \
 	TRY(known(r, #field, why))
@@ -148,13 +127,15 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		case BERTH__VOLUME_DIR__VOLUME_DIR_STAGING:
 			rq->staging = true;
 			ID(ns, r->volume_ns, "volume_ns");
-			TRY(unused(r->alloc_id, "alloc_id", why));
+			if (r->alloc_id.len != 0)
+				return fail(why, BAD, "alloc_id is for publish");
 			PATH(layout_staging(rq->path, n, rq->type,
 			    rq->plugin, rq->ns, rq->vol, rq->usage));
 			break;
 		case BERTH__VOLUME_DIR__VOLUME_DIR_PUBLISH:
 			ID(alloc, r->alloc_id, "alloc_id");
-			TRY(unused(r->volume_ns, "volume_ns", why));
+			if (r->volume_ns.len != 0)
+				return fail(why, BAD, "volume_ns is for staging");
 			PATH(layout_publish(rq->path, n, rq->type,
 			    rq->plugin, rq->alloc, rq->vol, rq->usage));
 			break;
@@ -179,6 +160,20 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		    rq->alloc, rq->vol, rq->usage));
 		PATH(layout_task_volume(rq->path2, n, rq->alloc, rq->task,
 		    rq->name));
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_PREPARE_TASK: {
+		BODY(Berth__PrepareTask, r, prepare_task);
+
+		ID(alloc, r->alloc_id, "alloc_id");
+		ID(task, r->task, "task");
+		if (r->owner_uid == 0 || r->owner_gid == 0 ||
+		    r->owner_uid == (uint32_t)-1 || r->owner_gid == (uint32_t)-1)
+			return fail(why, BAD, "the task's owner must not be "
+			    "root, nor uid or gid -1");
+		rq->uid = r->owner_uid;
+		rq->gid = r->owner_gid;
+		PATH(layout_task_dir(rq->path, n, rq->alloc, rq->task));
 		return OK;
 	}
 	case BERTH__ENVELOPE__BODY_UNBIND_VOLUME: {

@@ -19,6 +19,8 @@
 const cap_value_t mounter_caps[] = {
 	/* Mounts, the launcher's unshare; no other (see SECURITY.md). */
 	CAP_SYS_ADMIN,
+	/* prepare_task: a task's directory belongs to the task's user. */
+	CAP_CHOWN,
 };
 const int mounter_ncaps = sizeof(mounter_caps) / sizeof(mounter_caps[0]);
 
@@ -38,8 +40,10 @@ static const int allowed[] = {
 	/* every verb: paths beneath the data dir (resolve.c) */
 	SCMP_SYS(openat2), SCMP_SYS(statx), SCMP_SYS(fstat),
 	SCMP_SYS(newfstatat),
-	/* prepare_plugin, prepare_volume, bind_volume: directories */
-	SCMP_SYS(mkdirat),
+	/* prepare_*, bind_volume: directories; prepare_task: its owner */
+	SCMP_SYS(mkdirat), SCMP_SYS(fchown),
+	/* cleanup_alloc: a task's directory back to root, to empty it */
+	SCMP_SYS(fchownat),
 	/* prepare_plugin, bind_volume: detached mounts on pinned fds */
 	SCMP_SYS(open_tree), SCMP_SYS(mount_setattr), SCMP_SYS(move_mount),
 	/* unbind_volume, cleanup_alloc: unmount one component, remove */

@@ -1,14 +1,9 @@
 /*
- * volume.c: the mount verbs: prepare a plugin's directories, prepare a
- * staging or publish directory, bind a published volume into a task,
- * unbind it, and clean up after an alloc.
- *
- * Owns: every mount the mounter makes in the host. Mounts are made with
- * open_tree / mount_setattr / move_mount on descriptors pinned by
- * resolve.c, and a bind into a task gets nosuid, nodev (and ro) while it
- * is still detached, so it is never visible without them.
- * Must not: resolve a path other than through resolve.c, or act on a
- * request that request.c has not accepted.
+ * volume.c: the mount verbs (prepare a plugin, a volume's directory, a
+ * task; bind, unbind; clean up an alloc): every mount made in the host,
+ * with open_tree / mount_setattr / move_mount on descriptors pinned by
+ * resolve.c; a bind's flags are set while it is still detached.
+ * Must not: resolve a path but through resolve.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -122,6 +117,27 @@ volume_prepare(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	if ((r = res_mounted(m->data_fd, rq->path)) < 0 && r != -ENOENT)
 		return fail_errno(why, -r, "checking", rq->path);
 	out->mounted = r == 1;
+	return OK;
+}
+
+/* allocs/<alloc>/<task>/ for the task's user; volumes/ in it stays root's. */
+Berth__ErrorCode
+volume_prepare_task(struct mounter *m, const struct mreq *rq,
+    struct mreply *out, char *why)
+{
+	char rel[MREQ_PATH + 8];
+	int fd, r;
+
+	snprintf(rel, sizeof(rel), "%s/volumes", rq->path);
+	if ((fd = res_mkdirs(m->data_fd, rel)) < 0)
+		return fail_errno(why, -fd, "creating", rel);
+	close(fd);
+	if ((fd = res_open(m->data_fd, rq->path, O_RDONLY | O_DIRECTORY, 0)) < 0)
+		return fail_errno(why, -fd, "opening", rq->path);
+	r = fchown(fd, rq->uid, rq->gid) < 0 ? -errno : 0;
+	close(fd);
+	if (r < 0)
+		return fail_errno(why, -r, "giving its task", rq->path);
 	return OK;
 }
 
@@ -264,6 +280,8 @@ sweep_task(int afd, const char *task, void *arg)
 {
 	struct sweep *s = arg;
 
+	/* Back to root (not followed), to remove volumes/ from it. */
+	fchownat(afd, task, 0, 0, AT_SYMLINK_NOFOLLOW);
 	sweep_dir(afd, task, "volumes", sweep_entry, s);
 	s->out->removed += res_remove(afd, task);
 }

@@ -288,6 +288,22 @@ mc_bind(struct mclient *c, const char *type, const char *plugin,
 }
 
 int
+mc_prepare_task(struct mclient *c, const char *alloc, const char *task,
+    unsigned uid, unsigned gid)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__PrepareTask r = BERTH__PREPARE_TASK__INIT;
+
+	r.alloc_id = B(alloc);
+	r.task = B(task);
+	r.owner_uid = uid;
+	r.owner_gid = gid;
+	env.body_case = BERTH__ENVELOPE__BODY_PREPARE_TASK;
+	env.prepare_task = &r;
+	return mc_call(c, &env, NULL, NULL);
+}
+
+int
 mc_unbind(struct mclient *c, const char *alloc, const char *task,
     const char *name)
 {

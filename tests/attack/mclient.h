@@ -51,6 +51,8 @@ int mc_prepare_volume(struct mclient *c, bool staging, const char *type,
 int mc_bind(struct mclient *c, const char *type, const char *plugin,
     const char *alloc, const char *vol, const char *task, const char *name,
     bool ro);
+int mc_prepare_task(struct mclient *c, const char *alloc, const char *task,
+    unsigned uid, unsigned gid);
 int mc_unbind(struct mclient *c, const char *alloc, const char *task,
     const char *name);
 int mc_cleanup(struct mclient *c, const char *alloc);

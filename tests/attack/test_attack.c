@@ -226,6 +226,9 @@ START_TEST(identifiers_dotdot_slash_nul_empty_overlong_nonascii)
 			ck_assert_int_eq(mc_call(&c, &env, NULL, NULL), BAD);
 		}
 	}
+	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 0, 0), BAD);
+	ck_assert_int_eq(mc_prepare_task(&c, A, "..", 1000, 1000), BAD);
+	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 1000, 0xffffffff), BAD);
 	/* "plugins" is the socket tree, never a plugin type. */
 	ck_assert_int_eq(mc_prepare_plugin(&c, "plugins", P, A), BAD);
 	ck_assert_int_eq(mc_unbind(&c, A, "..", "data"), BAD);

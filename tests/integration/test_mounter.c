@@ -23,6 +23,7 @@ START_TEST(prepare_bind_unbind_cleanup)
 {
 	struct mclient c;
 	struct statvfs sv;
+	struct stat st;
 	char *before, what[1024];
 	bool mounted = true;
 	int fd;
@@ -39,6 +40,14 @@ START_TEST(prepare_bind_unbind_cleanup)
 	ck_assert_int_eq(mc_prepare_volume(&c, false, T, P, A, "vol1",
 	    &mounted), 0);
 	ck_assert(mounted);
+	/* The task's directory is its user's; volumes/ in it stays root's. */
+	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 1000, 1000), 0);
+	ck_assert_int_eq(stat(mc_path(&c, "allocs/" A "/web"), &st), 0);
+	ck_assert(st.st_uid == 1000 && st.st_gid == 1000);
+	ck_assert_int_eq(stat(mc_path(&c, "allocs/" A "/web/volumes"), &st), 0);
+	ck_assert(st.st_uid == 0 && (st.st_mode & 07777) == 0755);
+	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 0, 1000),
+	    BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
 	/* Read-write, then read-only with nosuid and nodev from the start. */
 	ck_assert_int_eq(mc_bind(&c, T, P, A, "vol1", "web", "data", false), 0);
 	ck_assert(is_mountpoint(mc_path(&c, "allocs/" A "/web/volumes/data")));
