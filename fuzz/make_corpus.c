@@ -44,6 +44,7 @@ main(int argc, char **argv)
 	Berth__AdoptPlugin ap = BERTH__ADOPT_PLUGIN__INIT;
 	Berth__SignalPlugin sg = BERTH__SIGNAL_PLUGIN__INIT;
 	Berth__PluginHandle h = BERTH__PLUGIN_HANDLE__INIT;
+	Berth__PrepareTask pt = BERTH__PREPARE_TASK__INIT;
 	const char *dir = argc > 1 ? argv[1] : ".";
 
 	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_FILE_SYSTEM;
@@ -82,6 +83,13 @@ main(int argc, char **argv)
 	put(dir, "bind_volume_dotdot", &env, 5);
 	bv.name = (ProtobufCBinaryData){ 7, (uint8_t *)"ab\0../x" };
 	put(dir, "bind_volume_nul", &env, 6);
+	pt.alloc_id = pp.alloc_id;
+	pt.task = B("web");
+	pt.owner_uid = 1000;
+	pt.owner_gid = 1000;
+	env.body_case = BERTH__ENVELOPE__BODY_PREPARE_TASK;
+	env.prepare_task = &pt;
+	put(dir, "prepare_task", &env, 12);
 	ub.alloc_id = pp.alloc_id;
 	ub.task = B("web");
 	ub.name = B("data");
