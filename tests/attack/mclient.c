@@ -2,12 +2,14 @@
  * mclient.c: see mclient.h.
  */
 #include <errno.h>
+#include <signal.h>
 #include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/mount.h>
+#include <sys/pidfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 
@@ -370,6 +372,75 @@ mc_release_plugin(struct mclient *c, const char *type, const char *plugin)
 		umount2(mc_path(c, rel), MNT_DETACH);
 }
 
+/*
+ * Plugins outlive the mounter, and check ends a failed test with _exit():
+ * each handle a test is given goes to a file, and the runner's teardown
+ * kills what still runs, pinned by pidfd and only if its start time
+ * still matches (so a reused pid is never hit).
+ */
+static char track_path[64];
+
+void
+mc_track_init(void)
+{
+	snprintf(track_path, sizeof(track_path), "/tmp/berth-test-tracked-%ld",
+	    (long)getpid());
+	unlink(track_path);
+}
+
+static void
+track(const Berth__PluginHandle *h)
+{
+	FILE *f;
+
+	if (track_path[0] == '\0' || (f = fopen(track_path, "a")) == NULL)
+		return;
+	fprintf(f, "%u %llu\n", h->pid, (unsigned long long)h->start_time);
+	fclose(f);
+}
+
+void
+mc_track_cleanup(void)
+{
+	unsigned long long start;
+	unsigned pid;
+	FILE *f;
+	int fd;
+
+	if (track_path[0] == '\0' || (f = fopen(track_path, "r")) == NULL)
+		return;
+	while (fscanf(f, "%u %llu", &pid, &start) == 2) {
+		if ((fd = pidfd_open((pid_t)pid, 0)) < 0)
+			continue;
+		if (mc_start_time((pid_t)pid) == start)
+			pidfd_send_signal(fd, SIGKILL, NULL, 0);
+		close(fd);
+	}
+	fclose(f);
+	unlink(track_path);
+}
+
+uint64_t
+mc_start_time(pid_t pid)
+{
+	char path[64], buf[1024], *p;
+	size_t n;
+	FILE *f;
+	int i;
+
+	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	buf[n] = '\0';
+	fclose(f);
+	if ((p = strrchr(buf, ')')) == NULL)
+		return 0;
+	for (i = 0; i < 20 && p != NULL; i++)
+		p = strchr(p + 1, ' ');
+	return p != NULL ? strtoull(p + 1, NULL, 10) : 0;
+}
+
 int
 mc_start_plugin(struct mclient *c, const char *def, const char *type,
     const char *plugin, const char *alloc, Berth__PluginHandle *h, int *pidfd)
@@ -385,8 +456,10 @@ mc_start_plugin(struct mclient *c, const char *def, const char *type,
 	env.body_case = BERTH__ENVELOPE__BODY_START_PLUGIN;
 	env.start_plugin = &r;
 	code = mc_call(c, &env, pidfd, &rep);
-	if (code == 0)
+	if (code == 0) {
 		*h = *rep->plugin_started->handle;
+		track(h);
+	}
 	berth__envelope__free_unpacked(rep, NULL);
 	return code;
 }

@@ -66,6 +66,12 @@ void mc_unpublish(struct mclient *c, const char *type, const char *plugin,
 void mc_release_plugin(struct mclient *c, const char *type,
     const char *plugin);
 
+/* Unchecked fixture: kill the plugins the tests started (see mclient.c). */
+void mc_track_init(void);
+void mc_track_cleanup(void);
+/* /proc/<pid>/stat field 22, or 0. */
+uint64_t mc_start_time(pid_t pid);
+
 /* Absolute path under the data dir. */
 const char *mc_path(struct mclient *c, const char *rel);
 /* The publish target mc_bind uses ("rw-file-system-single-node-writer"). */

@@ -385,23 +385,6 @@ START_TEST(stray_and_unknown_fields)
 }
 END_TEST
 
-static uint64_t
-start_time(pid_t pid)
-{
-	char path[64], buf[1024], *p;
-	FILE *f;
-	int i;
-
-	snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-	f = fopen(path, "r");
-	buf[fread(buf, 1, sizeof(buf) - 1, f)] = '\0';
-	fclose(f);
-	p = strrchr(buf, ')');
-	for (i = 0; i < 20; i++)
-		p = strchr(p + 1, ' ');
-	return strtoull(p + 1, NULL, 10);
-}
-
 START_TEST(signal_and_adopt_a_pid_not_started)
 {
 	Berth__PluginHandle h = BERTH__PLUGIN_HANDLE__INIT;
@@ -414,13 +397,13 @@ START_TEST(signal_and_adopt_a_pid_not_started)
 		_exit(0);
 	}
 	h.pid = (uint32_t)victim;
-	h.start_time = start_time(victim);
+	h.start_time = mc_start_time(victim);
 	ck_assert_int_eq(mc_signal(&c, &h,
 	    BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_KILL), PERM);
 	ck_assert_int_eq(mc_adopt(&c, &h, &pidfd), PERM);
 	ck_assert_int_eq(pidfd, -1);
 	h.pid = (uint32_t)getpid();
-	h.start_time = start_time(getpid());
+	h.start_time = mc_start_time(getpid());
 	ck_assert_int_eq(mc_signal(&c, &h,
 	    BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_TERM), PERM);
 	h.pid = 1;
@@ -630,6 +613,7 @@ main(void)
 	int run, failed;
 
 	tcase_set_timeout(tc, 120);
+	tcase_add_unchecked_fixture(tc, mc_track_init, mc_track_cleanup);
 	tcase_add_test(tc, symlink_at_publish_target);
 	tcase_add_test(tc, symlink_at_staging_directory);
 	tcase_add_test(tc, symlink_at_task_volumes_directory);

@@ -188,6 +188,7 @@ main(void)
 	TCase *tc = tcase_create("mounter");
 
 	tcase_set_timeout(tc, 120);
+	tcase_add_unchecked_fixture(tc, mc_track_init, mc_track_cleanup);
 	tcase_add_test(tc, prepare_bind_unbind_cleanup);
 	tcase_add_test(tc, plugin_start_signal_adopt);
 	return harness_run("mounter", tc);
