@@ -1,31 +1,161 @@
 /*
- * mounter.c: berth-mounter, the only privileged process.
- *
- * Started as root by berth-supervisor (spawn mode) with its socket as
- * descriptor 3. It checks that socket's peer, sheds everything it does not
- * need (environment, inherited descriptors, dumpability, all capabilities
- * but mounter_caps), locks itself in its seccomp allow-list and then serves
- * requests. It takes its data and run directories from its command line,
- * which root wrote, never from its peer.
+ * mounter.c: berth-mounter, the only privileged process: start-up,
+ * confinement (see SECURITY.md) and the dispatch of requests. As in vmd's
+ * priv.c, a first switch (request.c) checks every field and refuses the
+ * rest; a second (act(), here) acts on the checked request only. Requests
+ * are not trusted even from the supervisor. Directories come from the
+ * command line, which root wrote, never from the peer.
  */
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
 
-#include "helper.h"
+#include "mounter.h"
 #include "privdrop.h"
 #include "sandbox.h"
+
+Berth__ErrorCode
+fail(char *why, Berth__ErrorCode code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, WHY_MAX, fmt, ap);
+	va_end(ap);
+	return code;
+}
+
+Berth__ErrorCode
+fail_errno(char *why, int err, const char *what, const char *path)
+{
+	Berth__ErrorCode code = BERTH__ERROR_CODE__ERROR_INTERNAL;
+
+	if (err == ENOENT || err == ESRCH)
+		code = BERTH__ERROR_CODE__ERROR_NOT_FOUND;
+	else if (err == ELOOP || err == EXDEV || err == EACCES || err == EPERM)
+		code = BERTH__ERROR_CODE__ERROR_PERMISSION;
+	else if (err == EEXIST || err == EBUSY || err == ENOTDIR ||
+	    err == EISDIR)
+		code = BERTH__ERROR_CODE__ERROR_CONFLICT;
+	return fail(why, code, "%s %s: %s%s", what, path, strerror(err),
+	    err == ELOOP ? " (a symlink is in the way; berth never follows "
+	    "one)" : "");
+}
+
+/* The second switch: act on a request that request_check() accepted. */
+static Berth__ErrorCode
+act(struct mounter *m, const struct mreq *rq, struct mreply *out, char *why)
+{
+	static verb_fn *const verbs[] = {
+		[BERTH__ENVELOPE__BODY_PREPARE_PLUGIN] = volume_prepare_plugin,
+		[BERTH__ENVELOPE__BODY_PREPARE_VOLUME] = volume_prepare,
+		[BERTH__ENVELOPE__BODY_PREPARE_TASK] = volume_prepare_task,
+		[BERTH__ENVELOPE__BODY_BIND_VOLUME] = volume_bind,
+		[BERTH__ENVELOPE__BODY_UNBIND_VOLUME] = volume_unbind,
+		[BERTH__ENVELOPE__BODY_CLEANUP_ALLOC] = volume_cleanup,
+		[BERTH__ENVELOPE__BODY_START_PLUGIN] = plugin_start,
+		[BERTH__ENVELOPE__BODY_ADOPT_PLUGIN] = plugin_adopt,
+		[BERTH__ENVELOPE__BODY_SIGNAL_PLUGIN] = plugin_signal,
+	};
+
+	if ((size_t)rq->body >= sizeof(verbs) / sizeof(verbs[0]) ||
+	    verbs[rq->body] == NULL)
+		return fail(why, BERTH__ERROR_CODE__ERROR_UNSUPPORTED,
+		    "not served");
+	return verbs[rq->body](m, rq, out, why);
+}
+
+static void
+send_reply(struct mounter *m, const Berth__Envelope *req,
+    const struct mreq *rq, struct mreply *out)
+{
+	Berth__Envelope rep = BERTH__ENVELOPE__INIT;
+	Berth__PrepareVolumeReply pv = BERTH__PREPARE_VOLUME_REPLY__INIT;
+	Berth__CleanupReply cr = BERTH__CLEANUP_REPLY__INIT;
+	Berth__PluginStarted ps = BERTH__PLUGIN_STARTED__INIT;
+	Berth__PluginHandle hd = BERTH__PLUGIN_HANDLE__INIT;
+	Berth__Ack ack = BERTH__ACK__INIT;
+
+	switch (rq->body) {
+	case BERTH__ENVELOPE__BODY_PREPARE_VOLUME:
+		pv.mounted = out->mounted;
+		rep.body_case = BERTH__ENVELOPE__BODY_PREPARE_VOLUME_REPLY;
+		rep.prepare_volume_reply = &pv;
+		break;
+	case BERTH__ENVELOPE__BODY_CLEANUP_ALLOC:
+		cr.unmounted = out->unmounted;
+		cr.removed = out->removed;
+		rep.body_case = BERTH__ENVELOPE__BODY_CLEANUP_REPLY;
+		rep.cleanup_reply = &cr;
+		break;
+	case BERTH__ENVELOPE__BODY_START_PLUGIN:
+	case BERTH__ENVELOPE__BODY_ADOPT_PLUGIN:
+		hd.pid = (uint32_t)out->pid;
+		hd.start_time = out->start_time;
+		ps.handle = &hd;
+		rep.body_case = BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
+		rep.plugin_started = &ps;
+		break;
+	default:
+		rep.body_case = BERTH__ENVELOPE__BODY_ACK;
+		rep.ack = &ack;
+	}
+	/* The channel owns the pidfd from here. */
+	chan_reply(m->h.chan, req, &rep, out->pidfd);
+	out->pidfd = -1;
+}
+
+static void
+mounter_dispatch(struct helper *h, Berth__Envelope *env, int fd)
+{
+	struct mounter *m = h->arg;
+	struct mreply out = { .pidfd = -1 };
+	Berth__ErrorCode code;
+	struct mreq rq;
+	char why[WHY_MAX];
+
+	/* No request to the mounter carries a descriptor. */
+	if (fd >= 0)
+		close(fd);
+	if (env->kind != BERTH__KIND__KIND_REQUEST) {
+		log_warnx("mounter_dispatch: unexpected %s notice; dropped",
+		    ipc_body_name(env->body_case));
+		return;
+	}
+	code = request_check(env, &rq, why);
+	if (code == BERTH__ERROR_CODE__ERROR_NONE)
+		code = act(m, &rq, &out, why);
+	if (code == BERTH__ERROR_CODE__ERROR_NONE) {
+		log_debug("mounter_dispatch: %s done",
+		    ipc_body_name(env->body_case));
+		send_reply(m, env, &rq, &out);
+		return;
+	}
+	log_warnx("mounter_dispatch: %s refused (%s): %s",
+	    ipc_body_name(env->body_case), ipc_error_name(code), why);
+	chan_reply_error(h->chan, env, code, "%s", why);
+}
+
+/* The supervisor's side of a start or adopt reply carries the pidfd. */
+static bool
+mounter_takes_fd(Berth__Envelope__BodyCase body)
+{
+	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
+}
 
 static void
 usage(void)
 {
 	fprintf(stderr, "usage: berth-mounter --spawned --data-dir DIR "
-	    "--run-dir DIR [--verbose]\n"
+	    "--run-dir DIR [--plugins-dir DIR] [--verbose]\n"
 	    "berth-mounter is started by berth-supervisor; see "
 	    "berth-mounter(8).\n");
 	exit(EX_USAGE);
@@ -38,24 +168,27 @@ main(int argc, char **argv)
 		{ "spawned", no_argument, NULL, 's' },
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "run-dir", required_argument, NULL, 'r' },
+		{ "plugins-dir", required_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct helper h = { 0 };
-	const char *data_dir = NULL, *run_dir = NULL;
-	int spawned = 0, verbose = 0, ch, data_fd, r;
+	static struct mounter m;
+	const char *run_dir = NULL, *plugins_dir = MOUNTER_PLUGINS_DIR;
+	int spawned = 0, verbose = 0, ch, r;
 	char err[256];
 
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
 		switch (ch) {
 		case 's': spawned = 1; break;
-		case 'd': data_dir = optarg; break;
+		case 'd': m.data_dir = optarg; break;
 		case 'r': run_dir = optarg; break;
+		case 'p': plugins_dir = optarg; break;
 		case 'v': verbose = 1; break;
 		default: usage();
 		}
 	}
-	if (!spawned || data_dir == NULL || run_dir == NULL || optind != argc)
+	if (!spawned || m.data_dir == NULL || run_dir == NULL ||
+	    optind != argc || m.data_dir[0] != '/')
 		usage();
 	log_init("berth-mounter", verbose);
 	if (geteuid() != 0)
@@ -71,20 +204,46 @@ main(int argc, char **argv)
 		fatalx("main: closing inherited descriptors: %s", strerror(-r));
 	if ((r = sandbox_prepare()) < 0)
 		fatalx("main: sandbox: %s", strerror(-r));
-	/* Pinned now: every path the mounter will use is resolved from it. */
-	data_fd = open(data_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (data_fd < 0)
-		fatal("main: data directory %s", data_dir);
+	umask(022);
+	/* Records of the plugins we start are kept per boot. */
+	if ((r = open("/proc/sys/kernel/random/boot_id", O_RDONLY |
+	    O_CLOEXEC)) < 0 || read(r, m.boot_id, 36) != 36 ||
+	    !ident_valid_str(m.boot_id))
+		fatal("main: reading /proc/sys/kernel/random/boot_id");
+	close(r);
+	/* Pinned now: every path the mounter uses is resolved from these. */
+	m.data_fd = open(m.data_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (m.data_fd < 0)
+		fatal("main: data directory %s", m.data_dir);
+	if ((m.proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
+		fatal("main: /proc");
+	m.plugins_fd = open(plugins_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	if (m.plugins_fd < 0)
+		log_warn("main: plugin definitions %s (privileged plugins "
+		    "cannot start)", plugins_dir);
+	/* Plugins are re-parented to us: we learn how they end. */
+	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
+		fatal("main: PR_SET_CHILD_SUBREAPER");
+	/* Before the seccomp lock, which every child would inherit. */
+	if ((m.launcher_fd = launcher_spawn(m.data_fd)) < 0)
+		fatalx("main: plugin launcher: %s", strerror(-m.launcher_fd));
 
-	h.name = "berth-mounter";
-	h.role = BERTH__ROLE__ROLE_MOUNTER;
-	if ((r = helper_init(&h, BERTH_HELPER_FD)) < 0)
+	m.h.name = "berth-mounter";
+	m.h.role = BERTH__ROLE__ROLE_MOUNTER;
+	m.h.dispatch = mounter_dispatch;
+	m.h.takes_fd = mounter_takes_fd;
+	m.h.arg = &m;
+	if ((r = helper_init(&m.h, BERTH_HELPER_FD)) < 0)
 		fatalx("main: event loop: %s", strerror(-r));
 	if ((r = sandbox_lock()) < 0)
 		fatalx("main: locking the sandbox: %s", strerror(-r));
-	log_info("main: serving; data %s, run %s", data_dir, run_dir);
-	r = helper_serve(&h);
-	close(data_fd);
-	event_base_free(h.base);
+	log_info("main: serving; data %s, run %s, plugins %s", m.data_dir,
+	    run_dir, plugins_dir);
+	r = helper_serve(&m.h);
+	close(m.launcher_fd);
+	close(m.data_fd);
+	event_base_free(m.h.base);
 	return r;
 }

@@ -17,7 +17,10 @@
 #include "sandbox.h"
 
 const cap_value_t mounter_caps[] = {
-	CAP_SYS_ADMIN,		/* mount(2), open_tree(2), move_mount(2) */
+	/* Mounts, the launcher's unshare; no other (see SECURITY.md). */
+	CAP_SYS_ADMIN,
+	/* prepare_task: a task's directory belongs to the task's user. */
+	CAP_CHOWN,
 };
 const int mounter_ncaps = sizeof(mounter_caps) / sizeof(mounter_caps[0]);
 
@@ -34,14 +37,30 @@ static const int allowed[] = {
 	/* signals and exit */
 	SCMP_SYS(rt_sigreturn), SCMP_SYS(rt_sigprocmask),
 	SCMP_SYS(rt_sigaction), SCMP_SYS(exit), SCMP_SYS(exit_group),
+	/* every verb: paths beneath the data dir (resolve.c) */
+	SCMP_SYS(openat2), SCMP_SYS(statx), SCMP_SYS(fstat),
+	SCMP_SYS(newfstatat),
+	/* prepare_*, bind_volume: directories; prepare_task: its owner */
+	SCMP_SYS(mkdirat), SCMP_SYS(fchown),
+	/* cleanup_alloc: a task's directory back to root, to empty it */
+	SCMP_SYS(fchownat),
+	/* prepare_plugin, bind_volume: detached mounts on pinned fds */
+	SCMP_SYS(open_tree), SCMP_SYS(mount_setattr), SCMP_SYS(move_mount),
+	/* unbind_volume, cleanup_alloc: unmount one component, remove */
+	SCMP_SYS(fchdir), SCMP_SYS(umount2), SCMP_SYS(unlinkat),
+	SCMP_SYS(getdents64),
+	/* adopt_plugin, signal_plugin; a plugin's end (waitid on its pidfd) */
+	SCMP_SYS(pidfd_open), SCMP_SYS(pidfd_send_signal), SCMP_SYS(waitid),
 #ifdef BERTH_SANITIZE
 	/*
 	 * Sanitizer builds only (-Db_sanitize): what ASan, UBSan and LSan's
 	 * reports and leak check at exit need. Never in a release build.
 	 */
 	SCMP_SYS(sigaltstack), SCMP_SYS(prctl), SCMP_SYS(sched_yield),
-	SCMP_SYS(openat), SCMP_SYS(readlink), SCMP_SYS(readlinkat),
+	SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(readlink),
+	SCMP_SYS(readlinkat),
 	SCMP_SYS(newfstatat), SCMP_SYS(fstat), SCMP_SYS(getdents64),
+	SCMP_SYS(getdents),
 	SCMP_SYS(clone), SCMP_SYS(clone3), SCMP_SYS(ptrace), SCMP_SYS(wait4),
 	SCMP_SYS(futex), SCMP_SYS(gettid), SCMP_SYS(getppid),
 	SCMP_SYS(mprotect), SCMP_SYS(pipe2), SCMP_SYS(lseek),

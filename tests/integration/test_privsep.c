@@ -148,9 +148,9 @@ START_TEST(privileges_as_seen_in_proc)
 	    "supervisor and registry share a uid");
 
 	expect(b.mounter, "Uid", "0\t0\t0\t0");
-	expect(b.mounter, "CapEff", "0000000000200000");	/* SYS_ADMIN */
-	expect(b.mounter, "CapPrm", "0000000000200000");
-	expect(b.mounter, "CapBnd", "0000000000200000");
+	expect(b.mounter, "CapEff", "0000000000200001");	/* SYS_ADMIN, CHOWN */
+	expect(b.mounter, "CapPrm", "0000000000200001");
+	expect(b.mounter, "CapBnd", "0000000000200001");
 	expect(b.mounter, "CapInh", "0000000000000000");
 	expect(b.mounter, "CapAmb", "0000000000000000");
 	expect(b.mounter, "NoNewPrivs", "1");

@@ -1,0 +1,35 @@
+/*
+ * fuzz_plugindef.c: libFuzzer target for the plugin definition parser
+ * (mounter/plugindef.c, included so its static functions are reached).
+ *
+ * Beyond "no crash": an accepted definition has an absolute exec path,
+ * at most LAUNCH_ARGS NUL-terminated arguments, and grants no capability
+ * but the mounter's own.
+ */
+#include <stdlib.h>
+
+#include "../mounter/plugindef.c"
+
+const cap_value_t mounter_caps[] = { CAP_SYS_ADMIN };
+const int mounter_ncaps = 1;
+
+int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
+
+int
+LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
+{
+	struct plugindef d;
+	char why[256];
+	int i;
+
+	if (plugindef_parse((const char *)data, size, &d, why,
+	    sizeof(why)) < 0)
+		return 0;
+	if (d.args[0][0] != '/' || d.nargs < 1 || d.nargs > LAUNCH_ARGS ||
+	    (d.caps & ~(1ULL << CAP_SYS_ADMIN)) != 0)
+		abort();
+	for (i = 0; i < d.nargs; i++)
+		if (memchr(d.args[i], '\0', LAUNCH_STR) == NULL)
+			abort();
+	return 0;
+}

@@ -1,0 +1,266 @@
+/*
+ * launcher.c: the process that starts privileged plugins. A seccomp
+ * filter is inherited and survives exec, so it is forked before the
+ * mounter locks itself: same capabilities and no_new_privs, no filter. It
+ * reads fixed-size requests from the mounter only, checks they are well
+ * formed, and starts each plugin (through an intermediate that exits, so
+ * the mounter, a subreaper, becomes its parent) in a new mount namespace:
+ * a slave copy of the host but for the plugin's mount root and socket
+ * directory, which stay in the host's peer groups; with only the granted
+ * capabilities. Must not: read anything else, or decide anything.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/capability.h>
+#include <sys/mount.h>
+#include <sys/pidfd.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+
+#include "mounter.h"
+#include "privdrop.h"
+#include "sandbox.h"
+
+#define SOCK_FD 3
+#define DATA_FD 4
+
+int
+fdmsg_send(int sock, const void *buf, size_t len, const int *fds, int nfd)
+{
+	union {
+		struct cmsghdr hdr;
+		char space[CMSG_SPACE(3 * sizeof(int))];
+	} cm = { 0 };
+	struct iovec iov = { (void *)buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+	struct cmsghdr *c;
+
+	if (nfd > 0) {
+		mh.msg_control = cm.space;
+		mh.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
+		c = CMSG_FIRSTHDR(&mh);
+		c->cmsg_level = SOL_SOCKET;
+		c->cmsg_type = SCM_RIGHTS;
+		c->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+		memcpy(CMSG_DATA(c), fds, nfd * sizeof(int));
+	}
+	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
+}
+
+int
+fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd, int flags)
+{
+	union {
+		struct cmsghdr hdr;
+		char space[CMSG_SPACE(3 * sizeof(int))];
+	} cm;
+	struct iovec iov = { buf, len };
+	struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1,
+		.msg_control = cm.space, .msg_controllen = sizeof(cm.space) };
+	struct cmsghdr *c;
+	int got = 0, i, f;
+	ssize_t n;
+
+	if ((n = recvmsg(sock, &mh, flags | MSG_CMSG_CLOEXEC)) <= 0)
+		return n < 0 ? -errno : -EPIPE;
+	for (c = CMSG_FIRSTHDR(&mh); c != NULL; c = CMSG_NXTHDR(&mh, c))
+		for (i = 0; c->cmsg_type == SCM_RIGHTS &&
+		    i < (int)((c->cmsg_len - CMSG_LEN(0)) / sizeof(int)); i++) {
+			memcpy(&f, CMSG_DATA(c) + i * sizeof(int), sizeof(int));
+			if (got < nfd)
+				fds[got++] = f;
+			else
+				close(f);
+		}
+	if ((size_t)n == len && !(mh.msg_flags & (MSG_TRUNC | MSG_CTRUNC)))
+		return got;
+	while (got > 0)
+		close(fds[--got]);
+	return -EBADMSG;
+}
+
+/* In the child: set the plugin up and exec it; returns only on failure. */
+static int
+plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
+{
+	const char *rel[2] = { rq->root, rq->sockdir };
+	char *argv[LAUNCH_ARGS + 1], *envp[3];
+	int dirs[2], trees[2], i;
+	cap_value_t c;
+	cap_t caps;
+
+	*what = "entering a new session and mount namespace";
+	if (setsid() < 0 || fchdir(DATA_FD) < 0 || unshare(CLONE_NEWNS) < 0)
+		return errno;
+	/* Copies of the two shared mounts, cloned into their peer groups. */
+	for (i = 0; i < 2; i++) {
+		*what = "opening the plugin's directories";
+		if ((dirs[i] = res_open(AT_FDCWD, rel[i], O_PATH | O_DIRECTORY,
+		    0)) < 0)
+			return -dirs[i];
+		*what = "cloning a shared mount";
+		if ((trees[i] = open_tree(dirs[i], "", OPEN_TREE_CLONE |
+		    AT_RECURSIVE | AT_EMPTY_PATH)) < 0)
+			return errno;
+	}
+	*what = "making the namespace a slave copy";
+	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
+		return errno;
+	for (i = 0; i < 2; i++) {
+		*what = "attaching a shared mount";
+		if (move_mount(trees[i], "", dirs[i], "",
+		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+			return errno;
+	}
+	*what = "redirecting output";
+	if (chdir("/") < 0 || dup2(fds[1], STDOUT_FILENO) < 0 ||
+	    dup2(fds[2], STDERR_FILENO) < 0 ||
+	    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return errno;
+	*what = "setting capabilities";
+	if ((caps = cap_init()) == NULL)
+		return errno;
+	for (c = 0; c < 64; c++)
+		if ((rq->caps & (1ULL << c)) &&
+		    (cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET) < 0 ||
+		    cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_SET) < 0))
+			return errno;
+	/* With no_new_privs, exec as root keeps no more than this. */
+	if (cap_set_proc(caps) < 0)
+		return errno;
+	for (i = 0; i < (int)rq->nargs; i++)
+		argv[i] = (char *)rq->args[i];
+	argv[i] = NULL;
+	envp[0] = (char *)rq->endpoint;
+	envp[1] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
+	    "/sbin:/bin";
+	envp[2] = NULL;
+	*what = "exec";
+	fexecve(fds[0], argv, envp);
+	return errno;
+}
+
+static void
+launch(const struct launch_req *rq, const int fds[3])
+{
+	struct launch_msg msg = { 0 };
+	const char *what = "fork";
+	int ep[2], pidfd = -1;
+	ssize_t n = -1;
+	pid_t mid;
+
+	if (pipe2(ep, O_CLOEXEC) < 0 || (mid = fork()) < 0) {
+		msg.err = errno;
+		goto out;
+	}
+	if (mid == 0) {
+		/* The intermediate: fork the plugin and exit. */
+		if (fork() != 0)
+			_exit(0);
+		close(ep[0]);
+		msg.pid = getpid();
+		if (write(ep[1], &msg, sizeof(msg)) == sizeof(msg)) {
+			msg.err = plugin_child(rq, fds, &what);
+			snprintf(msg.what, sizeof(msg.what), "%s", what);
+			if (write(ep[1], &msg, sizeof(msg)) < 0)
+				_exit(126);
+		}
+		_exit(127);
+	}
+	close(ep[1]);
+	waitpid(mid, NULL, 0);
+	/* First the plugin's pid; then end of file once it has exec'd. */
+	if (read(ep[0], &msg, sizeof(msg)) != sizeof(msg)) {
+		msg.err = ECHILD;
+		what = "fork";
+	} else if ((pidfd = pidfd_open(msg.pid, 0)) < 0) {
+		msg.err = errno;
+		what = "pidfd_open";
+	} else if ((n = read(ep[0], &msg, sizeof(msg))) != 0) {
+		close(pidfd);
+		pidfd = -1;
+		what = n == sizeof(msg) ? NULL : "exec";
+		msg.err = n == sizeof(msg) ? msg.err : EIO;
+	}
+	close(ep[0]);
+out:
+	if (what != NULL)
+		snprintf(msg.what, sizeof(msg.what), "%s", what);
+	if (fdmsg_send(SOCK_FD, &msg, sizeof(msg), &pidfd, pidfd >= 0) < 0)
+		_exit(1);
+	if (pidfd >= 0)
+		close(pidfd);
+}
+
+#define TERMINATED(a) (memchr((a), '\0', sizeof(a)) != NULL)
+
+static void __attribute__((noreturn))
+launcher_main(pid_t mounter)
+{
+	static struct launch_req rq;
+	struct launch_msg msg = { .err = EINVAL };
+	int fds[3], nfd, i;
+	bool ok;
+
+	prctl(PR_SET_NAME, "berth-launcher", 0, 0, 0);
+	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
+	    getppid() != mounter || priv_keep_only(mounter_caps,
+	    mounter_ncaps) < 0)
+		_exit(1);
+	/* One request at a time, until the mounter closes its end. */
+	for (;;) {
+		nfd = fdmsg_recv(SOCK_FD, &rq, sizeof(rq), fds, 3, 0);
+		if (nfd == -EINTR)
+			continue;
+		if (nfd < 0 && nfd != -EBADMSG)
+			_exit(nfd == -EPIPE ? 0 : 1);
+		ok = nfd == 3 && rq.nargs >= 1 && rq.nargs <= LAUNCH_ARGS &&
+		    TERMINATED(rq.root) && TERMINATED(rq.sockdir) &&
+		    TERMINATED(rq.endpoint);
+		for (i = 0; ok && i < (int)rq.nargs; i++)
+			ok = TERMINATED(rq.args[i]);
+		if (ok)
+			launch(&rq, fds);
+		else {
+			snprintf(msg.what, sizeof(msg.what), "a malformed "
+			    "request");
+			if (fdmsg_send(SOCK_FD, &msg, sizeof(msg), NULL, 0) < 0)
+				_exit(1);
+		}
+		for (i = 0; i < nfd; i++)
+			close(fds[i]);
+	}
+}
+
+int
+launcher_spawn(int data_fd)
+{
+	pid_t mounter = getpid(), pid;
+	int sp[2], s, d;
+
+	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
+		return -errno;
+	if ((pid = fork()) < 0) {
+		close(sp[0]);
+		close(sp[1]);
+		return -errno;
+	}
+	if (pid == 0) {
+		/* Only the mounter's socket and the data directory stay. */
+		if ((s = fcntl(sp[1], F_DUPFD_CLOEXEC, 100)) < 0 ||
+		    (d = fcntl(data_fd, F_DUPFD_CLOEXEC, 100)) < 0 ||
+		    dup3(s, SOCK_FD, O_CLOEXEC) < 0 ||
+		    dup3(d, DATA_FD, O_CLOEXEC) < 0 ||
+		    close_range(DATA_FD + 1, ~0U, 0) < 0)
+			_exit(1);
+		launcher_main(mounter);
+	}
+	close(sp[1]);
+	return sp[0];
+}

@@ -1,0 +1,153 @@
+/*
+ * mounter.h: what the files of berth-mounter share. request.c turns an
+ * envelope into a checked struct mreq; a verb gets that, never the
+ * envelope, and answers a Berth__ErrorCode and, on failure, why.
+ */
+#ifndef BERTH_MOUNTER_H
+#define BERTH_MOUNTER_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "helper.h"
+#include "ident.h"
+#include "layout.h"
+
+#define MREQ_IDENT (BERTH_IDENT_MAX + 1)
+#define MREQ_PATH 1024
+#define WHY_MAX 256
+/* Records of the plugins this mounter started, by boot: only root writes. */
+#define MOUNTER_STARTED_DIR "mounter/started"
+#define MOUNTER_PLUGINS_DIR "/etc/berth/plugins.d"
+#define PLUGIN_MAX 64
+
+/*
+ * launcher.c: fixed-size messages on a SOCK_SEQPACKET socketpair, checked
+ * by exact size and NUL termination on receipt. The mounter has already
+ * validated everything; the launcher checks that a message is well formed.
+ */
+#define LAUNCH_ARGS 32
+#define LAUNCH_STR 256
+
+/* Mounter to launcher; with three descriptors: exe, stdout, stderr. */
+struct launch_req {
+	uint32_t nargs;
+	uint64_t caps;			/* bit n: capability n */
+	char args[LAUNCH_ARGS][LAUNCH_STR];
+	char root[MREQ_PATH];		/* mount root, under the data dir */
+	char sockdir[MREQ_PATH];	/* socket dir, under the data dir */
+	char endpoint[LAUNCH_STR];	/* "CSI_ENDPOINT=unix://..." */
+};
+
+/* Launcher to mounter; with the plugin's pidfd when err is 0. */
+struct launch_msg {
+	int32_t pid;
+	int32_t err;			/* errno of the step that failed */
+	char what[64];			/* that step */
+};
+
+/* One datagram with nfd (at most 3) descriptors; 0 or -errno. */
+int fdmsg_send(int sock, const void *buf, size_t len, const int *fds,
+    int nfd);
+/* len bytes: how many fds came (<= nfd), -EPIPE, -EBADMSG or -errno. */
+int fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd,
+    int flags);
+/* Fork the launcher; returns the mounter's end of its socket or -errno. */
+int launcher_spawn(int data_fd);
+
+/* plugindef.c: a privileged plugin's definition, written by root. */
+/* Largest definition file read; a definition is a handful of lines. */
+#define PLUGINDEF_MAX 8192
+#define PLUGINDEF_SUFFIX ".conf"
+
+struct plugindef {
+	char args[LAUNCH_ARGS][LAUNCH_STR];	/* argv; [0]: exec path */
+	int nargs;				/* with argv[0] */
+	uint64_t caps;			/* bit n: capability n */
+};
+
+/* Parse buf; 0, or -1 with why set ("line 3: ..."). */
+int plugindef_parse(const char *buf, size_t len, struct plugindef *d,
+    char *why, size_t n);
+
+/* A request that request_check() accepted: every string is an identifier. */
+struct mreq {
+	Berth__Envelope__BodyCase body;
+	char type[MREQ_IDENT], plugin[MREQ_IDENT], alloc[MREQ_IDENT];
+	char ns[MREQ_IDENT], vol[MREQ_IDENT], usage[MREQ_IDENT];
+	char task[MREQ_IDENT], name[MREQ_IDENT], def[MREQ_IDENT];
+	bool staging, read_only;
+	pid_t pid;
+	uint64_t start_time;
+	int sig;
+	uid_t uid;
+	gid_t gid;
+	char path[MREQ_PATH];	/* relative to the data directory */
+	char path2[MREQ_PATH];
+};
+
+/* What a verb answers besides success. */
+struct mreply {
+	bool mounted;
+	uint32_t unmounted, removed;
+	pid_t pid;
+	uint64_t start_time;
+	int pidfd;		/* owned by the reply; -1: none */
+};
+
+struct mounter;
+
+/* A plugin started or adopted; the slot is free while pidfd is 0. */
+struct plugin {
+	struct mounter *owner;
+	pid_t pid;
+	uint64_t start_time;
+	int pidfd;
+	struct event *ev;	/* the pidfd is readable: it has ended */
+};
+
+struct mounter {
+	struct helper h;
+	const char *data_dir;
+	int data_fd, plugins_fd, proc_fd, launcher_fd;
+	char boot_id[MREQ_IDENT];
+	struct plugin plugins[PLUGIN_MAX];
+};
+
+/* mounter.c */
+Berth__ErrorCode fail(char *why, Berth__ErrorCode code, const char *fmt, ...)
+    BERTH_PRINTF(3, 4);
+Berth__ErrorCode fail_errno(char *why, int err, const char *what,
+    const char *path);
+
+/* request.c: the first switch. */
+Berth__ErrorCode request_check(const Berth__Envelope *env, struct mreq *rq,
+    char *why);
+
+/* resolve.c: paths beneath a pinned directory, never through a symlink. */
+int res_open(int dirfd, const char *rel, int flags, mode_t mode);
+int res_mkdirs(int dirfd, const char *rel);
+int res_is_mount(int dirfd, const char *name);
+/* 1 if dirfd/rel is a mount root, 0 if not, or -errno. */
+int res_mounted(int dirfd, const char *rel);
+int res_unmount_all(int dirfd, const char *name);
+int res_remove(int dirfd, const char *name);
+typedef void (*res_each_fn)(int dirfd, const char *name, void *arg);
+int res_each(int dirfd, const char *rel, res_each_fn fn, void *arg);
+
+/* A verb: act on a checked request; on failure say why. */
+typedef Berth__ErrorCode verb_fn(struct mounter *m, const struct mreq *rq,
+    struct mreply *out, char *why);
+
+/* volume.c */
+verb_fn volume_prepare_plugin, volume_prepare, volume_prepare_task,
+    volume_bind, volume_unbind, volume_cleanup;
+Berth__ErrorCode volume_need_shared(struct mounter *m, const char *rel,
+    char *why);
+
+/* plugin.c */
+verb_fn plugin_start, plugin_adopt, plugin_signal;
+
+#endif

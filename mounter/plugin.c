@@ -1,0 +1,330 @@
+/*
+ * plugin.c: the privileged plugins this mounter starts (through
+ * launcher.c), adopts and signals; their records; the checks on a
+ * definition's file and executable; PluginExited notices. A handle is pid
+ * plus start time, so a reused pid never matches. Must not: signal a
+ * handle not in the table, adopt one without a record (which this mounter
+ * wrote in root's tree, per boot), run a definition root does not own.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <linux/openat2.h>
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+#include "mounter.h"
+
+#define OK BERTH__ERROR_CODE__ERROR_NONE
+#define LAUNCH_TIMEOUT_MS 10000
+
+/* Add, remove or look up the record of a plugin we started: 0 or -errno. */
+static int
+record(struct mounter *m, pid_t pid, uint64_t start, char op)
+{
+	char rel[MREQ_PATH], leaf[64];
+	int dfd, fd = 0;
+
+	snprintf(rel, sizeof(rel), MOUNTER_STARTED_DIR "/%s", m->boot_id);
+	snprintf(leaf, sizeof(leaf), "%ld.%llu", (long)pid,
+	    (unsigned long long)start);
+	if ((dfd = op == '+' ? res_mkdirs(m->data_fd, rel) :
+	    res_open(m->data_fd, rel, O_PATH | O_DIRECTORY, 0)) < 0)
+		return dfd;
+	if (op == '-')
+		res_remove(dfd, leaf);
+	else if ((fd = res_open(dfd, leaf, op == '+' ? O_WRONLY | O_CREAT |
+	    O_EXCL : O_PATH, 0600)) >= 0)
+		close(fd);
+	close(dfd);
+	return fd < 0 ? fd : 0;
+}
+
+/* Field 22 of /proc/<pid>/stat: 20 fields after the ") " ending comm. */
+static int
+start_time_of(struct mounter *m, pid_t pid, uint64_t *start)
+{
+	char rel[32], buf[1024], *p;
+	ssize_t n;
+	int fd;
+
+	snprintf(rel, sizeof(rel), "%ld/stat", (long)pid);
+	if ((fd = res_open(m->proc_fd, rel, O_RDONLY, 0)) < 0)
+		return fd;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*s %*s %*s %*s "
+	    "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %"
+	    SCNu64, start) != 1)
+		return -ESRCH;
+	return 0;
+}
+
+static struct plugin *
+find(struct mounter *m, pid_t pid, uint64_t start)
+{
+	int i;
+
+	for (i = 0; i < PLUGIN_MAX; i++)
+		if (m->plugins[i].pidfd > 0 && m->plugins[i].pid == pid &&
+		    m->plugins[i].start_time == start)
+			return &m->plugins[i];
+	return NULL;
+}
+
+/* Its pidfd is readable: it has ended. Tell the supervisor how. */
+static void
+ended(evutil_socket_t fd, short ev, void *arg)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__PluginExited ex = BERTH__PLUGIN_EXITED__INIT;
+	Berth__PluginHandle hd = BERTH__PLUGIN_HANDLE__INIT;
+	struct plugin *p = arg;
+	siginfo_t si = { 0 };
+
+	(void)fd;
+	(void)ev;
+	/* Our child (re-parented to us, a subreaper) unless adopted. */
+	ex.status_known = waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED |
+	    WNOHANG) == 0 && si.si_pid == p->pid;
+	ex.signaled = ex.status_known && si.si_code != CLD_EXITED;
+	ex.code = ex.status_known ? si.si_status : 0;
+	hd.pid = (uint32_t)p->pid;
+	hd.start_time = p->start_time;
+	ex.handle = &hd;
+	log_info("ended: plugin pid %ld %s %d", (long)p->pid,
+	    !ex.status_known ? "ended, status unknown," : ex.signaled ?
+	    "was killed by signal" : "exited with status", ex.code);
+	env.body_case = BERTH__ENVELOPE__BODY_PLUGIN_EXITED;
+	env.plugin_exited = &ex;
+	chan_notice(p->owner->h.chan, &env, -1);
+	record(p->owner, p->pid, p->start_time, '-');
+	event_free(p->ev);
+	close(p->pidfd);
+	memset(p, 0, sizeof(*p));
+}
+
+/* The reply's handle and a copy of the pidfd. */
+static Berth__ErrorCode
+answer(const struct plugin *p, struct mreply *out, char *why)
+{
+	out->pid = p->pid;
+	out->start_time = p->start_time;
+	if ((out->pidfd = fcntl(p->pidfd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return fail_errno(why, errno, "duplicating a pidfd", "");
+	return OK;
+}
+
+/* Take a plugin into the table and watch its pidfd. */
+static Berth__ErrorCode
+keep(struct mounter *m, pid_t pid, uint64_t start, int pidfd,
+    struct mreply *out, char *why)
+{
+	struct plugin *p;
+
+	for (p = m->plugins; p < m->plugins + PLUGIN_MAX && p->pidfd > 0; p++)
+		;
+	if (p == m->plugins + PLUGIN_MAX || (p->ev = event_new(m->h.base,
+	    pidfd, EV_READ, ended, p)) == NULL || event_add(p->ev, NULL) < 0) {
+		if (p < m->plugins + PLUGIN_MAX && p->ev != NULL)
+			event_free(p->ev);
+		close(pidfd);
+		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "cannot "
+		    "watch plugin pid %ld (at most %d plugins)", (long)pid,
+		    PLUGIN_MAX);
+	}
+	p->owner = m;
+	p->pid = pid;
+	p->start_time = start;
+	p->pidfd = pidfd;
+	return answer(p, out, why);
+}
+
+static bool
+root_only(const struct stat *st)
+{
+	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
+}
+
+/* The definition, and its executable opened once: what was checked runs. */
+static Berth__ErrorCode
+load_def(struct mounter *m, const char *name, struct plugindef *d, int *exe,
+    char *why)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC };
+	char file[MREQ_IDENT + 8], buf[PLUGINDEF_MAX + 1], sub[192];
+	struct stat st;
+	ssize_t n, got = 0;
+	int fd;
+
+	if (m->plugins_fd < 0 || fstat(m->plugins_fd, &st) < 0 ||
+	    !root_only(&st))
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "the "
+		    "plugin definition directory must exist, be owned by root "
+		    "and not be group- or world-writable");
+	snprintf(file, sizeof(file), "%s" PLUGINDEF_SUFFIX, name);
+	if ((fd = res_open(m->plugins_fd, file, O_RDONLY | O_NOCTTY |
+	    O_NONBLOCK, 0)) < 0)
+		return fail_errno(why, -fd, "opening plugin definition", file);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && root_only(&st))
+		while ((size_t)got < sizeof(buf) &&
+		    (n = read(fd, buf + got, sizeof(buf) - got)) > 0)
+			got += n;
+	close(fd);
+	if (got == 0)
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "plugin "
+		    "definition %s must be a non-empty file owned by root, not "
+		    "group- or world-writable", file);
+	if (plugindef_parse(buf, (size_t)got, d, sub, sizeof(sub)) < 0)
+		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "plugin "
+		    "definition %s %s", file, sub);
+	*exe = (int)syscall(SYS_openat2, AT_FDCWD, d->args[0], &how,
+	    sizeof(how));
+	if (*exe < 0)
+		return fail_errno(why, errno, "opening", d->args[0]);
+	if (fstat(*exe, &st) < 0 || !S_ISREG(st.st_mode) || !root_only(&st) ||
+	    !(st.st_mode & S_IXUSR))
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "%s must "
+		    "be an executable file owned by root and not group- or "
+		    "world-writable", d->args[0]);
+	return OK;
+}
+
+/* Ask the launcher to start the plugin and wait for its answer. */
+static Berth__ErrorCode
+launch(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
+    const int fds[3], pid_t *pid, int *pidfd, char *why)
+{
+	static struct launch_req lr;
+	struct pollfd pfd = { .fd = m->launcher_fd, .events = POLLIN };
+	char sock[MREQ_PATH], abs[MREQ_PATH];
+	struct launch_msg msg;
+	int r;
+
+	if (layout_plugin_socket(sock, sizeof(sock), rq->alloc) < 0 ||
+	    layout_abs(abs, sizeof(abs), m->data_dir, sock) < 0 ||
+	    strlen(abs) > BERTH_SOCKET_PATH_MAX)
+		return fail(why, BERTH__ERROR_CODE__ERROR_BAD_REQUEST, "the "
+		    "socket path for alloc %s is over %d bytes", rq->alloc,
+		    BERTH_SOCKET_PATH_MAX);
+	memset(&lr, 0, sizeof(lr));
+	snprintf(lr.endpoint, LAUNCH_STR, "CSI_ENDPOINT=unix://%s", abs);
+	memcpy(lr.root, rq->path, sizeof(lr.root));
+	memcpy(lr.sockdir, rq->path2, sizeof(lr.sockdir));
+	memcpy(lr.args, d->args, sizeof(lr.args));
+	lr.nargs = (uint32_t)d->nargs;
+	lr.caps = d->caps;
+	if ((r = fdmsg_send(m->launcher_fd, &lr, sizeof(lr), fds, 3)) < 0)
+		return fail_errno(why, -r, "asking the launcher", "");
+	if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) != 1 || (r = fdmsg_recv(
+	    m->launcher_fd, &msg, sizeof(msg), pidfd, 1, MSG_DONTWAIT)) < 0)
+		fatalx("launch: the launcher is gone or did not answer; "
+		    "exiting (its plugins keep running and can be adopted)");
+	if (msg.err == 0 && r == 1) {
+		*pid = msg.pid;
+		return OK;
+	}
+	if (r == 1)
+		close(*pidfd);
+	msg.what[sizeof(msg.what) - 1] = '\0';
+	return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "starting the "
+	    "plugin failed at %s: %s", msg.what, strerror(msg.err));
+}
+
+Berth__ErrorCode
+plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
+    char *why)
+{
+	Berth__ErrorCode code;
+	struct plugindef d;
+	char rel[MREQ_PATH + MREQ_IDENT + 8];
+	int fds[3] = { -1, -1, -1 }, i, pidfd = -1;
+	uint64_t start = 0;
+	pid_t pid = -1;
+
+	if ((code = load_def(m, rq->def, &d, &fds[0], why)) != OK ||
+	    (code = volume_need_shared(m, rq->path, why)) != OK ||
+	    (code = volume_need_shared(m, rq->path2, why)) != OK)
+		goto out;
+	for (i = 1; i < 3; i++) {
+		snprintf(rel, sizeof(rel), "%s/%s.%s", rq->path2, rq->def,
+		    i == 1 ? "stdout" : "stderr");
+		if ((fds[i] = res_open(m->data_fd, rel, O_WRONLY | O_CREAT |
+		    O_APPEND | O_NOCTTY, 0640)) < 0) {
+			code = fail_errno(why, -fds[i], "opening log", rel);
+			goto out;
+		}
+	}
+	if ((code = launch(m, rq, &d, fds, &pid, &pidfd, why)) != OK)
+		goto out;
+	if (start_time_of(m, pid, &start) < 0 ||
+	    record(m, pid, start, '+') < 0)
+		log_warn("plugin_start: cannot record pid %ld for adoption",
+		    (long)pid);
+	log_info("plugin_start: %s for alloc %s is plugin pid %ld",
+	    rq->def, rq->alloc, (long)pid);
+	code = keep(m, pid, start, pidfd, out, why);
+out:
+	for (i = 0; i < 3; i++)
+		if (fds[i] >= 0)
+			close(fds[i]);
+	return code;
+}
+
+Berth__ErrorCode
+plugin_adopt(struct mounter *m, const struct mreq *rq, struct mreply *out,
+    char *why)
+{
+	struct plugin *p;
+	uint64_t start;
+	int pidfd;
+
+	if ((p = find(m, rq->pid, rq->start_time)) != NULL)
+		return answer(p, out, why);
+	if (record(m, rq->pid, rq->start_time, '?') < 0)
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "pid %ld "
+		    "(start time %llu) is not a plugin berth-mounter started",
+		    (long)rq->pid, (unsigned long long)rq->start_time);
+	/* Pin the process first, then check it is still the one recorded. */
+	if ((pidfd = pidfd_open(rq->pid, 0)) < 0 ||
+	    start_time_of(m, rq->pid, &start) < 0 ||
+	    start != rq->start_time) {
+		if (pidfd >= 0)
+			close(pidfd);
+		record(m, rq->pid, rq->start_time, '-');
+		return fail(why, BERTH__ERROR_CODE__ERROR_NOT_FOUND, "plugin "
+		    "pid %ld has ended", (long)rq->pid);
+	}
+	log_info("plugin_adopt: adopted plugin pid %ld", (long)rq->pid);
+	return keep(m, rq->pid, start, pidfd, out, why);
+}
+
+Berth__ErrorCode
+plugin_signal(struct mounter *m, const struct mreq *rq, struct mreply *out,
+    char *why)
+{
+	struct plugin *p;
+
+	if ((p = find(m, rq->pid, rq->start_time)) == NULL)
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "pid %ld "
+		    "(start time %llu) is not a plugin this berth-mounter "
+		    "started or adopted", (long)rq->pid,
+		    (unsigned long long)rq->start_time);
+	if (pidfd_send_signal(p->pidfd, rq->sig, NULL, 0) < 0)
+		return fail_errno(why, errno, "signalling plugin", "");
+	return OK;
+}

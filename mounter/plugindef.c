@@ -1,0 +1,142 @@
+/*
+ * plugindef.c: reading a privileged plugin's definition.
+ *
+ * Owns: the definition format and its parser. The mounter runs no parser
+ * more complex than protobuf-c's, so a definition is not JSON but a few
+ * lines, one setting each, no quoting, no escapes, no expansion:
+ *
+ *	# comment
+ *	exec /usr/libexec/csi/hostpath-plugin	(once: absolute path)
+ *	arg --nodeid=node-1			(0 to 31 times, in order)
+ *	cap CAP_SYS_ADMIN			(0 or more)
+ *
+ * Only printable ASCII; at most PLUGINDEF_MAX bytes; an argument is the
+ * rest of its line after "arg ", so it may hold spaces. A capability can
+ * be granted only if the mounter holds it itself (see sandbox.c).
+ * Must not: read anything but the one file; the caller (plugin.c) checks
+ * who owns it. fuzz/fuzz_plugindef.c includes this file.
+ */
+#include <stdbool.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/capability.h>
+
+#include "mounter.h"
+#include "sandbox.h"
+
+static int
+grantable(const char *name)
+{
+	cap_value_t cap;
+	int i;
+
+	if (cap_from_name(name, &cap) < 0 || strncmp(name, "CAP_", 4) != 0)
+		return -1;
+	for (i = 0; i < mounter_ncaps; i++)
+		if (mounter_caps[i] == cap && cap < 64)
+			return (int)cap;
+	return -1;
+}
+
+/* Does the line start with "key "? Copy the rest into val (NUL-ended). */
+static int
+setting(const char *s, size_t len, const char *key, char *val)
+{
+	size_t k = strlen(key);
+
+	if (len <= k || memcmp(s, key, k) != 0 || s[k] != ' ')
+		return 0;
+	if (len - k - 1 >= LAUNCH_STR)
+		return -1;
+	memcpy(val, s + k + 1, len - k - 1);
+	val[len - k - 1] = '\0';
+	return 1;
+}
+
+static bool
+dotdot(const char *p)
+{
+	size_t l = strlen(p);
+
+	return strstr(p, "/../") != NULL ||
+	    (l >= 3 && strcmp(p + l - 3, "/..") == 0);
+}
+
+static int
+line(const char *s, size_t len, struct plugindef *d, char *why, size_t n)
+{
+	char val[LAUNCH_STR];
+	int cap, r;
+
+	if (len == 0 || s[0] == '#')
+		return 0;
+	if ((r = setting(s, len, "arg", val)) != 0) {
+		if (r < 0 || d->nargs >= LAUNCH_ARGS) {
+			snprintf(why, n, "at most %d arguments of %d bytes",
+			    LAUNCH_ARGS - 1, LAUNCH_STR - 1);
+			return -1;
+		}
+		memcpy(d->args[d->nargs++], val, sizeof(val));
+	} else if ((r = setting(s, len, "exec", val)) != 0) {
+		if (r < 0 || d->args[0][0] != '\0' || val[0] != '/' ||
+		    dotdot(val)) {
+			snprintf(why, n, "exec needs one absolute path without "
+			    "'..', shorter than %d bytes", LAUNCH_STR);
+			return -1;
+		}
+		memcpy(d->args[0], val, sizeof(val));
+	} else if ((r = setting(s, len, "cap", val)) != 0) {
+		if (r < 0 || (cap = grantable(val)) < 0) {
+			snprintf(why, n, "capability '%.64s' cannot be "
+			    "granted: berth-mounter grants only what it holds "
+			    "(CAP_SYS_ADMIN, CAP_CHOWN)", r < 0 ? "(too long)" :
+			    val);
+			return -1;
+		}
+		d->caps |= 1ULL << cap;
+	} else {
+		snprintf(why, n, "unknown setting (expected exec, arg, cap "
+		    "or #)");
+		return -1;
+	}
+	return 0;
+}
+
+int
+plugindef_parse(const char *buf, size_t len, struct plugindef *d, char *why,
+    size_t n)
+{
+	char sub[200];
+	size_t i, start = 0;
+	int lineno = 1;
+
+	memset(d, 0, sizeof(*d));
+	d->nargs = 1;
+	if (len > PLUGINDEF_MAX) {
+		snprintf(why, n, "is over %d bytes", PLUGINDEF_MAX);
+		return -1;
+	}
+	for (i = 0; i <= len; i++) {
+		if (i < len && buf[i] != '\n') {
+			if ((unsigned char)buf[i] < 0x20 ||
+			    (unsigned char)buf[i] > 0x7e) {
+				snprintf(why, n, "line %d: byte 0x%02x is not "
+				    "printable ASCII", lineno,
+				    (unsigned char)buf[i]);
+				return -1;
+			}
+			continue;
+		}
+		if (line(buf + start, i - start, d, sub, sizeof(sub)) < 0) {
+			snprintf(why, n, "line %d: %s", lineno, sub);
+			return -1;
+		}
+		start = i + 1;
+		lineno++;
+	}
+	if (d->args[0][0] == '\0') {
+		snprintf(why, n, "has no exec line");
+		return -1;
+	}
+	return 0;
+}

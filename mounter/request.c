@@ -1,0 +1,235 @@
+/*
+ * request.c: the first switch: what a well-formed request is. Identifiers
+ * pass ident_problem() on their exact bytes (a NUL is refused, never
+ * truncated), enums hold a known value, unused fields are empty, no
+ * message has unknown fields; paths are built with common/layout.c.
+ * Must not: touch the file system or a process (fuzz_request includes it).
+ */
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "mounter.h"
+
+#define OK BERTH__ERROR_CODE__ERROR_NONE
+#define BAD BERTH__ERROR_CODE__ERROR_BAD_REQUEST
+#define TRY(x) do { if ((code = (x)) != OK) return code; } while (0)
+
+/* A message, or a sub-message, with fields we do not know: refused. */
+static Berth__ErrorCode
+known(const void *msg, const char *what, char *why)
+{
+	const ProtobufCMessage *m = msg;
+
+	if (m == NULL)
+		return fail(why, BAD, "%s is missing", what);
+	if (m->n_unknown_fields != 0)
+		return fail(why, BAD, "%s has %u field(s) this version does "
+		    "not know", what, m->n_unknown_fields);
+	return OK;
+}
+
+static Berth__ErrorCode
+ident(char *dst, ProtobufCBinaryData b, const char *field, char *why)
+{
+	const char *problem;
+
+	if ((problem = ident_problem((const char *)b.data, b.len)) != NULL)
+		return fail(why, BAD, "%s %s", field, problem);
+	memcpy(dst, b.data, b.len);
+	dst[b.len] = '\0';
+	return OK;
+}
+
+static Berth__ErrorCode
+usage(struct mreq *rq, const Berth__VolumeUsage *u, char *why)
+{
+	/* Indexed by the enums' values; 0 is "unknown". */
+	static const char *const attach[] = { NULL, "file-system",
+		"block-device" };
+	static const char *const access[] = { NULL, "single-node-reader-only",
+		"single-node-writer", "multi-node-reader-only",
+		"multi-node-single-writer", "multi-node-multi-writer" };
+	Berth__ErrorCode code;
+	unsigned a, c;
+
+	TRY(known(u, "usage", why));
+	a = (unsigned)u->attachment;
+	c = (unsigned)u->access;
+	if (a == 0 || a >= sizeof(attach) / sizeof(attach[0]))
+		return fail(why, BAD, "usage.attachment %d is unknown",
+		    (int)u->attachment);
+	if (c == 0 || c >= sizeof(access) / sizeof(access[0]))
+		return fail(why, BAD, "usage.access %d is unknown",
+		    (int)u->access);
+	if (layout_usage(rq->usage, sizeof(rq->usage), u->read_only,
+	    attach[a], access[c]) < 0)
+		return fail(why, BAD, "usage does not make a path component");
+	rq->read_only = u->read_only;
+	return OK;
+}
+
+static Berth__ErrorCode
+handle(struct mreq *rq, const Berth__PluginHandle *hd, char *why)
+{
+	Berth__ErrorCode code;
+
+	TRY(known(hd, "handle", why));
+	/* pid_max is at most 2^22; 1 is init, never ours. */
+	if (hd->pid <= 1 || hd->pid > (1U << 22))
+		return fail(why, BAD, "handle.pid %u is out of range", hd->pid);
+	if (hd->start_time == 0)
+		return fail(why, BAD, "handle.start_time is missing");
+	rq->pid = (pid_t)hd->pid;
+	rq->start_time = hd->start_time;
+	return OK;
+}
+
+#define ID(field, src, name) TRY(ident(rq->field, (src), (name), why))
+/* layout_* fail only for a path too long or plugin type "plugins". */
+#define PATH(x) do { if ((x) < 0) return fail(why, BAD, "the identifiers " \
+	"make a path too long, or plugin type \"plugins\""); } while (0)
+/* The body, present and with no field this version does not know. */
+#define BODY(type, r, field) const type *r = env->field; \
+	TRY(known(r, #field, why))
+
+Berth__ErrorCode
+request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
+{
+	Berth__ErrorCode code;
+	size_t n = MREQ_PATH;
+
+	memset(rq, 0, sizeof(*rq));
+	rq->body = env->body_case;
+	if (env->kind != BERTH__KIND__KIND_REQUEST || env->error != NULL)
+		return fail(why, BAD, "only requests without an error are "
+		    "served");
+	TRY(known(env, "envelope", why));
+	switch (env->body_case) {
+	case BERTH__ENVELOPE__BODY_PREPARE_PLUGIN: {
+		BODY(Berth__PreparePlugin, r, prepare_plugin);
+
+		ID(type, r->plugin_type, "plugin_type");
+		ID(plugin, r->plugin_id, "plugin_id");
+		ID(alloc, r->alloc_id, "alloc_id");
+		PATH(layout_plugin_root(rq->path, n, rq->type, rq->plugin));
+		PATH(layout_plugin_socket_dir(rq->path2, n, rq->alloc));
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_PREPARE_VOLUME: {
+		BODY(Berth__PrepareVolume, r, prepare_volume);
+
+		ID(type, r->plugin_type, "plugin_type");
+		ID(plugin, r->plugin_id, "plugin_id");
+		ID(vol, r->volume_id, "volume_id");
+		TRY(usage(rq, r->usage, why));
+		switch (r->dir) {
+		case BERTH__VOLUME_DIR__VOLUME_DIR_STAGING:
+			rq->staging = true;
+			ID(ns, r->volume_ns, "volume_ns");
+			if (r->alloc_id.len != 0)
+				return fail(why, BAD, "alloc_id is for publish");
+			PATH(layout_staging(rq->path, n, rq->type,
+			    rq->plugin, rq->ns, rq->vol, rq->usage));
+			break;
+		case BERTH__VOLUME_DIR__VOLUME_DIR_PUBLISH:
+			ID(alloc, r->alloc_id, "alloc_id");
+			if (r->volume_ns.len != 0)
+				return fail(why, BAD, "volume_ns is for staging");
+			PATH(layout_publish(rq->path, n, rq->type,
+			    rq->plugin, rq->alloc, rq->vol, rq->usage));
+			break;
+		default:
+			return fail(why, BAD, "dir %d is unknown", (int)r->dir);
+		}
+		PATH(layout_plugin_root(rq->path2, n, rq->type, rq->plugin));
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_BIND_VOLUME: {
+		BODY(Berth__BindVolume, r, bind_volume);
+
+		ID(type, r->plugin_type, "plugin_type");
+		ID(plugin, r->plugin_id, "plugin_id");
+		ID(alloc, r->alloc_id, "alloc_id");
+		ID(vol, r->volume_id, "volume_id");
+		ID(task, r->task, "task");
+		ID(name, r->name, "name");
+		TRY(usage(rq, r->usage, why));
+		rq->read_only = rq->read_only || r->read_only;
+		PATH(layout_publish(rq->path, n, rq->type, rq->plugin,
+		    rq->alloc, rq->vol, rq->usage));
+		PATH(layout_task_volume(rq->path2, n, rq->alloc, rq->task,
+		    rq->name));
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_PREPARE_TASK: {
+		BODY(Berth__PrepareTask, r, prepare_task);
+
+		ID(alloc, r->alloc_id, "alloc_id");
+		ID(task, r->task, "task");
+		if (r->owner_uid == 0 || r->owner_gid == 0 ||
+		    r->owner_uid == (uint32_t)-1 || r->owner_gid == (uint32_t)-1)
+			return fail(why, BAD, "the task's owner must not be "
+			    "root, nor uid or gid -1");
+		rq->uid = r->owner_uid;
+		rq->gid = r->owner_gid;
+		PATH(layout_task_dir(rq->path, n, rq->alloc, rq->task));
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_UNBIND_VOLUME: {
+		BODY(Berth__UnbindVolume, r, unbind_volume);
+
+		ID(alloc, r->alloc_id, "alloc_id");
+		ID(task, r->task, "task");
+		ID(name, r->name, "name");
+		PATH(layout_task_volume(rq->path, n, rq->alloc, rq->task,
+		    rq->name));
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_CLEANUP_ALLOC: {
+		BODY(Berth__CleanupAlloc, r, cleanup_alloc);
+
+		ID(alloc, r->alloc_id, "alloc_id");
+		PATH(layout_plugin_socket_dir(rq->path2, n, rq->alloc));
+		snprintf(rq->path, n, LAYOUT_ALLOCS_DIR "/%s", rq->alloc);
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_START_PLUGIN: {
+		BODY(Berth__StartPlugin, r, start_plugin);
+
+		ID(def, r->definition, "definition");
+		ID(type, r->plugin_type, "plugin_type");
+		ID(plugin, r->plugin_id, "plugin_id");
+		ID(alloc, r->alloc_id, "alloc_id");
+		PATH(layout_plugin_root(rq->path, n, rq->type, rq->plugin));
+		PATH(layout_plugin_socket_dir(rq->path2, n, rq->alloc));
+		return OK;
+	}
+	case BERTH__ENVELOPE__BODY_ADOPT_PLUGIN:
+		TRY(known(env->adopt_plugin, "adopt_plugin", why));
+		return handle(rq, env->adopt_plugin->handle, why);
+	case BERTH__ENVELOPE__BODY_SIGNAL_PLUGIN: {
+		static const int sigs[] = {
+			[BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_TERM] = SIGTERM,
+			[BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_KILL] = SIGKILL,
+			[BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_INT] = SIGINT,
+			[BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_HUP] = SIGHUP,
+		};
+		const Berth__SignalPlugin *r = env->signal_plugin;
+		unsigned s;
+
+		TRY(known(r, "signal_plugin", why));
+		TRY(handle(rq, r->handle, why));
+		s = (unsigned)r->signal;
+		if (s == 0 || s >= sizeof(sigs) / sizeof(sigs[0]))
+			return fail(why, BAD, "signal %d is unknown",
+			    (int)r->signal);
+		rq->sig = sigs[s];
+		return OK;
+	}
+	default:
+		return fail(why, BERTH__ERROR_CODE__ERROR_UNSUPPORTED,
+		    "berth-mounter does not serve %s",
+		    ipc_body_name(env->body_case));
+	}
+}

@@ -1,0 +1,150 @@
+/*
+ * resolve.c: paths beneath a pinned directory, never through a symlink.
+ *
+ * Owns: every lookup, creation, mount-point test, unmount and removal the
+ * mounter makes. Each goes from a directory descriptor that is already
+ * pinned, with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+ * RESOLVE_NO_MAGICLINKS), one component at a time when creating, so a
+ * symlink planted or swapped in anywhere makes the call fail (ELOOP)
+ * instead of leading it elsewhere.
+ * Must not: take a path from a peer (callers pass layout_* output only),
+ * or follow a symlink.
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <linux/openat2.h>
+
+#include "mounter.h"
+
+/* A stack of mounts deeper than this on one entry is not ours. */
+#define UNMOUNT_MAX 16
+
+int
+res_open(int dirfd, const char *rel, int flags, mode_t mode)
+{
+	struct open_how how = {
+		.flags = (uint64_t)(flags | O_CLOEXEC),
+		.mode = (flags & O_CREAT) ? mode : 0,
+		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+		    RESOLVE_NO_MAGICLINKS,
+	};
+	int fd;
+
+	fd = (int)syscall(SYS_openat2, dirfd, rel, &how, sizeof(how));
+	return fd < 0 ? -errno : fd;
+}
+
+int
+res_mkdirs(int dirfd, const char *rel)
+{
+	char buf[MREQ_PATH], *comp, *save = NULL;
+	int cur = dirfd, next;
+
+	if (snprintf(buf, sizeof(buf), "%s", rel) >= (int)sizeof(buf))
+		return -ENAMETOOLONG;
+	for (comp = strtok_r(buf, "/", &save); comp != NULL;
+	    comp = strtok_r(NULL, "/", &save)) {
+		if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
+			next = -errno;
+		else
+			next = res_open(cur, comp, O_PATH | O_DIRECTORY, 0);
+		if (cur != dirfd)
+			close(cur);
+		if (next < 0)
+			return next;
+		cur = next;
+	}
+	return cur == dirfd ? -EINVAL : cur;
+}
+
+/* name: "" for dirfd itself, or one component, not followed. */
+int
+res_is_mount(int dirfd, const char *name)
+{
+	struct statx stx;
+
+	if (statx(dirfd, name, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 :
+	    AT_EMPTY_PATH), STATX_TYPE, &stx) < 0)
+		return -errno;
+	if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
+		return -EOPNOTSUPP;
+	return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
+}
+
+int
+res_mounted(int dirfd, const char *rel)
+{
+	int fd, r;
+
+	if ((fd = res_open(dirfd, rel, O_PATH, 0)) < 0)
+		return fd;
+	r = res_is_mount(fd, "");
+	close(fd);
+	return r;
+}
+
+/* name is one component (an identifier or a fixed name): no resolution. */
+int
+res_unmount_all(int dirfd, const char *name)
+{
+	int n, r;
+
+	if (strchr(name, '/') != NULL)
+		return -EINVAL;
+	if (fchdir(dirfd) < 0)
+		return -errno;
+	for (n = 0; n < UNMOUNT_MAX; n++) {
+		r = res_is_mount(dirfd, name);
+		if (r == 0 || r == -ENOENT)
+			return n;
+		if (r < 0)
+			return r;
+		if (umount2(name, MNT_DETACH | UMOUNT_NOFOLLOW) < 0)
+			return -errno;
+	}
+	return n;
+}
+
+/* An empty directory, an empty file (a block bind target), a socket. */
+int
+res_remove(int dirfd, const char *name)
+{
+	struct stat st;
+
+	if (unlinkat(dirfd, name, AT_REMOVEDIR) == 0)
+		return 1;
+	if (errno != ENOTDIR ||
+	    fstatat(dirfd, name, &st, AT_SYMLINK_NOFOLLOW) < 0 ||
+	    !(S_ISSOCK(st.st_mode) || (S_ISREG(st.st_mode) &&
+	    st.st_size == 0)))
+		return 0;
+	return unlinkat(dirfd, name, 0) == 0;
+}
+
+/* Call fn for every entry of dirfd/rel whose name is an identifier. */
+int
+res_each(int at, const char *rel, res_each_fn fn, void *arg)
+{
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if ((fd = res_open(at, rel, O_RDONLY | O_DIRECTORY, 0)) < 0)
+		return fd;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return -errno;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (ident_valid_str(de->d_name))
+			fn(dirfd(d), de->d_name, arg);
+	closedir(d);
+	return 0;
+}

@@ -1,0 +1,195 @@
+/*
+ * test_mounter.c: berth-mounter's verbs, end to end: the real binary as
+ * root in a private mount namespace, driven as the supervisor drives it.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+
+#include "mclient.h"
+
+#define T "hostpath"
+#define P "hp"
+#define A "alloc-1"
+
+START_TEST(prepare_bind_unbind_cleanup)
+{
+	struct mclient c;
+	struct statvfs sv;
+	struct stat st;
+	char *before, what[1024];
+	bool mounted = true;
+	int fd;
+
+	harness_private_mounts();
+	before = mounts_snapshot();
+	mc_start(&c, NULL);
+	mc_publish(&c, T, P, A, "vol1");
+	ck_assert(is_mountpoint(mc_path(&c, "csi/" T "/" P)));
+	ck_assert(is_mountpoint(mc_path(&c, "csi/plugins/" A)));
+	ck_assert_int_eq(mc_prepare_volume(&c, true, T, P, "default", "vol1",
+	    &mounted), 0);
+	ck_assert(!mounted);
+	ck_assert_int_eq(mc_prepare_volume(&c, false, T, P, A, "vol1",
+	    &mounted), 0);
+	ck_assert(mounted);
+	/* The task's directory is its user's; volumes/ in it stays root's. */
+	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 1000, 1000), 0);
+	ck_assert_int_eq(stat(mc_path(&c, "allocs/" A "/web"), &st), 0);
+	ck_assert(st.st_uid == 1000 && st.st_gid == 1000);
+	ck_assert_int_eq(stat(mc_path(&c, "allocs/" A "/web/volumes"), &st), 0);
+	ck_assert(st.st_uid == 0 && (st.st_mode & 07777) == 0755);
+	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 0, 1000),
+	    BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
+	/* Read-write, then read-only with nosuid and nodev from the start. */
+	ck_assert_int_eq(mc_bind(&c, T, P, A, "vol1", "web", "data", false), 0);
+	ck_assert(is_mountpoint(mc_path(&c, "allocs/" A "/web/volumes/data")));
+	fd = open(mc_path(&c, "allocs/" A "/web/volumes/data/f"),
+	    O_CREAT | O_WRONLY, 0644);
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(statvfs(mc_path(&c, "allocs/" A "/web/volumes/data"),
+	    &sv), 0);
+	ck_assert(sv.f_flag & ST_NOSUID);
+	ck_assert(sv.f_flag & ST_NODEV);
+	ck_assert(!(sv.f_flag & ST_RDONLY));
+	ck_assert_int_eq(mc_bind(&c, T, P, A, "vol1", "web", "data", false),
+	    BERTH__ERROR_CODE__ERROR_CONFLICT);
+	ck_assert_int_eq(mc_bind(&c, T, P, A, "vol1", "db", "ro", true), 0);
+	ck_assert_int_eq(statvfs(mc_path(&c, "allocs/" A "/db/volumes/ro"),
+	    &sv), 0);
+	ck_assert(sv.f_flag & ST_RDONLY);
+	ck_assert(access(mc_path(&c, "allocs/" A "/db/volumes/ro/f"), F_OK) ==
+	    0);
+	/* Not published: nothing to bind. */
+	ck_assert_int_eq(mc_prepare_volume(&c, false, T, P, A, "vol2", NULL), 0);
+	ck_assert_int_eq(mc_bind(&c, T, P, A, "vol2", "web", "v2", false),
+	    BERTH__ERROR_CODE__ERROR_NOT_FOUND);
+	ck_assert_int_eq(mc_unbind(&c, A, "web", "data"), 0);
+	ck_assert(access(mc_path(&c, "allocs/" A "/web/volumes/data"), F_OK) <
+	    0);
+	ck_assert_int_eq(mc_cleanup(&c, A), 0);
+	ck_assert(access(mc_path(&c, "allocs/" A), F_OK) < 0);
+	ck_assert(access(mc_path(&c, "csi/plugins/" A), F_OK) < 0);
+	ck_assert(access(mc_path(&c, "csi/" T "/" P "/per-alloc/" A), F_OK) <
+	    0);
+	mc_release_plugin(&c, T, P);
+	ck_assert_msg(!mounts_added(before, what, sizeof(what)),
+	    "left behind: %s", what);
+	free(before);
+	mc_stop(&c);
+}
+END_TEST
+
+/* A definition for confined_plugin, in a root-only directory. */
+static char *
+plugin_dir(const char *args)
+{
+	char *dir = harness_tmpdir("plugins"), path[512], text[2048];
+
+	snprintf(path, sizeof(path), "%s/csi.conf", dir);
+	snprintf(text, sizeof(text), "# test plugin\nexec %s\n%scap "
+	    "CAP_SYS_ADMIN\n", harness_bin("tests/confined_plugin"), args);
+	harness_write(path, text);
+	return dir;
+}
+
+static bool
+wait_file(const char *path, int ms)
+{
+	for (; ms > 0; ms -= 10) {
+		if (access(path, F_OK) == 0)
+			return true;
+		usleep(10000);
+	}
+	return false;
+}
+
+START_TEST(plugin_start_signal_adopt)
+{
+	Berth__PluginHandle h = BERTH__PLUGIN_HANDLE__INIT, h2;
+	struct mclient c;
+	char *plugins = plugin_dir(""), buf[64], *before, what[1024];
+	int pidfd = -1, pidfd2 = -1;
+
+	harness_private_mounts();
+	before = mounts_snapshot();
+	mc_start(&c, plugins);
+	ck_assert_int_eq(mc_start_plugin(&c, "csi", T, P, A, &h, &pidfd),
+	    BERTH__ERROR_CODE__ERROR_NOT_FOUND);	/* not prepared */
+	ck_assert_int_eq(mc_prepare_plugin(&c, T, P, A), 0);
+	ck_assert_int_eq(mc_start_plugin(&c, "nope", T, P, A, &h, &pidfd),
+	    BERTH__ERROR_CODE__ERROR_NOT_FOUND);
+	ck_assert_int_eq(mc_start_plugin(&c, "csi", T, P, A, &h, &pidfd), 0);
+	ck_assert_int_ge(pidfd, 0);
+	ck_assert(h.pid > 1 && h.start_time > 0);
+	ck_assert_msg(wait_file(mc_path(&c, "csi/plugins/" A "/csi.sock"),
+	    5000), "the plugin never listened on CSI_ENDPOINT");
+	/* CAP_SYS_ADMIN only (bit 21), in effective and permitted. */
+	ck_assert_str_eq(proc_status_field(h.pid, "CapEff", buf, sizeof(buf)),
+	    "0000000000200000");
+	ck_assert_str_eq(proc_status_field(h.pid, "CapPrm", buf, sizeof(buf)),
+	    "0000000000200000");
+	ck_assert_str_eq(proc_status_field(h.pid, "NoNewPrivs", buf,
+	    sizeof(buf)), "1");
+	/* The mounter restarts; the plugin lives on and is adopted, once. */
+	mc_restart(&c);
+	ck_assert(pid_alive(h.pid));
+	ck_assert_int_eq(mc_adopt(&c, &h, &pidfd2), 0);
+	ck_assert_int_ge(pidfd2, 0);
+	close(pidfd2);
+	ck_assert_int_eq(mc_adopt(&c, &h, &pidfd2), 0);
+	close(pidfd2);
+	h2 = h;
+	h2.start_time++;
+	ck_assert_int_eq(mc_adopt(&c, &h2, &pidfd2),
+	    BERTH__ERROR_CODE__ERROR_PERMISSION);
+	ck_assert_int_eq(mc_signal(&c, &h,
+	    BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_TERM), 0);
+	for (int i = 0; i < 100 && c.exits == 0; i++)
+		mc_wait(&c, 50);
+	ck_assert_int_eq(c.exits, 1);
+	ck_assert(!c.last_exit.status_known);	/* adopted: not our child */
+	ck_assert(pid_wait_gone(h.pid, 2000));
+	/* A plugin this mounter started is its child: its status is known. */
+	ck_assert_int_eq(mc_start_plugin(&c, "csi", T, P, A, &h, &pidfd2), 0);
+	close(pidfd2);
+	ck_assert_int_eq(mc_signal(&c, &h,
+	    BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_KILL), 0);
+	for (int i = 0; i < 100 && c.exits == 1; i++)
+		mc_wait(&c, 50);
+	ck_assert_int_eq(c.exits, 2);
+	ck_assert_msg(c.last_exit.status_known && c.last_exit.signaled,
+	    "known %d signaled %d code %d", c.last_exit.status_known,
+	    c.last_exit.signaled, c.last_exit.code);
+	ck_assert_int_eq(c.last_exit.code, SIGKILL);
+	close(pidfd);
+	ck_assert_int_eq(mc_cleanup(&c, A), 0);
+	mc_release_plugin(&c, T, P);
+	ck_assert_msg(!mounts_added(before, what, sizeof(what)),
+	    "left behind: %s", what);
+	free(before);
+	mc_stop(&c);
+	harness_rmtree(plugins);
+	free(plugins);
+}
+END_TEST
+
+int
+main(void)
+{
+	TCase *tc = tcase_create("mounter");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_unchecked_fixture(tc, mc_track_init, mc_track_cleanup);
+	tcase_add_test(tc, prepare_bind_unbind_cleanup);
+	tcase_add_test(tc, plugin_start_signal_adopt);
+	return harness_run("mounter", tc);
+}

@@ -1,0 +1,95 @@
+/*
+ * test_plugindef.c: the privileged plugin definition format, which root
+ * writes and the mounter parses (mounter/plugindef.c).
+ */
+#include <string.h>
+#include <sys/capability.h>
+
+#include "mounter.h"
+#include "harness.h"
+/* check.h's old fail() alias; the mounter has a fail() of its own. */
+#undef fail
+
+static int
+parse(const char *text, struct plugindef *d, char *why)
+{
+	return plugindef_parse(text, strlen(text), d, why, 256);
+}
+
+START_TEST(accepts_a_definition)
+{
+	struct plugindef d;
+	char why[256];
+
+	ck_assert_int_eq(parse("# hostpath\n\nexec /usr/bin/hp\narg --v=5\n"
+	    "arg two words\narg \ncap CAP_SYS_ADMIN\n", &d, why), 0);
+	ck_assert_str_eq(d.args[0], "/usr/bin/hp");
+	ck_assert_int_eq(d.nargs, 4);
+	ck_assert_str_eq(d.args[1], "--v=5");
+	ck_assert_str_eq(d.args[2], "two words");
+	ck_assert_str_eq(d.args[3], "");
+	ck_assert(d.caps == 1ULL << CAP_SYS_ADMIN);
+	/* No final newline, no capability. */
+	ck_assert_int_eq(parse("exec /bin/true", &d, why), 0);
+	ck_assert(d.caps == 0);
+}
+END_TEST
+
+START_TEST(refuses_what_it_does_not_know)
+{
+	static const char *bad[] = {
+		"", "# only a comment\n", "arg x\n", "exec bin/true\n",
+		"exec /usr/../bin/sh\n", "exec /usr/bin/..\n",
+		"exec /a\nexec /b\n", "exec /a\ncap CAP_NET_ADMIN\n",
+		"exec /a\ncap CAP_SETUID\n", "exec /a\ncap sys_admin\n",
+		"exec /a\ncap 21\n", "exec /a\nenv X=1\n", " exec /a\n",
+		"exec /a\r\n", "exec /a\narg caf\xc3\xa9\n", "exec /a\targ\n",
+		"EXEC /a\n", "exec /a\narg\n",
+	};
+	struct plugindef d;
+	char why[256];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
+		ck_assert_msg(parse(bad[i], &d, why) < 0, "accepted '%s'",
+		    bad[i]);
+	ck_assert_int_eq(plugindef_parse("exec /a\0b\n", 10, &d, why, 256), -1);
+	ck_assert_str_eq(why, "line 1: byte 0x00 is not printable ASCII");
+}
+END_TEST
+
+START_TEST(bounds_arguments_and_size)
+{
+	static char big[PLUGINDEF_MAX + 64];
+	struct plugindef d;
+	char why[256], *p = big;
+	int i;
+
+	p += sprintf(p, "exec /a\n");
+	for (i = 0; i < LAUNCH_ARGS - 1; i++)
+		p += sprintf(p, "arg %d\n", i);
+	ck_assert_int_eq(parse(big, &d, why), 0);
+	ck_assert_int_eq(d.nargs, LAUNCH_ARGS);
+	sprintf(p, "arg one too many\n");
+	ck_assert_int_eq(parse(big, &d, why), -1);
+	memset(big, '#', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	ck_assert_int_eq(parse(big, &d, why), -1);
+	ck_assert_str_eq(why, "is over 8192 bytes");
+	memset(big, 'x', LAUNCH_STR + 8);
+	memcpy(big, "arg ", 4);
+	big[LAUNCH_STR + 8] = '\0';
+	ck_assert_int_eq(parse(big, &d, why), -1);
+}
+END_TEST
+
+int
+main(void)
+{
+	TCase *tc = tcase_create("plugindef");
+
+	tcase_add_test(tc, accepts_a_definition);
+	tcase_add_test(tc, refuses_what_it_does_not_know);
+	tcase_add_test(tc, bounds_arguments_and_size);
+	return harness_run("plugindef", tc);
+}
