@@ -1,0 +1,257 @@
+/*
+ * batch.c: group commit. Requests that arrive in one turn of the event
+ * loop run in one SQLite transaction; each is answered only after that
+ * transaction's COMMIT, and its events go out only then.
+ *
+ * Owns: the queue of validated requests and the flush event, which runs
+ * at a lower priority than the socket so that everything already readable
+ * joins the batch first. Must not: answer a write before it is durable, or
+ * let one failing request undo the others (each runs in its own savepoint).
+ */
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "registry.h"
+
+void *
+arena_alloc(struct arena *a, size_t len)
+{
+	void *p, **nb;
+
+	if (a->n == a->cap) {
+		a->cap = a->cap ? a->cap * 2 : 16;
+		if ((nb = realloc(a->blocks, a->cap * sizeof(*nb))) == NULL)
+			fatal("arena_alloc");
+		a->blocks = nb;
+	}
+	if ((p = calloc(1, len ? len : 1)) == NULL)
+		fatal("arena_alloc");
+	a->blocks[a->n++] = p;
+	return p;
+}
+
+char *
+arena_text(struct arena *a, sqlite3_stmt *st, int col)
+{
+	const unsigned char *t = sqlite3_column_text(st, col);
+	int len = sqlite3_column_bytes(st, col);
+	char *s = arena_alloc(a, len + 1);
+
+	if (t != NULL)
+		memcpy(s, t, len);
+	return s;
+}
+
+void
+arena_blob(struct arena *a, sqlite3_stmt *st, int col, ProtobufCBinaryData *out)
+{
+	const void *b = sqlite3_column_blob(st, col);
+	int len = sqlite3_column_bytes(st, col);
+
+	out->len = len;
+	out->data = arena_alloc(a, len);
+	if (b != NULL)
+		memcpy(out->data, b, len);
+}
+
+void
+arena_free(struct arena *a)
+{
+	size_t i;
+
+	for (i = 0; i < a->n; i++)
+		free(a->blocks[i]);
+	free(a->blocks);
+	memset(a, 0, sizeof(*a));
+}
+
+int
+op_fail(struct op *op, Berth__ErrorCode code, const char *fmt, ...)
+{
+	va_list ap;
+
+	op->code = code;
+	va_start(ap, fmt);
+	vsnprintf(op->msg, sizeof(op->msg), fmt, ap);
+	va_end(ap);
+	return -1;
+}
+
+int
+op_db_fail(struct op *op, struct store *s, const char *what)
+{
+	log_warnx("%s: %s: %s", what, s->path, store_errmsg(s));
+	return op_fail(op, BERTH__ERROR_CODE__ERROR_INTERNAL,
+	    "%s: database error: %s", what, store_errmsg(s));
+}
+
+Berth__Envelope *
+op_reply(struct op *op, Berth__Envelope__BodyCase body)
+{
+	Berth__Envelope *rep = arena_alloc(&op->arena, sizeof(*rep));
+
+	berth__envelope__init(rep);
+	rep->body_case = body;
+	op->rep = rep;
+	return rep;
+}
+
+static void
+op_free(struct op *op)
+{
+	if (op->req != NULL)
+		berth__envelope__free_unpacked(op->req, NULL);
+	arena_free(&op->arena);
+	free(op);
+}
+
+static void
+on_flush(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	batch_flush(arg);
+}
+
+int
+batch_init(struct registry *r)
+{
+	TAILQ_INIT(&r->ops);
+	/* Priority 0 is the socket's; the flush waits until it is drained. */
+	if ((r->flush = event_new(r->h.base, -1, 0, on_flush, r)) == NULL ||
+	    event_priority_set(r->flush, 1) < 0)
+		return -1;
+	return 0;
+}
+
+/* Queue a validated request; its copy outlives the channel's buffer. */
+void
+batch_add(struct registry *r, const Berth__Envelope *req)
+{
+	struct op *op;
+	uint8_t *buf;
+	size_t len;
+
+	len = berth__envelope__get_packed_size(req);
+	if ((op = calloc(1, sizeof(*op))) == NULL ||
+	    (buf = malloc(len ? len : 1)) == NULL)
+		fatal("batch_add");
+	berth__envelope__pack(req, buf);
+	op->req = berth__envelope__unpack(NULL, len, buf);
+	free(buf);
+	if (op->req == NULL)
+		fatalx("batch_add: cannot copy a %s request",
+		    ipc_body_name(req->body_case));
+	TAILQ_INSERT_TAIL(&r->ops, op, entry);
+	if (++r->nops >= REG_BATCH_MAX)
+		batch_flush(r);
+	else
+		event_active(r->flush, 0, 0);
+}
+
+static void
+run_one(struct registry *r, struct op *op)
+{
+	struct store *s = &r->store;
+	uint64_t index = s->index;
+	size_t mark = events_mark(r);
+
+	if (store_exec(s, "SAVEPOINT op") < 0) {
+		op_db_fail(op, s, "run_one");
+		return;
+	}
+	if (registry_act(r, op) == 0 && op->rep != NULL) {
+		if (store_exec(s, "RELEASE op") == 0)
+			return;
+		op_db_fail(op, s, "run_one");
+	} else if (op->code == BERTH__ERROR_CODE__ERROR_NONE) {
+		op_fail(op, BERTH__ERROR_CODE__ERROR_INTERNAL,
+		    "%s produced no reply", ipc_body_name(op->req->body_case));
+	}
+	/* Undo this request alone; the batch goes on. */
+	if (store_exec(s, "ROLLBACK TO op") < 0 ||
+	    store_exec(s, "RELEASE op") < 0)
+		log_warnx("run_one: cannot undo a failed %s",
+		    ipc_body_name(op->req->body_case));
+	s->index = index;
+	events_discard(r, mark);
+}
+
+static void
+answer(struct registry *r, struct op *op)
+{
+	struct chan *c = r->h.chan;
+
+	if (c == NULL || chan_closed(c))
+		return;
+	if (op->code != BERTH__ERROR_CODE__ERROR_NONE) {
+		chan_reply_error(c, op->req, op->code, "%s", op->msg);
+		return;
+	}
+	if (chan_reply(c, op->req, op->rep, -1) < 0)
+		log_warnx("answer: cannot answer %s request %llu",
+		    ipc_body_name(op->req->body_case),
+		    (unsigned long long)op->req->request_id);
+}
+
+/* Run every queued request in one transaction, commit, then answer. */
+void
+batch_flush(struct registry *r)
+{
+	struct store *s = &r->store;
+	struct ops ops;
+	struct op *op;
+	bool ok = false;
+
+	if (TAILQ_EMPTY(&r->ops))
+		return;
+	TAILQ_INIT(&ops);
+	TAILQ_CONCAT(&ops, &r->ops, entry);
+	r->batches++;
+	r->batched += r->nops;
+	r->nops = 0;
+	event_del(r->flush);
+
+	if (store_begin(s) == 0) {
+		TAILQ_FOREACH(op, &ops, entry)
+			run_one(r, op);
+		if (events_trim(r) == 0 && store_commit(s) == 0)
+			ok = true;
+	}
+	if (!ok) {
+		log_warnx("batch_flush: %s: transaction failed: %s; failing "
+		    "its requests", s->path, store_errmsg(s));
+		store_rollback(s);
+		events_discard(r, 0);
+		TAILQ_FOREACH(op, &ops, entry) {
+			if (op->code == BERTH__ERROR_CODE__ERROR_NONE)
+				op_fail(op, BERTH__ERROR_CODE__ERROR_INTERNAL,
+				    "the registry could not commit: %s",
+				    store_errmsg(s));
+		}
+	}
+	while ((op = TAILQ_FIRST(&ops)) != NULL) {
+		TAILQ_REMOVE(&ops, op, entry);
+		answer(r, op);
+		op_free(op);
+	}
+	if (ok)
+		events_committed(r);
+}
+
+void
+batch_free(struct registry *r)
+{
+	struct op *op;
+
+	batch_flush(r);
+	while ((op = TAILQ_FIRST(&r->ops)) != NULL) {
+		TAILQ_REMOVE(&r->ops, op, entry);
+		op_free(op);
+	}
+	if (r->flush != NULL)
+		event_free(r->flush);
+}
