@@ -246,10 +246,15 @@ regtest_stop(struct regtest *t)
 void
 regtest_kill(struct regtest *t)
 {
+	int i;
+
 	if (!t->running)
 		return;
 	proc_kill(&t->proc);
 	forget(t->proc.pid);
+	/* Let the channel see the end, so calls in flight get ERROR_CLOSED. */
+	for (i = 0; i < 200 && t->chan != NULL && !chan_closed(t->chan); i++)
+		regtest_spin(t, 10);
 	drop_chan(t);
 	t->running = false;
 }
