@@ -120,9 +120,9 @@ int
 batch_init(struct registry *r)
 {
 	TAILQ_INIT(&r->ops);
-	/* Priority 0 is the socket's; the flush waits until it is drained. */
+	/* The socket has priority 1; the flush waits until it is drained. */
 	if ((r->flush = event_new(r->h.base, -1, 0, on_flush, r)) == NULL ||
-	    event_priority_set(r->flush, 1) < 0)
+	    event_priority_set(r->flush, 2) < 0)
 		return -1;
 	return 0;
 }
@@ -152,6 +152,17 @@ batch_add(struct registry *r, const Berth__Envelope *req)
 		event_active(r->flush, 0, 0);
 }
 
+/* A statement without results, prepared once. */
+static int
+step(struct store *s, const char *sql)
+{
+	sqlite3_stmt *st = store_stmt(s, sql);
+	int rc = sqlite3_step(st);
+
+	sqlite3_reset(st);
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
 static void
 run_one(struct registry *r, struct op *op)
 {
@@ -159,12 +170,12 @@ run_one(struct registry *r, struct op *op)
 	uint64_t index = s->index;
 	size_t mark = events_mark(r);
 
-	if (store_exec(s, "SAVEPOINT op") < 0) {
+	if (step(s, "SAVEPOINT op") < 0) {
 		op_db_fail(op, s, "run_one");
 		return;
 	}
 	if (registry_act(r, op) == 0 && op->rep != NULL) {
-		if (store_exec(s, "RELEASE op") == 0)
+		if (step(s, "RELEASE op") == 0)
 			return;
 		op_db_fail(op, s, "run_one");
 	} else if (op->code == BERTH__ERROR_CODE__ERROR_NONE) {
@@ -172,8 +183,7 @@ run_one(struct registry *r, struct op *op)
 		    "%s produced no reply", ipc_body_name(op->req->body_case));
 	}
 	/* Undo this request alone; the batch goes on. */
-	if (store_exec(s, "ROLLBACK TO op") < 0 ||
-	    store_exec(s, "RELEASE op") < 0)
+	if (step(s, "ROLLBACK TO op") < 0 || step(s, "RELEASE op") < 0)
 		log_warnx("run_one: cannot undo a failed %s",
 		    ipc_body_name(op->req->body_case));
 	s->index = index;

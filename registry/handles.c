@@ -239,9 +239,8 @@ handles_list(struct registry *r, struct op *op)
 	kind = lh->kind != 0 ? (int)lh->kind : BERTH__HANDLE_KIND__HANDLE_KIND_REATTACH;
 	last = lh->kind != 0 ? (int)lh->kind : BERTH__HANDLE_KIND__HANDLE_KIND_MOUNT;
 	after = 0;
-	if ((int)lh->after_kind > kind) {
+	if ((int)lh->after_kind >= kind) {
 		kind = lh->after_kind;
-	} else if ((int)lh->after_kind == kind) {
 		after = lh->after;
 	}
 	for (; kind <= last && !hl->more; kind++, after = 0) {

@@ -91,9 +91,12 @@ main(int argc, char **argv)
 	h->role = BERTH__ROLE__ROLE_REGISTRY;
 	h->dispatch = registry_dispatch;
 	h->arg = &reg;
-	/* Two priorities: the socket first, the group commit after it. */
+	/*
+	 * Three priorities; events get the middle one by default. The group
+	 * commit runs at the lowest, once nothing readable is left.
+	 */
 	if ((h->base = event_base_new()) == NULL ||
-	    event_base_priority_init(h->base, 2) < 0)
+	    event_base_priority_init(h->base, 3) < 0)
 		fatalx("main: cannot set up the event loop");
 	if ((r = helper_init(h, BERTH_HELPER_FD)) < 0)
 		fatalx("main: event loop: %s", strerror(-r));
