@@ -16,8 +16,10 @@
 
 #include "registry.h"
 
-void *
-arena_alloc(struct arena *a, size_t len)
+#define ARENA_CHUNK (64 * 1024)
+
+static void *
+arena_block(struct arena *a, size_t len)
 {
 	void *p, **nb;
 
@@ -27,9 +29,35 @@ arena_alloc(struct arena *a, size_t len)
 			fatal("arena_alloc");
 		a->blocks = nb;
 	}
-	if ((p = calloc(1, len ? len : 1)) == NULL)
+	if ((p = calloc(1, len)) == NULL)
 		fatal("arena_alloc");
 	a->blocks[a->n++] = p;
+	return p;
+}
+
+void *
+arena_alloc(struct arena *a, size_t len)
+{
+	void *p;
+
+	len = (len + 15) & ~(size_t)15;
+	if (len == 0)
+		len = 16;
+	if (len > ARENA_CHUNK / 4)
+		return arena_block(a, len);
+	if (len > a->left) {
+		/* Small replies stay small: chunks grow 1, 2, 4 ... 64 KiB. */
+		a->chunk = a->chunk ? a->chunk * 2 : 1024;
+		if (a->chunk > ARENA_CHUNK)
+			a->chunk = ARENA_CHUNK;
+		if (a->chunk < len)
+			a->chunk = len;
+		a->cur = arena_block(a, a->chunk);
+		a->left = a->chunk;
+	}
+	p = a->cur;
+	a->cur += len;
+	a->left -= len;
 	return p;
 }
 

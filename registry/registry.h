@@ -64,10 +64,12 @@ void store_rollback(struct store *s);
 uint64_t store_next_index(struct store *s);
 const char *store_errmsg(struct store *s);
 
-/* An arena for the strings of one reply. */
+/* An arena for one reply: zeroed memory, bumped from big chunks. */
 struct arena {
 	void **blocks;
 	size_t n, cap;
+	uint8_t *cur;		/* the free end of the newest chunk */
+	size_t left, chunk;
 };
 void *arena_alloc(struct arena *a, size_t len);
 char *arena_text(struct arena *a, sqlite3_stmt *st, int col);

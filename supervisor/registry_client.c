@@ -47,10 +47,12 @@ struct call {
 	regclient_plugins_cb pcb;
 	regclient_handles_cb hcb;
 	void *arg;
-	/* Lists: the request to page on and what came so far. */
+	/* Lists: the request to page on, the pages so far, their items. */
 	Berth__ListPlugins lp;
 	Berth__ListHandles lh;
 	char name[BERTH_IDENT_MAX + 1];
+	ProtobufCMessage **pages;
+	size_t npages, cappages;
 	void **items;
 	size_t n, cap;
 };
@@ -111,13 +113,9 @@ items_free(struct call *call)
 {
 	size_t i;
 
-	for (i = 0; i < call->n; i++) {
-		if (call->kind == CALL_PLUGINS)
-			berth__plugin_instance__free_unpacked(call->items[i],
-			    NULL);
-		else
-			berth__handle__free_unpacked(call->items[i], NULL);
-	}
+	for (i = 0; i < call->npages; i++)
+		protobuf_c_message_free_unpacked(call->pages[i], NULL);
+	free(call->pages);
 	free(call->items);
 }
 
@@ -168,21 +166,41 @@ copy_msg(const ProtobufCMessage *m)
 	return out;
 }
 
+/* Keep a copy of one page and point at its items. */
 static int
-keep(struct call *call, const ProtobufCMessage *m)
+keep(struct call *call, const ProtobufCMessage *page)
 {
-	void **bigger, *copy;
+	ProtobufCMessage *copy, **bigger;
+	void **items, **more;
+	size_t i, n;
 
-	if (call->n == call->cap) {
-		call->cap = call->cap ? call->cap * 2 : 64;
-		if ((bigger = realloc(call->items,
-		    call->cap * sizeof(*bigger))) == NULL)
+	if (call->npages == call->cappages) {
+		call->cappages = call->cappages ? call->cappages * 2 : 8;
+		if ((bigger = realloc(call->pages,
+		    call->cappages * sizeof(*bigger))) == NULL)
 			return -ENOMEM;
-		call->items = bigger;
+		call->pages = bigger;
 	}
-	if ((copy = copy_msg(m)) == NULL)
+	if ((copy = copy_msg(page)) == NULL)
 		return -ENOMEM;
-	call->items[call->n++] = copy;
+	call->pages[call->npages++] = copy;
+	if (call->kind == CALL_PLUGINS) {
+		n = ((Berth__PluginList *)copy)->n_instances;
+		items = (void **)((Berth__PluginList *)copy)->instances;
+	} else {
+		n = ((Berth__HandleList *)copy)->n_handles;
+		items = (void **)((Berth__HandleList *)copy)->handles;
+	}
+	if (call->n + n > call->cap) {
+		while (call->n + n > call->cap)
+			call->cap = call->cap ? call->cap * 2 : 256;
+		if ((more = realloc(call->items,
+		    call->cap * sizeof(*more))) == NULL)
+			return -ENOMEM;
+		call->items = more;
+	}
+	for (i = 0; i < n; i++)
+		call->items[call->n++] = items[i];
 	return 0;
 }
 
@@ -194,7 +212,6 @@ on_reply(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	struct call *call = arg;
 	struct regclient_result res = { 0, "", env };
 	Berth__Envelope next = BERTH__ENVELOPE__INIT;
-	size_t i;
 	int r;
 
 	(void)c;
@@ -212,9 +229,8 @@ on_reply(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	case CALL_PLUGINS:
 		if (env->body_case != BERTH__ENVELOPE__BODY_PLUGIN_LIST)
 			break;
-		for (i = 0; i < env->plugin_list->n_instances; i++)
-			if (keep(call, &env->plugin_list->instances[i]->base) < 0)
-				goto nomem;
+		if (keep(call, &env->plugin_list->base) < 0)
+			goto nomem;
 		if (!env->plugin_list->more) {
 			finish(call, &res);
 			return;
@@ -226,9 +242,8 @@ on_reply(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	case CALL_HANDLES:
 		if (env->body_case != BERTH__ENVELOPE__BODY_HANDLE_LIST)
 			break;
-		for (i = 0; i < env->handle_list->n_handles; i++)
-			if (keep(call, &env->handle_list->handles[i]->base) < 0)
-				goto nomem;
+		if (keep(call, &env->handle_list->base) < 0)
+			goto nomem;
 		if (!env->handle_list->more) {
 			finish(call, &res);
 			return;
