@@ -266,6 +266,14 @@ store_open(struct store *s, const char *data_dir, char *err, size_t errlen)
 		store_close(s);
 		return REG_EXIT_CORRUPT;
 	}
+	if (version == 0 && pragma_int(s, "SELECT COUNT(*) FROM sqlite_master",
+	    &appid) == SQLITE_OK && appid > 0) {
+		snprintf(err, errlen, "%s holds %lld tables but no registry "
+		    "schema: it is not berth-registry's; refusing to start; "
+		    "move it aside", s->path, (long long)appid);
+		store_close(s);
+		return REG_EXIT_CORRUPT;
+	}
 	if (version > STORE_SCHEMA_VERSION) {
 		snprintf(err, errlen, "%s has schema version %lld, newer than "
 		    "the %d this berth-registry knows: refusing to start; run "
