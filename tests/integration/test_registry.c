@@ -602,6 +602,42 @@ START_TEST(a_slow_subscriber_is_told_to_resync_and_writers_go_on)
 }
 END_TEST
 
+START_TEST(the_event_log_is_bounded_and_an_old_index_reports_a_gap)
+{
+	struct regtest t;
+	static struct evlog late;
+	Berth__PluginInstance pi;
+	char alloc[32];
+	int acked = 0, i, total = 10600;
+
+	regtest_dir(&t, "reg-gap");
+	regtest_start(&t);
+	for (i = 0; i < total; i++) {
+		snprintf(alloc, sizeof(alloc), "a%d", i);
+		rt_instance(&pi, P_NODE, "many", alloc, "unix:///m");
+		ck_assert_int_eq(regclient_register(t.rc, &pi, count_cb,
+		    &acked), 0);
+		if (i % 500 == 499)
+			while (acked >= 0 && acked < i - 1000)
+				regtest_spin(&t, 1);
+	}
+	for (i = 0; i < 3000 && acked < total && acked >= 0; i++)
+		regtest_spin(&t, 10);
+	ck_assert_int_eq(acked, total);
+	/* Index 0 is older than the log keeps: the subscriber hears so. */
+	ck_assert_ptr_nonnull(regclient_subscribe(t.rc, 0, false, on_event,
+	    &late));
+	for (i = 0; i < 1000 && late.last < (uint64_t)total; i++)
+		regtest_spin(&t, 10);
+	ck_assert_int_eq(late.gaps, 1);
+	ck_assert_uint_eq(late.last, total);
+	ck_assert(!late.disorder);
+	ck_assert_uint_ge(late.total, 10000);
+	ck_assert_uint_lt(late.total, 11000);
+	regtest_cleanup(&t);
+}
+END_TEST
+
 START_TEST(bad_input_gets_typed_errors_and_the_registry_goes_on)
 {
 	struct regtest t;
@@ -756,6 +792,8 @@ main(void)
 	tcase_add_test(tc, claims_follow_the_access_mode);
 	tcase_add_test(tc, events_in_order_and_replayed_from_an_index);
 	tcase_add_test(tc, a_slow_subscriber_is_told_to_resync_and_writers_go_on);
+	tcase_add_test(tc,
+	    the_event_log_is_bounded_and_an_old_index_reports_a_gap);
 	tcase_add_test(tc, bad_input_gets_typed_errors_and_the_registry_goes_on);
 	tcase_add_test(tc, damaged_or_newer_databases_are_refused_and_kept);
 	return harness_run("registry", tc);
