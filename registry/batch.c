@@ -8,6 +8,7 @@
  * joins the batch first. Must not: answer a write before it is durable, or
  * let one failing request undo the others (each runs in its own savepoint).
  */
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -222,6 +223,7 @@ static void
 answer(struct registry *r, struct op *op)
 {
 	struct chan *c = r->h.chan;
+	int rc;
 
 	if (c == NULL || chan_closed(c))
 		return;
@@ -229,10 +231,16 @@ answer(struct registry *r, struct op *op)
 		chan_reply_error(c, op->req, op->code, "%s", op->msg);
 		return;
 	}
-	if (chan_reply(c, op->req, op->rep, -1) < 0)
-		log_warnx("answer: cannot answer %s request %llu",
-		    ipc_body_name(op->req->body_case),
-		    (unsigned long long)op->req->request_id);
+	if ((rc = chan_reply(c, op->req, op->rep, -1)) == 0)
+		return;
+	log_warnx("answer: cannot answer %s request %llu: %s",
+	    ipc_body_name(op->req->body_case),
+	    (unsigned long long)op->req->request_id, strerror(-rc));
+	/* Done, but the answer did not fit: say so rather than go silent. */
+	chan_reply_error(c, op->req, rc == -EMSGSIZE ?
+	    BERTH__ERROR_CODE__ERROR_TOO_LARGE :
+	    BERTH__ERROR_CODE__ERROR_INTERNAL, "the reply to %s could not be "
+	    "sent: %s", ipc_body_name(op->req->body_case), strerror(-rc));
 }
 
 /* Run every queued request in one transaction, commit, then answer. */

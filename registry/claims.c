@@ -269,7 +269,7 @@ admit(struct registry *r, struct op *op, const Berth__Claim *in,
 {
 	sqlite3_stmt *st;
 	size_t i;
-	int rc;
+	int rc, others = 0;
 
 	if (v->n_capabilities > 0) {
 		for (i = 0; i < v->n_capabilities; i++)
@@ -291,6 +291,15 @@ admit(struct registry *r, struct op *op, const Berth__Claim *in,
 	sqlite3_bind_text(st, 3, in->alloc, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		Berth__AccessMode am = sqlite3_column_int(st, 2);
+
+		if (++others >= REG_CLAIMS_MAX) {
+			op_fail(op, BERTH__ERROR_CODE__ERROR_CONFLICT,
+			    "volume %s/%s already has %d claims, the most one "
+			    "volume may have", in->namespace_, in->volume,
+			    REG_CLAIMS_MAX);
+			sqlite3_reset(st);
+			return -1;
+		}
 		Berth__ClaimMode cm = sqlite3_column_int(st, 1);
 
 		if (am != in->access_mode) {

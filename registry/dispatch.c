@@ -174,6 +174,11 @@ check_volume(struct check *ck, const Berth__Volume *v)
 		    false) || !text(ck, "context value", v->context[i]->value,
 		    REG_CONTEXT_VALUE_MAX, true))
 			return false;
+	/* With its claims, a volume must still fit one reply. */
+	if (berth__volume__get_packed_size(v) > REG_BLOB_MAX)
+		return bad(ck, "the volume record is %zu bytes, over the "
+		    "%d-byte bound", berth__volume__get_packed_size(v),
+		    REG_BLOB_MAX);
 	return true;
 }
 

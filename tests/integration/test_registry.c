@@ -684,6 +684,32 @@ START_TEST(bad_input_gets_typed_errors_and_the_registry_goes_on)
 	RT(&t, r, regclient_put_handle(t.rc, &h, rt_cb, &r));
 	must_fail(&r, BAD, "pid -5");
 	rt_done(&r);
+	{
+		/* A volume record too large to answer with its claims. */
+		static char val[1001];
+		Berth__Volume v = BERTH__VOLUME__INIT;
+		Berth__KeyValue kv[40], *ctx[40];
+		char keys[40][8];
+		int i;
+
+		memset(val, 'v', 1000);
+		for (i = 0; i < 40; i++) {
+			berth__key_value__init(&kv[i]);
+			snprintf(keys[i], sizeof(keys[i]), "k%d", i);
+			kv[i].key = keys[i];
+			kv[i].value = val;
+			ctx[i] = &kv[i];
+		}
+		v.namespace_ = "default";
+		v.id = "huge";
+		v.plugin_id = "p";
+		v.external_id = "x";
+		v.context = ctx;
+		v.n_context = 40;
+		RT(&t, r, regclient_put_volume(t.rc, &v, rt_cb, &r));
+		must_fail(&r, BAD, "oversized volume");
+		rt_done(&r);
+	}
 	put_volume(&t, "default", "v",
 	    BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER);
 	ck_assert_int_eq(claim(&t, "v", "a1", BERTH__CLAIM_MODE__CLAIM_MODE_WRITE,
