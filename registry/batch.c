@@ -1,12 +1,13 @@
 /*
  * batch.c: group commit. Requests that arrive in one turn of the event
- * loop run in one SQLite transaction; each is answered only after that
- * transaction's COMMIT, and its events go out only then.
+ * loop run, as they arrive, in one SQLite transaction; each is answered
+ * only after that transaction's COMMIT, and its events go out only then.
  *
- * Owns: the queue of validated requests and the flush event, which runs
- * at a lower priority than the socket so that everything already readable
- * joins the batch first. Must not: answer a write before it is durable, or
- * let one failing request undo the others (each runs in its own savepoint).
+ * Owns: the open transaction, the requests run in it, and the flush
+ * event, which runs at a lower priority than the socket so that
+ * everything already readable joins the batch first. Must not: answer a
+ * write before it is durable, or let one failing request undo the others
+ * (each runs in its own savepoint).
  */
 #include <errno.h>
 #include <stdarg.h>
@@ -97,6 +98,38 @@ arena_free(struct arena *a)
 	memset(a, 0, sizeof(*a));
 }
 
+static void *
+arena_pb_alloc(void *data, size_t size)
+{
+	return arena_alloc(data, size);
+}
+
+static void
+arena_pb_free(void *data, void *p)
+{
+	(void)data;
+	(void)p;
+}
+
+void *
+arena_unpack(struct arena *a, const ProtobufCMessageDescriptor *d,
+    const void *buf, size_t len)
+{
+	ProtobufCAllocator al = { arena_pb_alloc, arena_pb_free, a };
+
+	return protobuf_c_message_unpack(d, &al, len, buf);
+}
+
+void *
+arena_copy(struct arena *a, const ProtobufCMessage *m)
+{
+	size_t len = protobuf_c_message_get_packed_size(m);
+	uint8_t *buf = arena_alloc(a, len);
+
+	protobuf_c_message_pack(m, buf);
+	return arena_unpack(a, m->descriptor, buf, len);
+}
+
 int
 op_fail(struct op *op, Berth__ErrorCode code, const char *fmt, ...)
 {
@@ -131,8 +164,6 @@ op_reply(struct op *op, Berth__Envelope__BodyCase body)
 static void
 op_free(struct op *op)
 {
-	if (op->req != NULL)
-		berth__envelope__free_unpacked(op->req, NULL);
 	arena_free(&op->arena);
 	free(op);
 }
@@ -154,31 +185,6 @@ batch_init(struct registry *r)
 	    event_priority_set(r->flush, 2) < 0)
 		return -1;
 	return 0;
-}
-
-/* Queue a validated request; its copy outlives the channel's buffer. */
-void
-batch_add(struct registry *r, const Berth__Envelope *req)
-{
-	struct op *op;
-	uint8_t *buf;
-	size_t len;
-
-	len = berth__envelope__get_packed_size(req);
-	if ((op = calloc(1, sizeof(*op))) == NULL ||
-	    (buf = malloc(len ? len : 1)) == NULL)
-		fatal("batch_add");
-	berth__envelope__pack(req, buf);
-	op->req = berth__envelope__unpack(NULL, len, buf);
-	free(buf);
-	if (op->req == NULL)
-		fatalx("batch_add: cannot copy a %s request",
-		    ipc_body_name(req->body_case));
-	TAILQ_INSERT_TAIL(&r->ops, op, entry);
-	if (++r->nops >= REG_BATCH_MAX)
-		batch_flush(r);
-	else
-		event_active(r->flush, 0, 0);
 }
 
 /* A statement without results, prepared once. */
@@ -209,12 +215,12 @@ run_one(struct registry *r, struct op *op)
 		op_db_fail(op, s, "run_one");
 	} else if (op->code == BERTH__ERROR_CODE__ERROR_NONE) {
 		op_fail(op, BERTH__ERROR_CODE__ERROR_INTERNAL,
-		    "%s produced no reply", ipc_body_name(op->req->body_case));
+		    "%s produced no reply", ipc_body_name(op->body));
 	}
 	/* Undo this request alone; the batch goes on. */
 	if (step(s, "ROLLBACK TO op") < 0 || step(s, "RELEASE op") < 0)
 		log_warnx("run_one: cannot undo a failed %s",
-		    ipc_body_name(op->req->body_case));
+		    ipc_body_name(op->body));
 	s->index = index;
 	events_discard(r, mark);
 }
@@ -222,28 +228,61 @@ run_one(struct registry *r, struct op *op)
 static void
 answer(struct registry *r, struct op *op)
 {
+	Berth__Envelope req = BERTH__ENVELOPE__INIT;
 	struct chan *c = r->h.chan;
 	int rc;
 
 	if (c == NULL || chan_closed(c))
 		return;
+	req.request_id = op->request_id;
 	if (op->code != BERTH__ERROR_CODE__ERROR_NONE) {
-		chan_reply_error(c, op->req, op->code, "%s", op->msg);
+		chan_reply_error(c, &req, op->code, "%s", op->msg);
 		return;
 	}
-	if ((rc = chan_reply(c, op->req, op->rep, -1)) == 0)
+	if ((rc = chan_reply(c, &req, op->rep, -1)) == 0)
 		return;
 	log_warnx("answer: cannot answer %s request %llu: %s",
-	    ipc_body_name(op->req->body_case),
-	    (unsigned long long)op->req->request_id, strerror(-rc));
+	    ipc_body_name(op->body), (unsigned long long)op->request_id,
+	    strerror(-rc));
 	/* Done, but the answer did not fit: say so rather than go silent. */
-	chan_reply_error(c, op->req, rc == -EMSGSIZE ?
+	chan_reply_error(c, &req, rc == -EMSGSIZE ?
 	    BERTH__ERROR_CODE__ERROR_TOO_LARGE :
 	    BERTH__ERROR_CODE__ERROR_INTERNAL, "the reply to %s could not be "
-	    "sent: %s", ipc_body_name(op->req->body_case), strerror(-rc));
+	    "sent: %s", ipc_body_name(op->body), strerror(-rc));
 }
 
-/* Run every queued request in one transaction, commit, then answer. */
+/*
+ * Run a validated request now, inside the transaction of this turn of the
+ * loop (opened by the first request of the turn); its answer waits for
+ * the commit.
+ */
+void
+batch_add(struct registry *r, const Berth__Envelope *req)
+{
+	struct op *op;
+
+	if ((op = calloc(1, sizeof(*op))) == NULL)
+		fatal("batch_add");
+	op->req = req;
+	op->request_id = req->request_id;
+	op->body = req->body_case;
+	if (!r->in_txn) {
+		if (store_begin(&r->store) == 0)
+			r->in_txn = true;
+	}
+	if (r->in_txn)
+		run_one(r, op);
+	else
+		op_db_fail(op, &r->store, "batch_add: opening a transaction");
+	op->req = NULL;
+	TAILQ_INSERT_TAIL(&r->ops, op, entry);
+	if (++r->nops >= REG_BATCH_MAX)
+		batch_flush(r);
+	else
+		event_active(r->flush, 0, 0);
+}
+
+/* Commit what ran in this turn, then answer it and publish its events. */
 void
 batch_flush(struct registry *r)
 {
@@ -261,9 +300,8 @@ batch_flush(struct registry *r)
 	r->nops = 0;
 	event_del(r->flush);
 
-	if (store_begin(s) == 0) {
-		TAILQ_FOREACH(op, &ops, entry)
-			run_one(r, op);
+	if (r->in_txn) {
+		r->in_txn = false;
 		if (events_trim(r) == 0 && store_commit(s) == 0)
 			ok = true;
 	}

@@ -38,23 +38,9 @@ reg_access_mode_name(Berth__AccessMode m)
 	}
 }
 
-static void *
-arena_pb_alloc(void *data, size_t size)
-{
-	return arena_alloc(data, size);
-}
-
-static void
-arena_pb_free(void *data, void *p)
-{
-	(void)data;
-	(void)p;
-}
-
 static Berth__Volume *
 row_volume(struct arena *a, sqlite3_stmt *st)
 {
-	ProtobufCAllocator al = { arena_pb_alloc, arena_pb_free, a };
 	Berth__Volume *v, *spec;
 
 	v = arena_alloc(a, sizeof(*v));
@@ -63,8 +49,8 @@ row_volume(struct arena *a, sqlite3_stmt *st)
 	v->id = arena_text(a, st, 1);
 	v->plugin_id = arena_text(a, st, 2);
 	v->external_id = arena_text(a, st, 3);
-	spec = berth__volume__unpack(&al, sqlite3_column_bytes(st, 4),
-	    sqlite3_column_blob(st, 4));
+	spec = arena_unpack(a, &berth__volume__descriptor,
+	    sqlite3_column_blob(st, 4), sqlite3_column_bytes(st, 4));
 	if (spec != NULL) {
 		v->n_capabilities = spec->n_capabilities;
 		v->capabilities = spec->capabilities;

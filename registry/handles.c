@@ -179,8 +179,8 @@ handles_put(struct registry *r, struct op *op)
 	rep = op_reply(op, BERTH__ENVELOPE__BODY_HANDLE_REPLY);
 	hr = arena_alloc(&op->arena, sizeof(*hr));
 	berth__handle_reply__init(hr);
-	/* The request's own copy, with its indexes: freed with the op. */
-	out = op->req->put_handle->handle;
+	/* The request's handle, with its indexes. */
+	out = arena_copy(&op->arena, &in->base);
 	out->create_index = sqlite3_column_int64(st, 0);
 	out->modify_index = sqlite3_column_int64(st, 1);
 	sqlite3_reset(st);

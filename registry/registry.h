@@ -77,11 +77,17 @@ char *arena_text(struct arena *a, sqlite3_stmt *st, int col);
 void arena_blob(struct arena *a, sqlite3_stmt *st, int col,
     ProtobufCBinaryData *out);
 void arena_free(struct arena *a);
+/* Unpack into the arena (a deep copy that lives as long as it). */
+void *arena_unpack(struct arena *a, const ProtobufCMessageDescriptor *d,
+    const void *buf, size_t len);
+void *arena_copy(struct arena *a, const ProtobufCMessage *m);
 
-/* One queued request and, once run, its packed reply or error. */
+/* One request, run in the open transaction, awaiting its commit. */
 struct op {
 	TAILQ_ENTRY(op) entry;
-	Berth__Envelope *req;		/* our own copy */
+	const Berth__Envelope *req;	/* while it runs only */
+	uint64_t request_id;
+	Berth__Envelope__BodyCase body;
 	Berth__Envelope *rep;		/* built by the action, in arena */
 	struct arena arena;
 	Berth__ErrorCode code;
@@ -120,8 +126,9 @@ struct registry {
 	struct store store;
 	struct events ev;
 	struct event *flush;
-	struct ops ops;
+	struct ops ops;			/* run, not yet committed */
 	size_t nops;
+	bool in_txn;
 	uint64_t batches, batched;	/* statistics for the log */
 };
 
@@ -131,6 +138,7 @@ int registry_act(struct registry *r, struct op *op);
 
 /* batch.c */
 int batch_init(struct registry *r);
+/* Run a checked request in the open transaction; answered at its commit. */
 void batch_add(struct registry *r, const Berth__Envelope *req);
 void batch_flush(struct registry *r);
 void batch_free(struct registry *r);
