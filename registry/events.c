@@ -20,9 +20,16 @@
 #include "registry.h"
 
 #define EV_RING_MAX	4096	/* recent events kept in memory */
-#define EV_WINDOW	256	/* unacknowledged events per subscriber */
+#define EV_WINDOW	128	/* unacknowledged events per subscriber */
 #define EV_LAG_MAX	1024	/* a live subscriber's queue bound */
-#define EV_SUBS_MAX	64
+/*
+ * Every subscriber's window and a full batch of replies together stay
+ * within the channel's send queue (BERTH_IPC_QUEUE_MAX), so an event is
+ * never dropped for want of room there.
+ */
+#define EV_SUBS_MAX	16
+_Static_assert(EV_SUBS_MAX * EV_WINDOW + REG_BATCH_MAX < BERTH_IPC_QUEUE_MAX,
+    "subscriber windows and a batch of replies must fit the send queue");
 #define EV_TRIM_EVERY	256	/* trim the log after this many events */
 
 struct subscriber {
