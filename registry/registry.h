@@ -65,7 +65,7 @@ void store_rollback(struct store *s);
 uint64_t store_next_index(struct store *s);
 const char *store_errmsg(struct store *s);
 
-/* An arena for one reply: zeroed memory, bumped from big chunks. */
+/* arena.c: an arena for one reply: zeroed memory, bumped from chunks. */
 struct arena {
 	void **blocks;
 	size_t n, cap;
