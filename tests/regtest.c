@@ -20,6 +20,10 @@ static pid_t started[64];
 static size_t nstarted;
 static bool atexit_done;
 
+/* Data directories to remove at exit. */
+static char made[16][256];
+static size_t nmade;
+
 static void
 kill_started(void)
 {
@@ -28,6 +32,8 @@ kill_started(void)
 	for (i = 0; i < nstarted; i++)
 		if (started[i] > 0 && kill(started[i], SIGKILL) == 0)
 			waitpid(started[i], NULL, 0);
+	for (i = 0; i < nmade; i++)
+		harness_rmtree(made[i]);
 }
 
 static void
@@ -50,6 +56,12 @@ regtest_dir(struct regtest *t, const char *tag)
 	d = harness_tmpdir(tag);
 	snprintf(t->dir, sizeof(t->dir), "%s", d);
 	free(d);
+	if (!atexit_done) {
+		atexit(kill_started);
+		atexit_done = true;
+	}
+	if (nmade < sizeof(made) / sizeof(made[0]))
+		snprintf(made[nmade++], sizeof(made[0]), "%s", t->dir);
 	if ((pw = getpwnam("berth-registry")) == NULL)
 		ck_abort_msg("no user berth-registry");
 	snprintf(path, sizeof(path), "%s/registry", t->dir);

@@ -4,9 +4,9 @@
  * supervisor is), the hello, a registry client on the test's own event
  * loop, and calls made synchronous for readable tests.
  *
- * Every registry started here is SIGKILLed by pid at exit, even when an
- * assertion fails, and dies with the test process anyway (it asks for
- * that itself).
+ * Every registry started here is SIGKILLed by pid at exit, and its data
+ * directory removed, even when an assertion fails; it also dies with the
+ * test process (it asks for that itself).
  */
 #ifndef BERTH_TEST_REGTEST_H
 #define BERTH_TEST_REGTEST_H
