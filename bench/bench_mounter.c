@@ -66,8 +66,8 @@ local_verb(struct mounter *m, bool bind, const char *name)
 	struct mreq rq;
 	char why[WHY_MAX];
 
-	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_FILE_SYSTEM;
-	u.access = BERTH__ACCESS_MODE__ACCESS_SINGLE_NODE_WRITER;
+	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
+	u.access = BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER;
 	env.kind = BERTH__KIND__KIND_REQUEST;
 	if (bind) {
 		b.plugin_type = B(T);

@@ -47,8 +47,8 @@ main(int argc, char **argv)
 	Berth__PrepareTask pt = BERTH__PREPARE_TASK__INIT;
 	const char *dir = argc > 1 ? argv[1] : ".";
 
-	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_FILE_SYSTEM;
-	u.access = BERTH__ACCESS_MODE__ACCESS_SINGLE_NODE_WRITER;
+	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
+	u.access = BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER;
 	pp.plugin_type = B("hostpath");
 	pp.plugin_id = B("hp");
 	pp.alloc_id = B("5f6a8f5e-3c1b-4d2a-9b7e-0a1b2c3d4e5f");

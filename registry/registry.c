@@ -5,6 +5,11 @@
  * drops at once to its own user (no capabilities, no_new_privs) and then
  * serves the supervisor. It never needs a privilege: its database lives in
  * a directory that user owns.
+ *
+ * Exit codes: 0 when the supervisor says stop or hangs up; 65 (EX_DATAERR)
+ * when the database is corrupt or not the registry's, 78 (EX_CONFIG) when
+ * a newer berth-registry wrote it, 73 (EX_CANTCREAT) when it cannot be
+ * opened or created. A database that is refused is never touched.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -14,8 +19,8 @@
 #include <sysexits.h>
 #include <unistd.h>
 
-#include "helper.h"
 #include "privdrop.h"
+#include "registry.h"
 
 static void
 usage(void)
@@ -37,7 +42,8 @@ main(int argc, char **argv)
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
-	struct helper h = { 0 };
+	static struct registry reg;
+	struct helper *h = &reg.h;
 	struct priv_user u;
 	const char *data_dir = NULL, *user = NULL;
 	int spawned = 0, verbose = 0, ch, r;
@@ -77,12 +83,35 @@ main(int argc, char **argv)
 	if ((r = priv_die_with_parent(parent)) < 0)
 		fatalx("main: supervisor pid %ld is gone", (long)parent);
 
-	h.name = "berth-registry";
-	h.role = BERTH__ROLE__ROLE_REGISTRY;
-	if ((r = helper_init(&h, BERTH_HELPER_FD)) < 0)
+	if ((r = store_open(&reg.store, data_dir, err, sizeof(err))) != 0) {
+		log_errx("main: %s", err);
+		return r;
+	}
+	h->name = "berth-registry";
+	h->role = BERTH__ROLE__ROLE_REGISTRY;
+	h->dispatch = registry_dispatch;
+	h->arg = &reg;
+	/*
+	 * Three priorities; events get the middle one by default. The group
+	 * commit runs at the lowest, once nothing readable is left.
+	 */
+	if ((h->base = event_base_new()) == NULL ||
+	    event_base_priority_init(h->base, 3) < 0)
+		fatalx("main: cannot set up the event loop");
+	if ((r = helper_init(h, BERTH_HELPER_FD)) < 0)
 		fatalx("main: event loop: %s", strerror(-r));
-	log_info("main: serving as uid %ld; data %s", (long)getuid(), data_dir);
-	r = helper_serve(&h);
-	event_base_free(h.base);
+	if (batch_init(&reg) < 0)
+		fatalx("main: cannot set up the group commit");
+	events_init(&reg);
+	log_info("main: serving as uid %ld; %s at index %llu", (long)getuid(),
+	    reg.store.path, (unsigned long long)reg.store.index);
+	r = helper_serve(h);
+	batch_free(&reg);
+	events_free(&reg);
+	log_info("main: stopping at index %llu after %llu requests in %llu "
+	    "commits", (unsigned long long)reg.store.committed,
+	    (unsigned long long)reg.batched, (unsigned long long)reg.batches);
+	store_close(&reg.store);
+	event_base_free(h->base);
 	return r;
 }

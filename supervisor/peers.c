@@ -22,6 +22,9 @@ peer_on_message(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	(void)c;
 	if (fd >= 0)
 		close(fd);
+	if (p->client != NULL && env->kind == BERTH__KIND__KIND_NOTICE &&
+	    regclient_notice(p->client, env))
+		return;
 	log_warnx("peer_on_message: %s sent an unexpected %s; dropped",
 	    p->name, ipc_body_name(env->body_case));
 }

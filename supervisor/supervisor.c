@@ -302,10 +302,15 @@ main(int argc, char **argv)
 	if (peer_start(&sv, &sv.mounter, sv.mounter.fd) < 0 ||
 	    peer_start(&sv, &sv.registry, sv.registry.fd) < 0)
 		fatalx("main: cannot talk to the helpers");
+	/* The registry's calls and events, for the managers that need them. */
+	if ((sv.registry.client = regclient_new(sv.base, sv.registry.chan,
+	    0)) == NULL)
+		fatalx("main: cannot set up the registry client");
 
 	event_base_dispatch(sv.base);
 
 	chan_free(sv.mounter.chan);
+	regclient_free(sv.registry.client);
 	chan_free(sv.registry.chan);
 	event_free(sv.sigterm);
 	event_free(sv.sigint);

@@ -11,6 +11,7 @@
 
 #include "channel.h"
 #include "config.h"
+#include "registry_client.h"
 
 /* How long a helper may take to answer the hello, a ping, or to exit. */
 #define SUPERVISOR_HELPER_TIMEOUT_MS 5000
@@ -30,6 +31,8 @@ struct peer {
 	struct chan_ops ops;
 	struct supervisor *sv;
 	uint64_t nonce;
+	/* berth-registry's: where its event notices go (registry_client.c). */
+	struct regclient *client;
 };
 
 struct supervisor {

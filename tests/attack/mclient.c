@@ -221,8 +221,8 @@ mc_path(struct mclient *c, const char *rel)
 
 static Berth__VolumeUsage usage = {
 	PROTOBUF_C_MESSAGE_INIT(&berth__volume_usage__descriptor), false,
-	BERTH__ATTACHMENT_MODE__ATTACHMENT_FILE_SYSTEM,
-	BERTH__ACCESS_MODE__ACCESS_SINGLE_NODE_WRITER,
+	BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM,
+	BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER,
 };
 
 int

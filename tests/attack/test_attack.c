@@ -209,8 +209,8 @@ START_TEST(identifiers_dotdot_slash_nul_empty_overlong_nonascii)
 
 	setup(NULL);
 	mc_publish(&c, T, P, A, "vol1");
-	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_FILE_SYSTEM;
-	u.access = BERTH__ACCESS_MODE__ACCESS_SINGLE_NODE_WRITER;
+	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
+	u.access = BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER;
 	for (f = 0; f < sizeof(fields) / sizeof(fields[0]); f++) {
 		for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
 			b.plugin_type = B(T);
@@ -257,15 +257,15 @@ START_TEST(unknown_enum_values)
 	env.body_case = BERTH__ENVELOPE__BODY_PREPARE_VOLUME;
 	env.prepare_volume = &pv;
 	pv.dir = 7;
-	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_FILE_SYSTEM;
-	u.access = BERTH__ACCESS_MODE__ACCESS_SINGLE_NODE_WRITER;
+	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
+	u.access = BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER;
 	ck_assert_int_eq(mc_call(&c, &env, NULL, NULL), BAD);
 	pv.dir = BERTH__VOLUME_DIR__VOLUME_DIR_PUBLISH;
 	u.attachment = 3;
 	ck_assert_int_eq(mc_call(&c, &env, NULL, NULL), BAD);
 	u.attachment = -1;
 	ck_assert_int_eq(mc_call(&c, &env, NULL, NULL), BAD);
-	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_FILE_SYSTEM;
+	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
 	u.access = 99;
 	ck_assert_int_eq(mc_call(&c, &env, NULL, NULL), BAD);
 	u.access = 0;
@@ -313,8 +313,8 @@ packed_bind(uint8_t *buf, uint64_t id)
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
 	Berth__BindVolume b = BERTH__BIND_VOLUME__INIT;
 
-	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_FILE_SYSTEM;
-	u.access = BERTH__ACCESS_MODE__ACCESS_SINGLE_NODE_WRITER;
+	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
+	u.access = BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER;
 	b.plugin_type = B(T);
 	b.plugin_id = B(P);
 	b.alloc_id = B(A);
@@ -349,8 +349,8 @@ START_TEST(stray_and_unknown_fields)
 
 	setup(NULL);
 	mc_publish(&c, T, P, A, "vol1");
-	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_FILE_SYSTEM;
-	u.access = BERTH__ACCESS_MODE__ACCESS_SINGLE_NODE_WRITER;
+	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
+	u.access = BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER;
 	pv.dir = BERTH__VOLUME_DIR__VOLUME_DIR_PUBLISH;
 	pv.plugin_type = B(T);
 	pv.plugin_id = B(P);

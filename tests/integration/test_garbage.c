@@ -6,6 +6,7 @@
  * proves that refusing bad input needs no system call it forbids.
  */
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,16 @@ start_helper(struct helper_proc *h, const char *name)
 	snprintf(run, sizeof(run), "%s/run", h->dir);
 	ck_assert_int_eq(mkdir(data, 0755), 0);
 	ck_assert_int_eq(mkdir(run, 0755), 0);
+	{
+		/* The registry's own directory, as the supervisor makes it. */
+		struct passwd *pw = getpwnam("berth-registry");
+		char reg[600];
+
+		ck_assert_ptr_nonnull(pw);
+		snprintf(reg, sizeof(reg), "%s/registry", data);
+		ck_assert_int_eq(mkdir(reg, 0700), 0);
+		ck_assert_int_eq(chown(reg, pw->pw_uid, pw->pw_gid), 0);
+	}
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
 	    sp), 0);
 	if (strcmp(name, "berth-mounter") == 0) {
