@@ -792,3 +792,77 @@ csi_controller_has_rpc(const Csi__V1__ControllerGetCapabilitiesResponse *r,
 			return true;
 	return false;
 }
+
+static const char *
+str(const char *s)
+{
+	return s != NULL ? s : "";
+}
+
+static bool
+mount_flags_cover(const Csi__V1__VolumeCapability__MountVolume *want,
+    const Csi__V1__VolumeCapability__MountVolume *got)
+{
+	size_t i, j;
+
+	for (i = 0; i < want->n_mount_flags; i++) {
+		for (j = 0; j < got->n_mount_flags; j++)
+			if (strcmp(str(want->mount_flags[i]),
+			    str(got->mount_flags[j])) == 0)
+				break;
+		if (j == got->n_mount_flags)
+			return false;
+	}
+	return true;
+}
+
+static bool
+capability_matches(const Csi__V1__VolumeCapability *want,
+    const Csi__V1__VolumeCapability *got)
+{
+	if (want == NULL || got == NULL ||
+	    want->access_type_case != got->access_type_case)
+		return false;
+	if ((want->access_mode == NULL) != (got->access_mode == NULL) ||
+	    (want->access_mode != NULL &&
+	    want->access_mode->mode != got->access_mode->mode))
+		return false;
+	if (want->access_type_case !=
+	    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT)
+		return true;
+	if (want->mount == NULL)
+		return true;
+	if (got->mount == NULL)
+		return *str(want->mount->fs_type) == '\0' &&
+		    want->mount->n_mount_flags == 0;
+	if (*str(want->mount->fs_type) != '\0' &&
+	    strcmp(str(want->mount->fs_type), str(got->mount->fs_type)) != 0)
+		return false;
+	return mount_flags_cover(want->mount, got->mount);
+}
+
+enum csi_validation
+csi_validation_check(const Csi__V1__ValidateVolumeCapabilitiesRequest *req,
+    const Csi__V1__ValidateVolumeCapabilitiesResponse *reply,
+    char *why, size_t whylen)
+{
+	const Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed *c;
+	size_t i, j;
+
+	if (reply == NULL || (c = reply->confirmed) == NULL)
+		return CSI_VALIDATION_ABSENT;
+	for (i = 0; i < req->n_volume_capabilities; i++) {
+		for (j = 0; j < c->n_volume_capabilities; j++)
+			if (capability_matches(req->volume_capabilities[i],
+			    c->volume_capabilities[j]))
+				break;
+		if (j == c->n_volume_capabilities) {
+			if (why != NULL)
+				snprintf(why, whylen, "requested capability %zu "
+				    "is not among the %zu the plugin confirmed",
+				    i, c->n_volume_capabilities);
+			return CSI_VALIDATION_MISMATCH;
+		}
+	}
+	return CSI_VALIDATION_CONFIRMED;
+}

@@ -18,6 +18,7 @@
 #define BERTH_CSI_CLIENT_H
 
 #include <stdbool.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #include <event2/event.h>
@@ -179,5 +180,22 @@ bool csi_node_has_rpc(const Csi__V1__NodeGetCapabilitiesResponse *,
     Csi__V1__NodeServiceCapability__RPC__Type type);
 bool csi_controller_has_rpc(const Csi__V1__ControllerGetCapabilitiesResponse *,
     Csi__V1__ControllerServiceCapability__RPC__Type type);
+
+/*
+ * A ValidateVolumeCapabilities reply, read as the CSI spec asks: an absent
+ * `confirmed` is no verdict, which is not a failure; a present one must
+ * confirm every requested capability (same access type and mode, the
+ * same fs_type when one was asked for, every requested mount flag). On a
+ * mismatch, why says which capability (why may be NULL).
+ */
+enum csi_validation {
+	CSI_VALIDATION_CONFIRMED,
+	CSI_VALIDATION_ABSENT,
+	CSI_VALIDATION_MISMATCH,
+};
+enum csi_validation csi_validation_check(
+    const Csi__V1__ValidateVolumeCapabilitiesRequest *request,
+    const Csi__V1__ValidateVolumeCapabilitiesResponse *reply,
+    char *why, size_t whylen);
 
 #endif

@@ -118,6 +118,21 @@ method_find(grpc_slice path)
 	return NULL;
 }
 
+static bool
+method_known(const char *name)
+{
+	const struct rpc_method *tables[] = { identity_methods, node_methods,
+		controller_methods };
+	const struct rpc_method *m;
+	size_t i;
+
+	for (i = 0; i < sizeof(tables) / sizeof(tables[0]); i++)
+		for (m = tables[i]; m->path != NULL; m++)
+			if (strcmp(name, m->name) == 0)
+				return true;
+	return false;
+}
+
 static void
 rpc_free(struct rpc *rpc)
 {
@@ -343,6 +358,9 @@ server_run(struct hostpath *hp, const char *endpoint)
 	const char *path;
 	char addr[SOCKET_PATH_MAX + 8];
 
+	if (hp->fault_exit_in != NULL && !method_known(hp->fault_exit_in))
+		fatalx("--fault-exit-in %s: no such RPC (give its name, as "
+		    "NodeGetInfo)", hp->fault_exit_in);
 	if ((path = endpoint_path(endpoint)) == NULL)
 		fatalx("CSI_ENDPOINT %s: not unix:///absolute/path of at most "
 		    "%d bytes", endpoint, SOCKET_PATH_MAX);

@@ -406,6 +406,8 @@ START_TEST(volume_lifecycle_with_real_mounts)
 	    NULL);
 	ck_assert_ptr_nonnull(vr->confirmed);
 	ck_assert_uint_eq(vr->confirmed->n_volume_capabilities, 1);
+	ck_assert_int_eq(csi_validation_check(&vvc, vr, NULL, 0),
+	    CSI_VALIDATION_CONFIRMED);
 	protobuf_c_message_free_unpacked(&vr->base, NULL);
 
 	/* Stage (twice: idempotent), then see the volume through it. */
@@ -507,6 +509,124 @@ START_TEST(deadline_expires_against_slow_start)
 }
 END_TEST
 
+START_TEST(retries_outlast_a_slow_start)
+{
+	static const char *args[] = { "--fault-slow-start-ms", "1000", NULL };
+	Csi__V1__ProbeRequest probe = CSI__V1__PROBE_REQUEST__INIT;
+	struct csi_retry patient = { 0, 50, 200, 15000 };
+	ProtobufCMessage *reply;
+	struct csi_result res;
+
+	plugin_start(args);
+	csi_call_sync(fx.conn, CSI_PROBE, &probe.base, 300, &patient, &res,
+	    &reply);
+	ck_assert_msg(res.code == CSI_OK, "got %s (%s)",
+	    csi_code_name(res.code), res.message);
+	ck_assert_int_ge(res.attempts, 2);
+	protobuf_c_message_free_unpacked(reply, NULL);
+}
+END_TEST
+
+struct many {
+	int done;
+	int ok;
+};
+
+static void
+many_cb(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
+{
+	struct many *m = arg;
+
+	m->done++;
+	if (res->code == CSI_OK && reply != NULL)
+		m->ok++;
+	if (reply != NULL)
+		protobuf_c_message_free_unpacked(reply, NULL);
+}
+
+START_TEST(many_calls_in_flight)
+{
+	Csi__V1__NodeGetInfoRequest ninfo = CSI__V1__NODE_GET_INFO_REQUEST__INIT;
+	struct many m = { 0, 0 };
+	int i;
+
+	plugin_start(NULL);
+	for (i = 0; i < 64; i++)
+		csi_call(fx.conn, CSI_NODE_GET_INFO, &ninfo.base, 5000,
+		    &csi_retry_default, many_cb, &m);
+	ck_assert_int_eq(m.done, 0);
+	while (m.done < 64)
+		event_base_loop(fx.base, EVLOOP_ONCE);
+	ck_assert_int_eq(m.ok, 64);
+}
+END_TEST
+
+START_TEST(validation_mismatch_is_caught)
+{
+	Csi__V1__ValidateVolumeCapabilitiesRequest req =
+	    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_REQUEST__INIT;
+	Csi__V1__ValidateVolumeCapabilitiesResponse reply =
+	    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_RESPONSE__INIT;
+	Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed confirmed =
+	    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_RESPONSE__CONFIRMED__INIT;
+	Csi__V1__VolumeCapability want, got, *wants[1] = { &want },
+	    *gots[1] = { &got };
+	Csi__V1__VolumeCapability__MountVolume wmnt, gmnt;
+	Csi__V1__VolumeCapability__AccessMode wmode, gmode;
+	Csi__V1__VolumeCapability__BlockVolume block =
+	    CSI__V1__VOLUME_CAPABILITY__BLOCK_VOLUME__INIT;
+	char *wflags[] = { "noatime" }, *gflags[] = { "nodev", "noatime" };
+	char why[256];
+
+	mount_capability(&want, &wmnt, &wmode);
+	mount_capability(&got, &gmnt, &gmode);
+	wmnt.fs_type = "ext4";
+	wmnt.n_mount_flags = 1;
+	wmnt.mount_flags = wflags;
+	gmnt.fs_type = "ext4";
+	gmnt.n_mount_flags = 2;
+	gmnt.mount_flags = gflags;
+	req.n_volume_capabilities = 1;
+	req.volume_capabilities = wants;
+	reply.confirmed = &confirmed;
+	confirmed.n_volume_capabilities = 1;
+	confirmed.volume_capabilities = gots;
+	ck_assert_int_eq(csi_validation_check(&req, &reply, why, sizeof(why)),
+	    CSI_VALIDATION_CONFIRMED);
+
+	gmode.mode =
+	    CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY;
+	ck_assert_int_eq(csi_validation_check(&req, &reply, why, sizeof(why)),
+	    CSI_VALIDATION_MISMATCH);
+	ck_assert_str_eq(why, "requested capability 0 is not among the 1 "
+	    "the plugin confirmed");
+	gmode.mode = wmode.mode;
+
+	gmnt.fs_type = "xfs";
+	ck_assert_int_eq(csi_validation_check(&req, &reply, NULL, 0),
+	    CSI_VALIDATION_MISMATCH);
+	gmnt.fs_type = "ext4";
+
+	gmnt.n_mount_flags = 1;		/* "nodev" only */
+	ck_assert_int_eq(csi_validation_check(&req, &reply, NULL, 0),
+	    CSI_VALIDATION_MISMATCH);
+	gmnt.n_mount_flags = 2;
+
+	got.access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
+	got.block = &block;
+	ck_assert_int_eq(csi_validation_check(&req, &reply, NULL, 0),
+	    CSI_VALIDATION_MISMATCH);
+
+	/* Present but empty confirms nothing; absent is no verdict. */
+	confirmed.n_volume_capabilities = 0;
+	ck_assert_int_eq(csi_validation_check(&req, &reply, NULL, 0),
+	    CSI_VALIDATION_MISMATCH);
+	reply.confirmed = NULL;
+	ck_assert_int_eq(csi_validation_check(&req, &reply, NULL, 0),
+	    CSI_VALIDATION_ABSENT);
+}
+END_TEST
+
 static void
 start_plugin_cb(evutil_socket_t fd, short what, void *arg)
 {
@@ -577,6 +697,8 @@ START_TEST(absent_optional_fields_are_not_false)
 	vr = (void *)call(CSI_VALIDATE_VOLUME_CAPABILITIES, &vvc.base, CSI_OK,
 	    NULL);
 	ck_assert_ptr_null(vr->confirmed);
+	ck_assert_int_eq(csi_validation_check(&vvc, vr, NULL, 0),
+	    CSI_VALIDATION_ABSENT);
 	protobuf_c_message_free_unpacked(&vr->base, NULL);
 }
 END_TEST
@@ -761,6 +883,9 @@ main(void)
 	tcase_add_test(tc, volume_lifecycle_with_real_mounts);
 	tcase_add_test(tc, deadline_expires_against_slow_start);
 	tcase_add_test(tc, retries_until_the_socket_comes_up);
+	tcase_add_test(tc, retries_outlast_a_slow_start);
+	tcase_add_test(tc, many_calls_in_flight);
+	tcase_add_test(tc, validation_mismatch_is_caught);
 	tcase_add_test(tc, absent_optional_fields_are_not_false);
 	tcase_add_test(tc, unknown_capabilities_are_tolerated);
 	tcase_add_test(tc, probe_failure_and_exit_mid_call);
