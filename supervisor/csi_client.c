@@ -13,9 +13,11 @@
  * The thread blocks every signal, so signals stay with the loop.
  *
  * An "rpc" is one csi_call(); each attempt is one grpc_call carrying the
- * whole unary exchange in a single batch. This file must not interpret
- * replies beyond decoding them, and must not log requests or replies:
- * they may carry secrets.
+ * whole unary exchange in a single batch. This file reads replies only
+ * where the CSI spec fixes the reading (Probe's optional `ready`,
+ * capability lists with unknown entries, ValidateVolumeCapabilities'
+ * optional `confirmed`); policy is its callers'. It must not log requests
+ * or replies: they may carry secrets.
  */
 #include <errno.h>
 #include <pthread.h>

@@ -12,7 +12,8 @@
  *
  * Callbacks run on the event base's thread, never on the gRPC thread.
  * This module must not know what a volume or a plugin is: it moves
- * messages, and it never logs request contents (they may hold secrets).
+ * messages and reads replies only where the CSI spec fixes how, and it
+ * never logs request contents (they may hold secrets).
  */
 #ifndef BERTH_CSI_CLIENT_H
 #define BERTH_CSI_CLIENT_H
@@ -115,7 +116,10 @@ struct csi_conn;
 typedef void (*csi_callback)(const struct csi_result *result,
     ProtobufCMessage *reply, void *arg);
 
-/* NULL, with a log line, if the completion-queue thread cannot start. */
+/*
+ * NULL, with a log line, if the completion-queue thread cannot start.
+ * The base must outlive the client.
+ */
 struct csi_client *csi_client_new(struct event_base *base);
 /*
  * Closes every connection still open (their calls end with CANCELLED),

@@ -8,6 +8,8 @@
 
 #include "hostpath.h"
 
+#define SVC(t)	CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__##t
+
 #ifndef HOSTPATH_VERSION
 #define HOSTPATH_VERSION "0"
 #endif
@@ -40,12 +42,12 @@ get_plugin_capabilities(struct hostpath *hp, const ProtobufCMessage *req,
 		list[i] = &caps[i];
 	}
 	/* NodeGetInfo reports a topology, which needs this capability. */
-	svc[n].type = CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS;
+	svc[n].type = SVC(VOLUME_ACCESSIBILITY_CONSTRAINTS);
 	caps[n].type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE;
 	caps[n].service = &svc[n];
 	n++;
 	if (hp->mode & HOSTPATH_CONTROLLER) {
-		svc[n].type = CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE;
+		svc[n].type = SVC(CONTROLLER_SERVICE);
 		caps[n].type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE;
 		caps[n].service = &svc[n];
 		n++;

@@ -22,6 +22,7 @@
 #include <sys/statvfs.h>
 
 #include "hostpath.h"
+#include "log.h"
 
 struct where {
 	bool exists;
@@ -78,9 +79,11 @@ remember(struct hostpath *hp, const char *path)
 	for (i = 0; i < HOSTPATH_MAX_CREATED; i++)
 		if (hp->created[i] == NULL) {
 			if ((hp->created[i] = strdup(path)) == NULL)
-				abort();
+				fatal("remember %s", path);
 			return;
 		}
+	log_warnx("remember %s: already %d paths to clean up; this one "
+	    "will be left behind", path, HOSTPATH_MAX_CREATED);
 }
 
 static bool

@@ -32,6 +32,11 @@
 
 #define PLUGIN_START_MS	10000
 
+/* The generated enum names, shortened. */
+#define SVC(t)	CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__##t
+#define NODE(t)	CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__##t
+#define CTL(t)	CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__##t
+
 static char *suite_dir;		/* made by the parent, holds each test's */
 
 static struct {
@@ -264,23 +269,24 @@ START_TEST(identity_and_fingerprint)
 	pc = (void *)call(CSI_GET_PLUGIN_CAPABILITIES, &pcaps.base, CSI_OK,
 	    NULL);
 	ck_assert(csi_plugin_has_service(pc,
-	    CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE));
-	ck_assert(csi_plugin_has_service(pc, CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS));
+	    SVC(CONTROLLER_SERVICE)));
+	ck_assert(csi_plugin_has_service(pc,
+	    SVC(VOLUME_ACCESSIBILITY_CONSTRAINTS)));
 	protobuf_c_message_free_unpacked(&pc->base, NULL);
 
 	nc = (void *)call(CSI_NODE_GET_CAPABILITIES, &ncaps.base, CSI_OK, NULL);
 	ck_assert(csi_node_has_rpc(nc,
-	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME));
+	    NODE(STAGE_UNSTAGE_VOLUME)));
 	ck_assert(csi_node_has_rpc(nc,
-	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS));
+	    NODE(GET_VOLUME_STATS)));
 	protobuf_c_message_free_unpacked(&nc->base, NULL);
 
 	cc = (void *)call(CSI_CONTROLLER_GET_CAPABILITIES, &ccaps.base, CSI_OK,
 	    NULL);
 	ck_assert(csi_controller_has_rpc(cc,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_VOLUME));
+	    CTL(CREATE_DELETE_VOLUME)));
 	ck_assert(!csi_controller_has_rpc(cc,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME));
+	    CTL(PUBLISH_UNPUBLISH_VOLUME)));
 	protobuf_c_message_free_unpacked(&cc->base, NULL);
 
 	ni = (void *)call(CSI_NODE_GET_INFO, &ninfo.base, CSI_OK, NULL);
@@ -341,7 +347,7 @@ START_TEST(node_mode_serves_no_controller)
 	pc = (void *)call(CSI_GET_PLUGIN_CAPABILITIES, &pcaps.base, CSI_OK,
 	    NULL);
 	ck_assert(!csi_plugin_has_service(pc,
-	    CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE));
+	    SVC(CONTROLLER_SERVICE)));
 	protobuf_c_message_free_unpacked(&pc->base, NULL);
 	del.volume_id = "vol";
 	expect(CSI_DELETE_VOLUME, &del.base, CSI_UNIMPLEMENTED, NULL);
@@ -724,23 +730,23 @@ START_TEST(unknown_capabilities_are_tolerated)
 	ck_assert_int_eq(nc->capabilities[1]->type_case,
 	    CSI__V1__NODE_SERVICE_CAPABILITY__TYPE__NOT_SET);
 	ck_assert(csi_node_has_rpc(nc,
-	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME));
+	    NODE(STAGE_UNSTAGE_VOLUME)));
 	ck_assert(csi_node_has_rpc(nc,
-	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS));
+	    NODE(GET_VOLUME_STATS)));
 	protobuf_c_message_free_unpacked(&nc->base, NULL);
 
 	pc = (void *)call(CSI_GET_PLUGIN_CAPABILITIES, &pcaps.base, CSI_OK,
 	    NULL);
 	ck_assert_uint_eq(pc->n_capabilities, 4);
 	ck_assert(csi_plugin_has_service(pc,
-	    CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE));
+	    SVC(CONTROLLER_SERVICE)));
 	protobuf_c_message_free_unpacked(&pc->base, NULL);
 
 	cc = (void *)call(CSI_CONTROLLER_GET_CAPABILITIES, &ccaps.base, CSI_OK,
 	    NULL);
 	ck_assert_uint_eq(cc->n_capabilities, 3);
 	ck_assert(csi_controller_has_rpc(cc,
-	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_VOLUME));
+	    CTL(CREATE_DELETE_VOLUME)));
 	protobuf_c_message_free_unpacked(&cc->base, NULL);
 }
 END_TEST
