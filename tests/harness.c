@@ -21,21 +21,28 @@
 #include "channel.h"
 #include "harness.h"
 
-static pid_t tracked_pids[64];
+/*
+ * Each entry remembers which process tracked it: check's forked children
+ * inherit the atexit handler, and must not clean up their parent's things.
+ */
+static struct { pid_t pid, owner; } tracked_pids[64];
 static int ntracked_pids;
-static char *tracked_dirs[16];
+static struct { char *path; pid_t owner; } tracked_dirs[16];
 static int ntracked_dirs;
 
 static void
 harness_cleanup(void)
 {
+	pid_t self = getpid();
 	int i;
 
 	for (i = 0; i < ntracked_pids; i++)
-		if (tracked_pids[i] > 0 && kill(tracked_pids[i], 0) == 0)
-			kill(tracked_pids[i], SIGKILL);
+		if (tracked_pids[i].owner == self && tracked_pids[i].pid > 0 &&
+		    kill(tracked_pids[i].pid, 0) == 0)
+			kill(tracked_pids[i].pid, SIGKILL);
 	for (i = 0; i < ntracked_dirs; i++)
-		harness_rmtree(tracked_dirs[i]);
+		if (tracked_dirs[i].owner == self)
+			harness_rmtree(tracked_dirs[i].path);
 }
 
 static void
@@ -53,8 +60,11 @@ void
 harness_track_pid(pid_t pid)
 {
 	track_init();
-	if (ntracked_pids < (int)(sizeof(tracked_pids) / sizeof(pid_t)))
-		tracked_pids[ntracked_pids++] = pid;
+	if (ntracked_pids < (int)(sizeof(tracked_pids) /
+	    sizeof(tracked_pids[0]))) {
+		tracked_pids[ntracked_pids].pid = pid;
+		tracked_pids[ntracked_pids++].owner = getpid();
+	}
 }
 
 int
@@ -104,8 +114,11 @@ harness_tmpdir(const char *tag)
 		ck_abort_msg("mkdtemp: %s", strerror(errno));
 	chmod(d, 0755);
 	track_init();
-	if (ntracked_dirs < (int)(sizeof(tracked_dirs) / sizeof(char *)))
-		tracked_dirs[ntracked_dirs++] = strdup(d);
+	if (ntracked_dirs < (int)(sizeof(tracked_dirs) /
+	    sizeof(tracked_dirs[0]))) {
+		tracked_dirs[ntracked_dirs].path = strdup(d);
+		tracked_dirs[ntracked_dirs++].owner = getpid();
+	}
 	return strdup(d);
 }
 

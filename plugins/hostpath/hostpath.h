@@ -1,0 +1,90 @@
+/*
+ * hostpath.h: berth-csi-hostpath, the bundled sample CSI plugin.
+ *
+ * A volume is a directory under <state-dir>/volumes/; staging and
+ * publishing are bind mounts. The plugin exists so that berth's CSI code
+ * is exercised against a real gRPC server that really mounts, and so
+ * that tests can make it misbehave on purpose (the fault_* settings). It
+ * must not be mistaken for storage: it has no capacity accounting, and it
+ * trusts whoever can reach its socket, as every CSI plugin does.
+ */
+#ifndef BERTH_HOSTPATH_H
+#define BERTH_HOSTPATH_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include <grpc/status.h>
+#include <protobuf-c/protobuf-c.h>
+
+#include "csi.pb-c.h"
+
+#define HOSTPATH_NAME		"hostpath.csi.berth.dev"
+#define HOSTPATH_TOPOLOGY_KEY	"topology.hostpath.csi.berth.dev/node"
+#define HOSTPATH_MAX_VOLUMES	1024
+#define HOSTPATH_MAX_CREATED	256
+/* A capability type that no CSI version defines (--fault-unknown-*). */
+#define HOSTPATH_UNKNOWN_CAP	1000
+
+enum hostpath_mode {
+	HOSTPATH_NODE = 1,
+	HOSTPATH_CONTROLLER = 2,
+	HOSTPATH_MONOLITH = HOSTPATH_NODE | HOSTPATH_CONTROLLER,
+};
+
+struct hostpath {
+	const char *node_id;
+	const char *state_dir;
+	char volumes_dir[4096];		/* <state-dir>/volumes */
+	enum hostpath_mode mode;
+
+	/* Mount targets this process created, removed again on undo. */
+	char *created[HOSTPATH_MAX_CREATED];
+
+	/* Fault injection, for tests only. */
+	int fault_slow_start_ms;	/* serve nothing for this long */
+	int fault_probe_fail_after;	/* < 0: never */
+	int probes;
+	bool fault_probe_no_ready;	/* Probe reply without `ready` */
+	bool fault_validate_no_confirmed; /* VVC reply without `confirmed` */
+	bool fault_unknown_caps;	/* capability entries of unknown type */
+	const char *fault_exit_in;	/* method name: exit while serving it */
+};
+
+/* What a handler answers: a status, a message and a packed reply. */
+struct rpc_reply {
+	grpc_status_code status;
+	char message[512];
+	uint8_t *buf;			/* packed reply when status is OK */
+	size_t len;
+};
+
+/* Each handler gets the decoded request and fills the reply. */
+typedef void (*rpc_handler)(struct hostpath *, const ProtobufCMessage *,
+    struct rpc_reply *);
+
+struct rpc_method {
+	const char *path;		/* "/csi.v1.Node/NodeGetInfo" */
+	const char *name;		/* "NodeGetInfo", for --fault-exit-in */
+	enum hostpath_mode service;	/* 0: Identity, always served */
+	const ProtobufCMessageDescriptor *request;
+	rpc_handler handler;
+};
+
+/* server.c */
+int server_run(struct hostpath *, const char *endpoint);
+void reply_ok(struct rpc_reply *, const ProtobufCMessage *msg);
+void reply_error(struct rpc_reply *, grpc_status_code, const char *fmt, ...)
+    __attribute__((format(printf, 3, 4)));
+
+/* identity.c, node.c, controller.c: the method tables. */
+extern const struct rpc_method identity_methods[];
+extern const struct rpc_method node_methods[];
+extern const struct rpc_method controller_methods[];
+
+/* Shared checks (controller.c). */
+bool volume_dir(struct hostpath *, const char *id, char *buf, size_t n,
+    struct rpc_reply *);
+bool capability_supported(const Csi__V1__VolumeCapability *, const char **why);
+
+#endif

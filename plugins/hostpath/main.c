@@ -1,0 +1,141 @@
+/*
+ * main.c: berth-csi-hostpath's flags and start-up.
+ *
+ * Reads its flags and CSI_ENDPOINT, makes sure the state directory
+ * exists, and hands over to the gRPC server loop (server.c). It must not
+ * serve anything itself: every RPC goes through server.c's dispatch.
+ */
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sysexits.h>
+#include <sys/stat.h>
+
+#include "hostpath.h"
+#include "log.h"
+
+static void
+usage(void)
+{
+	fprintf(stderr, "usage: berth-csi-hostpath --node-id ID "
+	    "--state-dir DIR [--mode node|controller|monolith] [-v]\n"
+	    "    [--fault-slow-start-ms N] [--fault-probe-fail-after N]\n"
+	    "    [--fault-probe-no-ready] [--fault-validate-no-confirmed]\n"
+	    "    [--fault-unknown-capabilities] [--fault-exit-in RPCNAME]\n"
+	    "CSI_ENDPOINT=unix:///path/csi.sock in the environment names "
+	    "the socket.\n");
+	exit(EX_USAGE);
+}
+
+static int
+number(const char *flag, const char *s)
+{
+	char *end;
+	long v;
+
+	errno = 0;
+	v = strtol(s, &end, 10);
+	if (errno != 0 || *end != '\0' || end == s || v < 0 || v > INT_MAX)
+		fatalx("%s: '%s' is not a non-negative number", flag, s);
+	return (int)v;
+}
+
+enum {
+	OPT_NODE_ID = 256, OPT_STATE_DIR, OPT_MODE, OPT_SLOW_START,
+	OPT_PROBE_FAIL_AFTER, OPT_PROBE_NO_READY, OPT_VALIDATE_NO_CONFIRMED,
+	OPT_UNKNOWN_CAPS, OPT_EXIT_IN,
+};
+
+static const struct option options[] = {
+	{ "node-id", required_argument, NULL, OPT_NODE_ID },
+	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
+	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "fault-slow-start-ms", required_argument, NULL, OPT_SLOW_START },
+	{ "fault-probe-fail-after", required_argument, NULL,
+	    OPT_PROBE_FAIL_AFTER },
+	{ "fault-probe-no-ready", no_argument, NULL, OPT_PROBE_NO_READY },
+	{ "fault-validate-no-confirmed", no_argument, NULL,
+	    OPT_VALIDATE_NO_CONFIRMED },
+	{ "fault-unknown-capabilities", no_argument, NULL, OPT_UNKNOWN_CAPS },
+	{ "fault-exit-in", required_argument, NULL, OPT_EXIT_IN },
+	{ NULL, 0, NULL, 0 },
+};
+
+int
+main(int argc, char *argv[])
+{
+	struct hostpath hp;
+	const char *endpoint;
+	int ch, verbose = 0;
+
+	memset(&hp, 0, sizeof(hp));
+	hp.mode = HOSTPATH_MONOLITH;
+	hp.fault_probe_fail_after = -1;
+	while ((ch = getopt_long(argc, argv, "v", options, NULL)) != -1) {
+		switch (ch) {
+		case OPT_NODE_ID:
+			hp.node_id = optarg;
+			break;
+		case OPT_STATE_DIR:
+			hp.state_dir = optarg;
+			break;
+		case OPT_MODE:
+			if (strcmp(optarg, "node") == 0)
+				hp.mode = HOSTPATH_NODE;
+			else if (strcmp(optarg, "controller") == 0)
+				hp.mode = HOSTPATH_CONTROLLER;
+			else if (strcmp(optarg, "monolith") == 0)
+				hp.mode = HOSTPATH_MONOLITH;
+			else
+				usage();
+			break;
+		case OPT_SLOW_START:
+			hp.fault_slow_start_ms = number("--fault-slow-start-ms",
+			    optarg);
+			break;
+		case OPT_PROBE_FAIL_AFTER:
+			hp.fault_probe_fail_after = number(
+			    "--fault-probe-fail-after", optarg);
+			break;
+		case OPT_PROBE_NO_READY:
+			hp.fault_probe_no_ready = true;
+			break;
+		case OPT_VALIDATE_NO_CONFIRMED:
+			hp.fault_validate_no_confirmed = true;
+			break;
+		case OPT_UNKNOWN_CAPS:
+			hp.fault_unknown_caps = true;
+			break;
+		case OPT_EXIT_IN:
+			hp.fault_exit_in = optarg;
+			break;
+		case 'v':
+			verbose++;
+			break;
+		default:
+			usage();
+		}
+	}
+	if (optind != argc || hp.node_id == NULL || hp.state_dir == NULL)
+		usage();
+	log_init("berth-csi-hostpath", verbose);
+
+	if ((endpoint = getenv("CSI_ENDPOINT")) == NULL || *endpoint == '\0')
+		fatalx("CSI_ENDPOINT is not set: it must name the plugin's "
+		    "socket, as unix:///path/csi.sock");
+	if (hp.state_dir[0] != '/')
+		fatalx("--state-dir %s: must be an absolute path",
+		    hp.state_dir);
+	if ((size_t)snprintf(hp.volumes_dir, sizeof(hp.volumes_dir),
+	    "%s/volumes", hp.state_dir) >= sizeof(hp.volumes_dir))
+		fatalx("--state-dir %s: path too long", hp.state_dir);
+	if (mkdir(hp.state_dir, 0700) < 0 && errno != EEXIST)
+		fatal("mkdir %s", hp.state_dir);
+	if (mkdir(hp.volumes_dir, 0700) < 0 && errno != EEXIST)
+		fatal("mkdir %s", hp.volumes_dir);
+
+	return server_run(&hp, endpoint);
+}
