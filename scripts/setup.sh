@@ -1,0 +1,34 @@
+#!/bin/sh
+# Install what berth needs on Debian 12, idempotently: build tools and
+# libraries (apt), and the two unprivileged users the processes run as.
+# Sourced by run.sh and test.sh; safe to run again and again.
+set -eu
+
+PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
+ libprotobuf-c-dev protobuf-c-compiler libgrpc-dev libevent-dev libcap-dev
+ libseccomp-dev libsqlite3-dev libjansson-dev libsystemd-dev check sqlite3
+ util-linux procps"
+
+if [ "$(id -u)" -ne 0 ]; then
+	echo "setup.sh: run as root (it installs packages and creates users)" >&2
+	exit 77
+fi
+
+missing=""
+for p in $PKGS; do
+	dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "ok installed" ||
+	    missing="$missing $p"
+done
+if [ -n "$missing" ]; then
+	echo "setup.sh: installing$missing"
+	export DEBIAN_FRONTEND=noninteractive
+	apt-get update -qq
+	# shellcheck disable=SC2086
+	apt-get install -y -qq --no-install-recommends $missing >/dev/null
+fi
+
+for u in berth berth-registry; do
+	getent passwd "$u" >/dev/null ||
+	    useradd --system --no-create-home --home-dir /nonexistent \
+	    --shell /usr/sbin/nologin "$u"
+done
