@@ -256,6 +256,12 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	uint64_t start = 0;
 	pid_t pid = -1;
 
+	/* Refuse before launching: a plugin we cannot watch must not run. */
+	for (i = 0; i < PLUGIN_MAX && m->plugins[i].pidfd > 0; i++)
+		;
+	if (i == PLUGIN_MAX)
+		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "at most "
+		    "%d plugins at once; stop one first", PLUGIN_MAX);
 	if ((code = load_def(m, rq->def, &d, &fds[0], why)) != OK ||
 	    (code = volume_need_shared(m, rq->path, why)) != OK ||
 	    (code = volume_need_shared(m, rq->path2, why)) != OK)
