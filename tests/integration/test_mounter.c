@@ -182,6 +182,59 @@ START_TEST(plugin_start_signal_adopt)
 }
 END_TEST
 
+/* Plugin 65 is refused before it is launched, not left unwatched. */
+START_TEST(plugin_table_full_refuses_before_launch)
+{
+	Berth__PluginHandle h[65];
+	struct mclient c;
+	char *plugins = plugin_dir(""), alloc[32], *before, what[1024];
+	int i, pidfd;
+
+	harness_private_mounts();
+	before = mounts_snapshot();
+	mc_start(&c, plugins);
+	for (i = 0; i < 65; i++) {
+		h[i] = (Berth__PluginHandle)BERTH__PLUGIN_HANDLE__INIT;
+		snprintf(alloc, sizeof(alloc), "alloc-%d", i);
+		ck_assert_int_eq(mc_prepare_plugin(&c, T, P, alloc), 0);
+		if (i < 64) {
+			ck_assert_int_eq(mc_start_plugin(&c, "csi", T, P, alloc,
+			    &h[i], &pidfd), 0);
+			close(pidfd);
+		}
+	}
+	ck_assert_int_eq(mc_start_plugin(&c, "csi", T, P, "alloc-64", &h[64],
+	    &pidfd), BERTH__ERROR_CODE__ERROR_CONFLICT);
+	ck_assert_int_eq(h[64].pid, 0);
+	ck_assert_int_eq(c.exits, 0);
+	for (i = 0; i < 64; i++)
+		ck_assert_int_eq(mc_signal(&c, &h[i],
+		    BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_KILL), 0);
+	for (i = 0; i < 200 && c.exits < 64; i++)
+		mc_wait(&c, 50);
+	ck_assert_int_eq(c.exits, 64);
+	/* A slot is free again: plugin 65 starts now. */
+	ck_assert_int_eq(mc_start_plugin(&c, "csi", T, P, "alloc-64", &h[64],
+	    &pidfd), 0);
+	close(pidfd);
+	ck_assert_int_eq(mc_signal(&c, &h[64],
+	    BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_KILL), 0);
+	for (i = 0; i < 100 && c.exits < 65; i++)
+		mc_wait(&c, 50);
+	for (i = 0; i < 65; i++) {
+		snprintf(alloc, sizeof(alloc), "alloc-%d", i);
+		ck_assert_int_eq(mc_cleanup(&c, alloc), 0);
+	}
+	mc_release_plugin(&c, T, P);
+	ck_assert_msg(!mounts_added(before, what, sizeof(what)),
+	    "left behind: %s", what);
+	free(before);
+	mc_stop(&c);
+	harness_rmtree(plugins);
+	free(plugins);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -191,5 +244,6 @@ main(void)
 	tcase_add_unchecked_fixture(tc, mc_track_init, mc_track_cleanup);
 	tcase_add_test(tc, prepare_bind_unbind_cleanup);
 	tcase_add_test(tc, plugin_start_signal_adopt);
+	tcase_add_test(tc, plugin_table_full_refuses_before_launch);
 	return harness_run("mounter", tc);
 }
