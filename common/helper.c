@@ -205,6 +205,8 @@ int
 helper_serve(struct helper *h)
 {
 	event_base_dispatch(h->base);
+	if (h->before_close != NULL)
+		h->before_close(h);
 	chan_free(h->chan);
 	h->chan = NULL;
 	return h->exit_code;

@@ -33,6 +33,8 @@ struct helper {
 	bool hello_done;
 	int exit_code;
 	void *arg;
+	/* Last work that still needs the channel (answers owed); may be NULL. */
+	void (*before_close)(struct helper *h);
 	struct chan_ops ops;		/* filled by helper_init() */
 };
 

@@ -32,6 +32,13 @@ usage(void)
 	exit(EX_USAGE);
 }
 
+/* A Shutdown read in the same turn as writes: commit and answer them. */
+static void
+registry_before_close(struct helper *h)
+{
+	batch_flush(h->arg);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -91,6 +98,7 @@ main(int argc, char **argv)
 	h->role = BERTH__ROLE__ROLE_REGISTRY;
 	h->dispatch = registry_dispatch;
 	h->arg = &reg;
+	h->before_close = registry_before_close;
 	/*
 	 * Three priorities; events get the middle one by default. The group
 	 * commit runs at the lowest, once nothing readable is left.

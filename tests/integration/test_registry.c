@@ -756,6 +756,54 @@ slurp(const char *path, size_t *len)
 	return buf;
 }
 
+/* Writes read in the same turn as a Shutdown are committed and answered. */
+START_TEST(writes_before_a_shutdown_are_answered)
+{
+	static struct rt_res r[50];
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__Shutdown sd = BERTH__SHUTDOWN__INIT;
+	Berth__PluginInstance pi;
+	struct regtest t;
+	struct rt_res l;
+	char alloc[16];
+	int i, done;
+
+	regtest_dir(&t, "reg-shutdown");
+	regtest_start(&t);
+	for (i = 0; i < 50; i++) {
+		memset(&r[i], 0, sizeof(r[i]));
+		snprintf(alloc, sizeof(alloc), "a%d", i);
+		rt_instance(&pi, P_NODE, "late", alloc, "unix:///x/late");
+		ck_assert_int_eq(regclient_register(t.rc, &pi, rt_cb, &r[i]), 0);
+	}
+	sd.reason = "test";
+	env.body_case = BERTH__ENVELOPE__BODY_SHUTDOWN;
+	env.shutdown = &sd;
+	ck_assert_int_eq(chan_notice(t.chan, &env, -1), 0);
+	for (i = 0, done = 0; i < 500 && done < 50; i++) {
+		regtest_spin(&t, 10);
+		for (done = 0; done < 50 && r[done].done; done++)
+			;
+	}
+	for (i = 0; i < 50; i++) {
+		ck_assert_msg(r[i].done, "write %d never answered", i);
+		ck_assert_msg(r[i].code == BERTH__ERROR_CODE__ERROR_NONE,
+		    "write %d: %s %s", i, ipc_error_name(r[i].code), r[i].msg);
+		rt_done(&r[i]);
+	}
+	ck_assert(proc_wait_exit(&t.proc, 15000));
+	regtest_kill(&t);
+	regtest_start(&t);
+	RT(&t, l, regclient_list_plugins(t.rc, P_NODE, "late", rt_plugins_cb,
+	    &l));
+	must(&l, "list");
+	ck_assert_uint_eq(l.n, 50);
+	rt_done(&l);
+	regtest_stop(&t);
+	regtest_cleanup(&t);
+}
+END_TEST
+
 START_TEST(damaged_or_newer_databases_are_refused_and_kept)
 {
 	struct regtest t;
@@ -823,5 +871,6 @@ main(void)
 	    the_event_log_is_bounded_and_an_old_index_reports_a_gap);
 	tcase_add_test(tc, bad_input_gets_typed_errors_and_the_registry_goes_on);
 	tcase_add_test(tc, damaged_or_newer_databases_are_refused_and_kept);
+	tcase_add_test(tc, writes_before_a_shutdown_are_answered);
 	return harness_run("registry", tc);
 }
