@@ -49,6 +49,18 @@ op_reply(struct op *op, Berth__Envelope__BodyCase body)
 	return rep;
 }
 
+int
+op_reply_index(struct op *op, uint64_t index)
+{
+	Berth__Envelope *rep = op_reply(op, BERTH__ENVELOPE__BODY_INDEX_REPLY);
+	Berth__IndexReply *ir = arena_alloc(&op->arena, sizeof(*ir));
+
+	berth__index_reply__init(ir);
+	ir->index = index;
+	rep->index_reply = ir;
+	return 0;
+}
+
 static void
 op_free(struct op *op)
 {

@@ -204,8 +204,6 @@ int
 claims_delete_volume(struct registry *r, struct op *op)
 {
 	const Berth__VolumeKey *key = op->req->delete_volume->key;
-	Berth__IndexReply *ir;
-	Berth__Envelope *rep;
 	sqlite3_stmt *st;
 	int64_t claims;
 	int rc;
@@ -233,12 +231,7 @@ claims_delete_volume(struct registry *r, struct op *op)
 		return op_db_fail(op, &r->store, "claims_delete_volume");
 	if (sqlite3_changes(r->store.db) == 0)
 		return volume_not_found(op, key->namespace_, key->id);
-	rep = op_reply(op, BERTH__ENVELOPE__BODY_INDEX_REPLY);
-	ir = arena_alloc(&op->arena, sizeof(*ir));
-	berth__index_reply__init(ir);
-	ir->index = store_next_index(&r->store);
-	rep->index_reply = ir;
-	return 0;
+	return op_reply_index(op, store_next_index(&r->store));
 }
 
 static bool
@@ -390,8 +383,6 @@ int
 claims_release(struct registry *r, struct op *op)
 {
 	const Berth__ReleaseClaim *in = op->req->release_claim;
-	Berth__IndexReply *ir;
-	Berth__Envelope *rep;
 	Berth__ClaimMode mode;
 	sqlite3_stmt *st;
 	uint64_t index;
@@ -417,10 +408,5 @@ claims_release(struct registry *r, struct op *op)
 	if (emit(r, BERTH__EVENT_TYPE__EVENT_TYPE_CLAIM_RELEASED, index,
 	    in->namespace_, in->volume, in->alloc, mode) < 0)
 		return op_db_fail(op, &r->store, "claims_release: event");
-	rep = op_reply(op, BERTH__ENVELOPE__BODY_INDEX_REPLY);
-	ir = arena_alloc(&op->arena, sizeof(*ir));
-	berth__index_reply__init(ir);
-	ir->index = index;
-	rep->index_reply = ir;
-	return 0;
+	return op_reply_index(op, index);
 }

@@ -193,8 +193,6 @@ int
 handles_delete(struct registry *r, struct op *op)
 {
 	const Berth__Handle *in = op->req->delete_handle->handle;
-	Berth__IndexReply *ir;
-	Berth__Envelope *rep;
 	sqlite3_stmt *st;
 	int rc;
 
@@ -210,12 +208,7 @@ handles_delete(struct registry *r, struct op *op)
 		    BERTH__HANDLE__HANDLE_REATTACH ? "reattach" :
 		    in->handle_case == BERTH__HANDLE__HANDLE_PROCESS ?
 		    "process" : "mount");
-	rep = op_reply(op, BERTH__ENVELOPE__BODY_INDEX_REPLY);
-	ir = arena_alloc(&op->arena, sizeof(*ir));
-	berth__index_reply__init(ir);
-	ir->index = store_next_index(&r->store);
-	rep->index_reply = ir;
-	return 0;
+	return op_reply_index(op, store_next_index(&r->store));
 }
 
 /* One page: kinds in order, rows in order within a kind. */

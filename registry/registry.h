@@ -100,6 +100,8 @@ int op_fail(struct op *op, Berth__ErrorCode code, const char *fmt, ...)
     BERTH_PRINTF(3, 4);
 /* A reply envelope in op's arena, with its body case set. */
 Berth__Envelope *op_reply(struct op *op, Berth__Envelope__BodyCase body);
+/* The common answer to a write: the index it was given; returns 0. */
+int op_reply_index(struct op *op, uint64_t index);
 /* An internal error from SQLite, logged with what failed. */
 int op_db_fail(struct op *op, struct store *s, const char *what);
 

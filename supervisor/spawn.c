@@ -17,7 +17,6 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #include "helper.h"
@@ -47,7 +46,6 @@ child(const char *path, char *const argv[], int sock)
 {
 	static char *const envp[] = { NULL };
 	sigset_t none;
-	int null;
 
 	setsid();
 	sigemptyset(&none);
@@ -60,11 +58,8 @@ child(const char *path, char *const argv[], int sock)
 	} else if (dup2(sock, BERTH_HELPER_FD) < 0) {
 		_exit(127);
 	}
-	if ((null = open("/dev/null", O_RDONLY)) >= 0 && null != 0) {
-		dup2(null, STDIN_FILENO);
-		close(null);
-	}
-	syscall(SYS_close_range, BERTH_HELPER_FD + 1, ~0U, 0);
+	if (helper_close_inherited(BERTH_HELPER_FD) < 0)
+		_exit(127);
 	execve(path, argv, envp);
 	log_warn("spawn: exec %s", path);
 	_exit(127);
