@@ -13,27 +13,42 @@
 #include <jansson.h>
 
 #include "config.h"
+#include "duration.h"
 #include "layout.h"
 
-enum key_check { CHECK_NONE, CHECK_ABS_DIR, CHECK_LEVEL };
+enum key_type { KEY_STRING, KEY_DURATION, KEY_LIST };
+enum key_check { CHECK_NONE, CHECK_ABS_DIR, CHECK_LEVEL, CHECK_POSITIVE,
+	CHECK_ANY };
 
 struct key {
 	const char *name;
 	size_t off;
-	const char *def;
+	const char *def;	/* a list's default is empty */
 	enum key_check check;
+	enum key_type type;
 };
 
+#define STR(n, f, d, c) { n, offsetof(struct berth_config, f), d, c, KEY_STRING }
+#define DUR(n, f, d) { n, offsetof(struct berth_config, f), d, \
+	CHECK_POSITIVE, KEY_DURATION }
+#define LIST(n, f) { n, offsetof(struct berth_config, f), NULL, CHECK_NONE, \
+	KEY_LIST }
+
 static const struct key keys[] = {
-	{ "data_dir", offsetof(struct berth_config, data_dir),
-	  "/var/lib/berth", CHECK_ABS_DIR },
-	{ "run_dir", offsetof(struct berth_config, run_dir), "/run/berth",
-	  CHECK_ABS_DIR },
-	{ "user", offsetof(struct berth_config, user), "berth", CHECK_NONE },
-	{ "registry_user", offsetof(struct berth_config, registry_user),
-	  "berth-registry", CHECK_NONE },
-	{ "log_level", offsetof(struct berth_config, log_level), "info",
-	  CHECK_LEVEL },
+	STR("data_dir", data_dir, "/var/lib/berth", CHECK_ABS_DIR),
+	STR("run_dir", run_dir, "/run/berth", CHECK_ABS_DIR),
+	STR("user", user, "berth", CHECK_NONE),
+	STR("registry_user", registry_user, "berth-registry", CHECK_NONE),
+	STR("log_level", log_level, "info", CHECK_LEVEL),
+	STR("alloc_dir", alloc_dir, "/etc/berth/allocs.d", CHECK_ABS_DIR),
+	STR("sysfs_root", sysfs_root, "/sys", CHECK_ABS_DIR),
+	DUR("plugin_heartbeat", plugin_heartbeat_ms, "30s"),
+	DUR("plugin_resync", plugin_resync_ms, "30s"),
+	DUR("plugin_retry_initial", plugin_retry_initial_ms, "5s"),
+	DUR("plugin_retry_max", plugin_retry_max_ms, "2m"),
+	DUR("device_stats_interval", device_stats_interval_ms, "1s"),
+	LIST("driver_allow", driver_allow),
+	LIST("driver_block", driver_block),
 };
 
 #define NKEYS (sizeof(keys) / sizeof(keys[0]))
@@ -44,6 +59,56 @@ slot(struct berth_config *cfg, const struct key *k)
 	return (char **)((char *)cfg + k->off);
 }
 
+static void
+free_value(struct berth_config *cfg, const struct key *k)
+{
+	char **l;
+
+	if (k->type == KEY_STRING)
+		free(*slot(cfg, k));
+	else if (k->type == KEY_LIST && (l = *(char ***)slot(cfg, k)) != NULL) {
+		for (; *l != NULL; l++)
+			free(*l);
+		free(*(char ***)slot(cfg, k));
+		*(char ***)slot(cfg, k) = NULL;
+	}
+}
+
+/*
+ * Store one value: a string or duration from v, a list from the JSON
+ * array val (NULL: the empty list). -ENOMEM, or -EINVAL with err set.
+ */
+static int
+set_value(struct berth_config *cfg, const struct key *k, const char *v,
+    json_t *val)
+{
+	char **list, err[256];
+	size_t i, n;
+
+	switch (k->type) {
+	case KEY_STRING:
+		free(*slot(cfg, k));
+		return (*slot(cfg, k) = strdup(v)) == NULL ? -ENOMEM : 0;
+	case KEY_DURATION:
+		return duration_parse(v, (int64_t *)(void *)slot(cfg, k), err,
+		    sizeof(err)) < 0 ? -EINVAL : 0;
+	case KEY_LIST:
+		n = val != NULL ? json_array_size(val) : 0;
+		if ((list = calloc(n + 1, sizeof(*list))) == NULL)
+			return -ENOMEM;
+		for (i = 0; i < n; i++)
+			if ((list[i] = strdup(json_string_value(
+			    json_array_get(val, i)))) == NULL)
+				break;
+		free_value(cfg, k);
+		*(char ***)slot(cfg, k) = list;
+		if (i < n)
+			return -ENOMEM;
+		return 0;
+	}
+	return -EINVAL;
+}
+
 int
 config_defaults(struct berth_config *cfg)
 {
@@ -51,7 +116,7 @@ config_defaults(struct berth_config *cfg)
 
 	memset(cfg, 0, sizeof(*cfg));
 	for (i = 0; i < NKEYS; i++)
-		if ((*slot(cfg, &keys[i]) = strdup(keys[i].def)) == NULL)
+		if (set_value(cfg, &keys[i], keys[i].def, NULL) < 0)
 			return -ENOMEM;
 	return 0;
 }
@@ -62,7 +127,7 @@ config_free(struct berth_config *cfg)
 	size_t i;
 
 	for (i = 0; i < NKEYS; i++)
-		free(*slot(cfg, &keys[i]));
+		free_value(cfg, &keys[i]);
 	free(cfg->path);
 	memset(cfg, 0, sizeof(*cfg));
 }
@@ -88,6 +153,23 @@ check_value(const struct key *k, const char *v, char *err, size_t errlen)
 			return -1;
 		}
 		break;
+	case CHECK_POSITIVE: {
+		int64_t ms;
+		char why[200];
+
+		if (duration_parse(v, &ms, why, sizeof(why)) < 0) {
+			snprintf(err, errlen, "\"%s\": %s", k->name, why);
+			return -1;
+		}
+		if (ms <= 0) {
+			snprintf(err, errlen, "\"%s\" must be longer than 0s",
+			    k->name);
+			return -1;
+		}
+		break;
+	}
+	case CHECK_ANY:
+		break;
 	case CHECK_NONE:
 		if (len == 0) {
 			snprintf(err, errlen, "\"%s\" must not be empty",
@@ -95,6 +177,36 @@ check_value(const struct key *k, const char *v, char *err, size_t errlen)
 			return -1;
 		}
 		break;
+	}
+	return 0;
+}
+
+/* A list: an array of non-empty strings without duplicates. */
+static int
+check_list(const struct key *k, json_t *val, char *err, size_t errlen)
+{
+	size_t i, j;
+
+	if (!json_is_array(val)) {
+		snprintf(err, errlen, "\"%s\" must be an array of strings",
+		    k->name);
+		return -1;
+	}
+	for (i = 0; i < json_array_size(val); i++) {
+		const char *s = json_string_value(json_array_get(val, i));
+
+		if (s == NULL || *s == '\0') {
+			snprintf(err, errlen, "\"%s\"[%zu] must be a non-empty "
+			    "string", k->name, i);
+			return -1;
+		}
+		for (j = 0; j < i; j++)
+			if (strcmp(s, json_string_value(json_array_get(val,
+			    j))) == 0) {
+				snprintf(err, errlen, "\"%s\" names \"%s\" "
+				    "twice", k->name, s);
+				return -1;
+			}
 	}
 	return 0;
 }
@@ -187,19 +299,22 @@ config_load(const char *path, struct berth_config *cfg, char *err,
 			    name);
 			goto fail;
 		}
-		if (!json_is_string(val)) {
+		if (keys[i].type == KEY_LIST) {
+			if (check_list(&keys[i], val, err, errlen) < 0) {
+				prefix_path(err, errlen, path);
+				goto fail;
+			}
+		} else if (!json_is_string(val)) {
 			snprintf(err, errlen, "config %s: \"%s\" must be a "
-			    "string", path, name);
+			    "string%s", path, name, keys[i].type ==
+			    KEY_DURATION ? " such as \"30s\"" : "");
 			goto fail;
-		}
-		if (check_value(&keys[i], json_string_value(val), err,
+		} else if (check_value(&keys[i], json_string_value(val), err,
 		    errlen) < 0) {
 			prefix_path(err, errlen, path);
 			goto fail;
 		}
-		free(*slot(cfg, &keys[i]));
-		if ((*slot(cfg, &keys[i]) = strdup(json_string_value(val))) ==
-		    NULL) {
+		if (set_value(cfg, &keys[i], json_string_value(val), val) < 0) {
 			snprintf(err, errlen, "out of memory");
 			goto fail;
 		}

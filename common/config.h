@@ -10,6 +10,7 @@
 #define BERTH_CONFIG_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 #define BERTH_EX_CONFIG 78	/* sysexits.h EX_CONFIG */
 
@@ -20,6 +21,17 @@ struct berth_config {
 	char *user;		/* default berth */
 	char *registry_user;	/* default berth-registry */
 	char *log_level;	/* "info" or "debug" */
+	char *alloc_dir;	/* allocation documents; /etc/berth/allocs.d */
+	char *sysfs_root;	/* where devices are read from; /sys */
+	/* Durations, in milliseconds. */
+	int64_t plugin_heartbeat_ms;	/* probe interval once healthy; 30s */
+	int64_t plugin_resync_ms;	/* CSI manager's backstop resync; 30s */
+	int64_t plugin_retry_initial_ms; /* driver/device retry; 5s */
+	int64_t plugin_retry_max_ms;	/* doubling up to this; 2m */
+	int64_t device_stats_interval_ms; /* 1s */
+	/* Lists: NULL-terminated, empty by default. */
+	char **driver_allow;	/* empty: every driver */
+	char **driver_block;
 };
 
 /* 0, or -1 with a one-line reason in err (and cfg left empty). */

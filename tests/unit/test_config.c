@@ -56,6 +56,30 @@ START_TEST(defaults_and_overrides)
 }
 END_TEST
 
+START_TEST(durations_and_lists)
+{
+	struct berth_config cfg;
+	char err[512];
+
+	ck_assert_int_eq(load("{}", &cfg, err, sizeof(err)), 0);
+	ck_assert_int_eq(cfg.plugin_heartbeat_ms, 30000);
+	ck_assert_int_eq(cfg.plugin_retry_initial_ms, 5000);
+	ck_assert_int_eq(cfg.plugin_retry_max_ms, 120000);
+	ck_assert_int_eq(cfg.device_stats_interval_ms, 1000);
+	ck_assert_ptr_nonnull(cfg.driver_allow);
+	ck_assert_ptr_null(cfg.driver_allow[0]);
+	config_free(&cfg);
+	ck_assert_int_eq(load("{\"plugin_heartbeat\": \"1m30s\", "
+	    "\"driver_block\": [\"exec\", \"raw\"]}", &cfg, err,
+	    sizeof(err)), 0);
+	ck_assert_int_eq(cfg.plugin_heartbeat_ms, 90000);
+	ck_assert_str_eq(cfg.driver_block[0], "exec");
+	ck_assert_str_eq(cfg.driver_block[1], "raw");
+	ck_assert_ptr_null(cfg.driver_block[2]);
+	config_free(&cfg);
+}
+END_TEST
+
 static void
 refused(const char *text, const char *expect)
 {
@@ -82,6 +106,14 @@ START_TEST(refusals_say_what_to_change)
 	refused("[1]", "top level must be a JSON object");
 	refused("{\"user\": \"a\", \"user\": \"b\"}", "line 1");
 	refused("{", "line 1");
+	refused("{\"plugin_heartbeat\": 30}", "such as \"30s\"");
+	refused("{\"plugin_heartbeat\": \"30\"}", "needs a unit");
+	refused("{\"plugin_heartbeat\": \"5x\"}", "unknown unit \"x\"");
+	refused("{\"plugin_heartbeat\": \"0s\"}", "longer than 0s");
+	refused("{\"driver_allow\": \"exec\"}", "must be an array");
+	refused("{\"driver_allow\": [\"\"]}", "[0] must be a non-empty");
+	refused("{\"driver_allow\": [\"a\", 1]}", "[1] must be a non-empty");
+	refused("{\"driver_allow\": [\"a\", \"a\"]}", "names \"a\" twice");
 	memset(longdir, 'd', sizeof(longdir));
 	longdir[0] = '/';
 	memcpy(longdir + sizeof(longdir) - 1, "", 1);
@@ -117,6 +149,7 @@ main(void)
 
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, defaults_and_overrides);
+	tcase_add_test(tc, durations_and_lists);
 	tcase_add_test(tc, refusals_say_what_to_change);
 	tcase_add_test(tc, missing_file_is_named);
 	return harness_run("config", tc);
