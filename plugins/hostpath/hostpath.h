@@ -48,6 +48,9 @@ struct hostpath {
 	bool fault_probe_no_ready;	/* Probe reply without `ready` */
 	bool fault_validate_no_confirmed; /* VVC reply without `confirmed` */
 	bool fault_unknown_caps;	/* capability entries of unknown type */
+	bool fault_minimal;		/* every optional field left out */
+	int fault_slow_probe;		/* this probe (1-based) is slow ... */
+	int fault_slow_probe_ms;	/* ... by this much */
 	const char *fault_exit_in;	/* method name: exit while serving it */
 };
 

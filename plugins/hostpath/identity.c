@@ -5,6 +5,7 @@
  * the Probe faults are injected. It must not touch the file system.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include "hostpath.h"
 
@@ -22,7 +23,8 @@ get_plugin_info(struct hostpath *hp, const ProtobufCMessage *req,
 	    CSI__V1__GET_PLUGIN_INFO_RESPONSE__INIT;
 
 	out.name = HOSTPATH_NAME;
-	out.vendor_version = HOSTPATH_VERSION;
+	if (!hp->fault_minimal)
+		out.vendor_version = HOSTPATH_VERSION;
 	reply_ok(r, &out.base);
 }
 
@@ -42,10 +44,12 @@ get_plugin_capabilities(struct hostpath *hp, const ProtobufCMessage *req,
 		list[i] = &caps[i];
 	}
 	/* NodeGetInfo reports a topology, which needs this capability. */
-	svc[n].type = SVC(VOLUME_ACCESSIBILITY_CONSTRAINTS);
-	caps[n].type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE;
-	caps[n].service = &svc[n];
-	n++;
+	if (!hp->fault_minimal) {
+		svc[n].type = SVC(VOLUME_ACCESSIBILITY_CONSTRAINTS);
+		caps[n].type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE;
+		caps[n].service = &svc[n];
+		n++;
+	}
 	if (hp->mode & HOSTPATH_CONTROLLER) {
 		svc[n].type = SVC(CONTROLLER_SERVICE);
 		caps[n].type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE;
@@ -78,6 +82,8 @@ probe(struct hostpath *hp, const ProtobufCMessage *req, struct rpc_reply *r)
 		return;
 	}
 	hp->probes++;
+	if (hp->probes == hp->fault_slow_probe)
+		usleep((useconds_t)hp->fault_slow_probe_ms * 1000);
 	ready.value = true;
 	if (!hp->fault_probe_no_ready)
 		out.ready = &ready;

@@ -25,6 +25,7 @@ usage(void)
 	    "    [--fault-slow-start-ms N] [--fault-probe-fail-after N]\n"
 	    "    [--fault-probe-no-ready] [--fault-validate-no-confirmed]\n"
 	    "    [--fault-unknown-capabilities] [--fault-exit-in RPCNAME]\n"
+	    "    [--fault-minimal] [--fault-slow-probe N:MS]\n"
 	    "CSI_ENDPOINT=unix:///path/csi.sock in the environment names "
 	    "the socket.\n");
 	exit(EX_USAGE);
@@ -46,7 +47,7 @@ number(const char *flag, const char *s)
 enum {
 	OPT_NODE_ID = 256, OPT_STATE_DIR, OPT_MODE, OPT_SLOW_START,
 	OPT_PROBE_FAIL_AFTER, OPT_PROBE_NO_READY, OPT_VALIDATE_NO_CONFIRMED,
-	OPT_UNKNOWN_CAPS, OPT_EXIT_IN,
+	OPT_UNKNOWN_CAPS, OPT_EXIT_IN, OPT_MINIMAL, OPT_SLOW_PROBE,
 };
 
 static const struct option options[] = {
@@ -61,6 +62,8 @@ static const struct option options[] = {
 	    OPT_VALIDATE_NO_CONFIRMED },
 	{ "fault-unknown-capabilities", no_argument, NULL, OPT_UNKNOWN_CAPS },
 	{ "fault-exit-in", required_argument, NULL, OPT_EXIT_IN },
+	{ "fault-minimal", no_argument, NULL, OPT_MINIMAL },
+	{ "fault-slow-probe", required_argument, NULL, OPT_SLOW_PROBE },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -69,6 +72,7 @@ main(int argc, char *argv[])
 {
 	struct hostpath hp;
 	const char *endpoint;
+	char *state = NULL;
 	int ch, verbose = 0;
 
 	memset(&hp, 0, sizeof(hp));
@@ -112,6 +116,24 @@ main(int argc, char *argv[])
 		case OPT_EXIT_IN:
 			hp.fault_exit_in = optarg;
 			break;
+		case OPT_MINIMAL:
+			hp.fault_minimal = true;
+			hp.fault_probe_no_ready = true;
+			hp.fault_unknown_caps = true;
+			break;
+		case OPT_SLOW_PROBE: {
+			char *colon = strchr(optarg, ':');
+
+			if (colon == NULL)
+				fatalx("--fault-slow-probe %s: write N:MS, for "
+				    "example 3:2000", optarg);
+			*colon = '\0';
+			hp.fault_slow_probe = number("--fault-slow-probe",
+			    optarg);
+			hp.fault_slow_probe_ms = number("--fault-slow-probe",
+			    colon + 1);
+			break;
+		}
 		case 'v':
 			verbose++;
 			break;
@@ -126,16 +148,21 @@ main(int argc, char *argv[])
 	if ((endpoint = getenv("CSI_ENDPOINT")) == NULL || *endpoint == '\0')
 		fatalx("CSI_ENDPOINT is not set: it must name the plugin's "
 		    "socket, as unix:///path/csi.sock");
-	if (hp.state_dir[0] != '/')
-		fatalx("--state-dir %s: must be an absolute path",
-		    hp.state_dir);
+	/* A relative state directory is the task's: under its cwd. */
+	if (mkdir(hp.state_dir, 0700) < 0 && errno != EEXIST)
+		fatal("mkdir %s", hp.state_dir);
+	if (hp.state_dir[0] != '/') {
+		if ((state = realpath(hp.state_dir, NULL)) == NULL)
+			fatal("realpath %s", hp.state_dir);
+		hp.state_dir = state;
+	}
 	if ((size_t)snprintf(hp.volumes_dir, sizeof(hp.volumes_dir),
 	    "%s/volumes", hp.state_dir) >= sizeof(hp.volumes_dir))
 		fatalx("--state-dir %s: path too long", hp.state_dir);
-	if (mkdir(hp.state_dir, 0700) < 0 && errno != EEXIST)
-		fatal("mkdir %s", hp.state_dir);
 	if (mkdir(hp.volumes_dir, 0700) < 0 && errno != EEXIST)
 		fatal("mkdir %s", hp.volumes_dir);
 
-	return server_run(&hp, endpoint);
+	ch = server_run(&hp, endpoint);
+	free(state);
+	return ch;
 }

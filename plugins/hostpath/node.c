@@ -388,8 +388,10 @@ node_get_info(struct hostpath *hp, const ProtobufCMessage *msg,
 	topo.n_segments = 1;
 	topo.segments = segs;
 	out.node_id = (char *)hp->node_id;
-	out.max_volumes_per_node = HOSTPATH_MAX_VOLUMES;
-	out.accessible_topology = &topo;
+	if (!hp->fault_minimal) {
+		out.max_volumes_per_node = HOSTPATH_MAX_VOLUMES;
+		out.accessible_topology = &topo;
+	}
 	reply_ok(r, &out.base);
 }
 
