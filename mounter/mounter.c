@@ -154,10 +154,9 @@ mounter_takes_fd(Berth__Envelope__BodyCase body)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: berth-mounter --spawned --data-dir DIR "
-	    "--run-dir DIR [--plugins-dir DIR] [--verbose]\n"
-	    "berth-mounter is started by berth-supervisor; see "
-	    "berth-mounter(8).\n");
+	fprintf(stderr, "usage: berth-mounter --spawned --data-dir DIR --run-dir "
+	    "DIR [--plugins-dir DIR] [--verbose]\n(berth-supervisor starts it; "
+	    "see berth-mounter(8))\n");
 	exit(EX_USAGE);
 }
 
@@ -230,11 +229,9 @@ main(int argc, char **argv)
 	if ((m.launcher_fd = launcher_spawn(m.data_fd)) < 0)
 		fatalx("main: plugin launcher: %s", strerror(-m.launcher_fd));
 
-	m.h.name = "berth-mounter";
-	m.h.role = BERTH__ROLE__ROLE_MOUNTER;
-	m.h.dispatch = mounter_dispatch;
-	m.h.takes_fd = mounter_takes_fd;
-	m.h.arg = &m;
+	m.h = (struct helper){ .name = "berth-mounter", .arg = &m,
+	    .role = BERTH__ROLE__ROLE_MOUNTER, .dispatch = mounter_dispatch,
+	    .takes_fd = mounter_takes_fd };
 	if ((r = helper_init(&m.h, BERTH_HELPER_FD)) < 0)
 		fatalx("main: event loop: %s", strerror(-r));
 	if ((r = sandbox_lock()) < 0)

@@ -93,6 +93,18 @@ handle(struct mreq *rq, const Berth__PluginHandle *hd, char *why)
 #define BODY(type, r, field) const type *r = env->field; \
 	TRY(known(r, #field, why))
 
+/* An owner other than root and -1; none at all (0, 0) only if optional. */
+static Berth__ErrorCode
+owner(uint32_t uid, uint32_t gid, bool optional, struct mreq *rq, char *why)
+{
+	if ((uid == 0 || gid == 0 || uid == (uint32_t)-1 ||
+	    gid == (uint32_t)-1) && !(optional && uid == 0 && gid == 0))
+		return fail(why, BAD, "an owner must be neither root nor -1");
+	rq->uid = uid;
+	rq->gid = gid;
+	return OK;
+}
+
 Berth__ErrorCode
 request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 {
@@ -112,6 +124,7 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		ID(type, r->plugin_type, "plugin_type");
 		ID(plugin, r->plugin_id, "plugin_id");
 		ID(alloc, r->alloc_id, "alloc_id");
+		TRY(owner(r->owner_uid, r->owner_gid, true, rq, why));
 		PATH(layout_plugin_root(rq->path, n, rq->type, rq->plugin));
 		PATH(layout_plugin_socket_dir(rq->path2, n, rq->alloc));
 		return OK;
@@ -167,12 +180,7 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 
 		ID(alloc, r->alloc_id, "alloc_id");
 		ID(task, r->task, "task");
-		if (r->owner_uid == 0 || r->owner_gid == 0 ||
-		    r->owner_uid == (uint32_t)-1 || r->owner_gid == (uint32_t)-1)
-			return fail(why, BAD, "the task's owner must not be "
-			    "root, nor uid or gid -1");
-		rq->uid = r->owner_uid;
-		rq->gid = r->owner_gid;
+		TRY(owner(r->owner_uid, r->owner_gid, false, rq, why));
 		PATH(layout_task_dir(rq->path, n, rq->alloc, rq->task));
 		return OK;
 	}

@@ -70,15 +70,29 @@ make_shared_mount(struct mounter *m, const char *rel, char *why)
 	    OK;
 }
 
+/* Give the directory at rel to the request's owner. */
+static Berth__ErrorCode
+give(struct mounter *m, const struct mreq *rq, const char *rel, char *why)
+{
+	int fd, r;
+
+	if ((fd = res_open(m->data_fd, rel, O_RDONLY | O_DIRECTORY, 0)) < 0)
+		return fail_errno(why, -fd, "opening", rel);
+	r = fchown(fd, rq->uid, rq->gid) < 0 ? -errno : 0;
+	close(fd);
+	return r < 0 ? fail_errno(why, -r, "giving its owner", rel) : OK;
+}
+
 Berth__ErrorCode
 volume_prepare_plugin(struct mounter *m, const struct mreq *rq,
     struct mreply *out, char *why)
 {
 	Berth__ErrorCode code;
 
-	if ((code = make_shared_mount(m, rq->path2, why)) != OK)
+	if ((code = make_shared_mount(m, rq->path2, why)) != OK ||
+	    (code = make_shared_mount(m, rq->path, why)) != OK || rq->uid == 0)
 		return code;
-	return make_shared_mount(m, rq->path, why);
+	return give(m, rq, rq->path2, why);
 }
 
 /* A plugin's mount root and socket dir must be prepared: shared mounts. */
@@ -126,19 +140,13 @@ volume_prepare_task(struct mounter *m, const struct mreq *rq,
     struct mreply *out, char *why)
 {
 	char rel[MREQ_PATH + 8];
-	int fd, r;
+	int fd;
 
 	snprintf(rel, sizeof(rel), "%s/volumes", rq->path);
 	if ((fd = res_mkdirs(m->data_fd, rel)) < 0)
 		return fail_errno(why, -fd, "creating", rel);
 	close(fd);
-	if ((fd = res_open(m->data_fd, rq->path, O_RDONLY | O_DIRECTORY, 0)) < 0)
-		return fail_errno(why, -fd, "opening", rq->path);
-	r = fchown(fd, rq->uid, rq->gid) < 0 ? -errno : 0;
-	close(fd);
-	if (r < 0)
-		return fail_errno(why, -r, "giving its task", rq->path);
-	return OK;
+	return give(m, rq, rq->path, why);
 }
 
 /* Create the bind target, a directory or a file like the source. */

@@ -229,12 +229,21 @@ int
 mc_prepare_plugin(struct mclient *c, const char *type, const char *plugin,
     const char *alloc)
 {
+	return mc_prepare_plugin_owned(c, type, plugin, alloc, 0, 0);
+}
+
+int
+mc_prepare_plugin_owned(struct mclient *c, const char *type,
+    const char *plugin, const char *alloc, unsigned uid, unsigned gid)
+{
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
 	Berth__PreparePlugin r = BERTH__PREPARE_PLUGIN__INIT;
 
 	r.plugin_type = B(type);
 	r.plugin_id = B(plugin);
 	r.alloc_id = B(alloc);
+	r.owner_uid = uid;
+	r.owner_gid = gid;
 	env.body_case = BERTH__ENVELOPE__BODY_PREPARE_PLUGIN;
 	env.prepare_plugin = &r;
 	return mc_call(c, &env, NULL, NULL);

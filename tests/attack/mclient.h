@@ -45,6 +45,9 @@ void mc_wait(struct mclient *c, int ms);
 
 int mc_prepare_plugin(struct mclient *c, const char *type, const char *plugin,
     const char *alloc);
+/* For a plugin the supervisor runs: its socket dir given to uid:gid. */
+int mc_prepare_plugin_owned(struct mclient *c, const char *type,
+    const char *plugin, const char *alloc, unsigned uid, unsigned gid);
 int mc_prepare_volume(struct mclient *c, bool staging, const char *type,
     const char *plugin, const char *ns_or_alloc, const char *vol,
     bool *mounted);

@@ -48,6 +48,21 @@ START_TEST(prepare_bind_unbind_cleanup)
 	ck_assert(st.st_uid == 0 && (st.st_mode & 07777) == 0755);
 	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 0, 1000),
 	    BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
+	/* A plugin the supervisor runs gets its socket dir; the root not. */
+	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "own1", 1000,
+	    1000), 0);
+	ck_assert_int_eq(stat(mc_path(&c, "csi/plugins/own1"), &st), 0);
+	ck_assert(st.st_uid == 1000 && st.st_gid == 1000);
+	ck_assert_int_eq(stat(mc_path(&c, "csi/" T "/" P), &st), 0);
+	ck_assert(st.st_uid == 0);
+	ck_assert(is_mountpoint(mc_path(&c, "csi/plugins/own1")));
+	ck_assert_int_eq(stat(mc_path(&c, "csi/plugins/" A), &st), 0);
+	ck_assert(st.st_uid == 0);
+	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "own2", 0, 1000),
+	    BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
+	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "own2", 1000,
+	    (unsigned)-1), BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
+	ck_assert_int_eq(access(mc_path(&c, "csi/plugins/own2"), F_OK), -1);
 	/* Read-write, then read-only with nosuid and nodev from the start. */
 	ck_assert_int_eq(mc_bind(&c, T, P, A, "vol1", "web", "data", false), 0);
 	ck_assert(is_mountpoint(mc_path(&c, "allocs/" A "/web/volumes/data")));
@@ -80,6 +95,8 @@ START_TEST(prepare_bind_unbind_cleanup)
 	ck_assert(access(mc_path(&c, "csi/plugins/" A), F_OK) < 0);
 	ck_assert(access(mc_path(&c, "csi/" T "/" P "/per-alloc/" A), F_OK) <
 	    0);
+	ck_assert_int_eq(mc_cleanup(&c, "own1"), 0);
+	ck_assert(access(mc_path(&c, "csi/plugins/own1"), F_OK) < 0);
 	mc_release_plugin(&c, T, P);
 	ck_assert_msg(!mounts_added(before, what, sizeof(what)),
 	    "left behind: %s", what);
