@@ -405,6 +405,31 @@ fail:
 	return r;
 }
 
+/* A forgotten request's reply: only its descriptor needs closing. */
+static void
+forgotten(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+{
+	(void)c;
+	(void)env;
+	(void)arg;
+	if (fd >= 0)
+		close(fd);
+}
+
+void
+chan_forget(struct chan *c, void *arg)
+{
+	struct pending *p;
+
+	if (c == NULL)
+		return;
+	TAILQ_FOREACH(p, &c->pending, entry)
+		if (p->arg == arg) {
+			p->cb = forgotten;
+			p->arg = NULL;
+		}
+}
+
 int
 chan_request(struct chan *c, Berth__Envelope *env, int fd,
     unsigned timeout_ms, chan_reply_cb cb, void *arg)

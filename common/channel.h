@@ -64,6 +64,11 @@ size_t chan_pending(const struct chan *c);
 /* Send env (body set by the caller) as a request; 0 or -errno. */
 int chan_request(struct chan *c, Berth__Envelope *env, int fd,
     unsigned timeout_ms, chan_reply_cb cb, void *arg);
+/*
+ * The requests made with this callback arg: their replies (or timeouts)
+ * still come, but reach no callback. For an owner that goes away first.
+ */
+void chan_forget(struct chan *c, void *arg);
 /* Answer the request req with env's body; 0 or -errno. */
 int chan_reply(struct chan *c, const Berth__Envelope *req,
     Berth__Envelope *env, int fd);

@@ -41,6 +41,7 @@ static const struct key keys[] = {
 	STR("registry_user", registry_user, "berth-registry", CHECK_NONE),
 	STR("log_level", log_level, "info", CHECK_LEVEL),
 	STR("alloc_dir", alloc_dir, "/etc/berth/allocs.d", CHECK_ABS_DIR),
+	STR("plugins_dir", plugins_dir, "/etc/berth/plugins.d", CHECK_ABS_DIR),
 	STR("sysfs_root", sysfs_root, "/sys", CHECK_ABS_DIR),
 	DUR("plugin_heartbeat", plugin_heartbeat_ms, "30s"),
 	DUR("plugin_resync", plugin_resync_ms, "30s"),

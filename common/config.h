@@ -22,6 +22,7 @@ struct berth_config {
 	char *registry_user;	/* default berth-registry */
 	char *log_level;	/* "info" or "debug" */
 	char *alloc_dir;	/* allocation documents; /etc/berth/allocs.d */
+	char *plugins_dir;	/* privileged plugins; /etc/berth/plugins.d */
 	char *sysfs_root;	/* where devices are read from; /sys */
 	/* Durations, in milliseconds. */
 	int64_t plugin_heartbeat_ms;	/* probe interval once healthy; 30s */

@@ -12,6 +12,7 @@
 #include <unistd.h>
 
 #include "spawn.h"
+#include "taskdrv.h"
 #include "supervisor.h"
 
 static void
@@ -25,8 +26,18 @@ peer_on_message(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	if (p->client != NULL && env->kind == BERTH__KIND__KIND_NOTICE &&
 	    regclient_notice(p->client, env))
 		return;
+	if (p == &p->sv->mounter && env->kind == BERTH__KIND__KIND_NOTICE &&
+	    p->sv->drv != NULL && taskdrv_mounter_notice(p->sv->drv, env))
+		return;
 	log_warnx("peer_on_message: %s sent an unexpected %s; dropped",
 	    p->name, ipc_body_name(env->body_case));
+}
+
+/* A started or adopted plugin's reply carries its pidfd. */
+static bool
+mounter_takes_fd(Berth__Envelope__BodyCase body)
+{
+	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
 }
 
 static void
@@ -89,6 +100,8 @@ peer_start(struct supervisor *sv, struct peer *p, int fd)
 	p->sv = sv;
 	p->ops.on_message = peer_on_message;
 	p->ops.on_close = peer_on_close;
+	if (p == &sv->mounter)
+		p->ops.takes_fd = mounter_takes_fd;
 	if ((p->chan = chan_new(sv->base, fd, p->name, &p->ops, p)) == NULL) {
 		close(fd);
 		return -1;

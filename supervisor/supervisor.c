@@ -20,8 +20,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
+#include "alloc_runner.h"
+#include "csi_client.h"
+#include "csimanager.h"
 #include "layout.h"
 #include "privdrop.h"
+#include "taskdrv.h"
+#include "watch.h"
 #include "spawn.h"
 #include "supervisor.h"
 
@@ -43,6 +48,8 @@ supervisor_peer_ready(struct supervisor *sv)
 	    "supervisor uid %ld", (long)sv->mounter.pid,
 	    (long)sv->registry.pid, (long)getuid());
 	evtimer_add(sv->ping, &tv);
+	csimgr_start(sv->csimgr);
+	allocs_start(sv->allocs);
 }
 
 /* Ask the next helper still running to stop: the mounter, then the registry. */
@@ -119,14 +126,13 @@ on_sigchld(evutil_socket_t sig, short ev, void *arg)
 
 	(void)sig;
 	(void)ev;
-	while ((pid = waitpid(-1, &status, WNOHANG)) > 0) {
-		if (pid == sv->mounter.pid)
-			p = &sv->mounter;
-		else if (pid == sv->registry.pid)
-			p = &sv->registry;
-		else
+	/* Only the helpers: tasks are reaped through their pidfds. */
+	for (p = &sv->mounter; p != NULL; p = p == &sv->mounter ?
+	    &sv->registry : NULL) {
+		if (p->exited || p->pid <= 0)
 			continue;
-		peer_reaped(p, status);
+		if ((pid = waitpid(p->pid, &status, WNOHANG)) == p->pid)
+			peer_reaped(p, status);
 	}
 }
 
@@ -269,6 +275,7 @@ main(int argc, char **argv)
 	{
 		char *margv[] = { "berth-mounter", "--spawned", "--data-dir",
 			sv.cfg.data_dir, "--run-dir", sv.cfg.run_dir,
+			"--plugins-dir", sv.cfg.plugins_dir,
 			verbose ? "--verbose" : NULL, NULL };
 		char *rargv[] = { "berth-registry", "--spawned", "--data-dir",
 			sv.cfg.data_dir, "--user", sv.cfg.registry_user,
@@ -280,6 +287,9 @@ main(int argc, char **argv)
 
 	if ((r = priv_drop_to_user(&su)) < 0)
 		fatalx("main: dropping to user %s: %s", su.name, strerror(-r));
+
+	sv.uid = getuid();
+	sv.gid = getgid();
 
 	/* Unprivileged from here on: now read what the helpers say. */
 	if ((sv.base = event_base_new()) == NULL ||
@@ -306,9 +316,22 @@ main(int argc, char **argv)
 	if ((sv.registry.client = regclient_new(sv.base, sv.registry.chan,
 	    0)) == NULL)
 		fatalx("main: cannot set up the registry client");
+	/* The managers; they start once both helpers answered. */
+	if ((sv.csi = csi_client_new(sv.base)) == NULL ||
+	    (sv.watcher = watcher_new(sv.base)) == NULL ||
+	    (sv.drv = taskdrv_new(&sv)) == NULL ||
+	    (sv.allocs = allocs_new(&sv)) == NULL ||
+	    (sv.csimgr = csimgr_new(&sv)) == NULL)
+		fatalx("main: cannot set up the plugin managers");
 
 	event_base_dispatch(sv.base);
 
+	/* Tasks and plugins keep running: a new supervisor adopts them. */
+	allocs_free(sv.allocs);
+	csimgr_free(sv.csimgr);
+	taskdrv_free(sv.drv);
+	csi_client_free(sv.csi);
+	watcher_free(sv.watcher);
 	chan_free(sv.mounter.chan);
 	regclient_free(sv.registry.client);
 	chan_free(sv.registry.chan);

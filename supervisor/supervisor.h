@@ -18,6 +18,11 @@
 #define SUPERVISOR_PING_INTERVAL_S 5
 
 struct supervisor;
+struct csi_client;
+struct watcher;
+struct taskdrv;
+struct allocs;
+struct csimgr;
 
 /* The supervisor's link to one helper process. */
 struct peer {
@@ -39,6 +44,13 @@ struct supervisor {
 	struct event_base *base;
 	struct berth_config cfg;
 	struct peer mounter, registry;
+	struct csi_client *csi;		/* every plugin's gRPC connections */
+	struct watcher *watcher;	/* the one inotify descriptor */
+	struct taskdrv *drv;		/* plugin tasks' processes */
+	struct allocs *allocs;		/* allocations and their tasks */
+	struct csimgr *csimgr;		/* the active plugins, fingerprinted */
+	uid_t uid;			/* after the drop: our user */
+	gid_t gid;
 	struct event *sigterm, *sigint, *sigchld, *ping, *stop_timer;
 	bool stopping;
 	int exit_code;

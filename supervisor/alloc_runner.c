@@ -1,0 +1,716 @@
+/*
+ * alloc_runner.c: allocations from alloc_dir, their task runners, and
+ * recovery after a restart (see alloc_runner.h).
+ *
+ * Owns: the list of running allocations, the handles read at start, and
+ * the clean-up of allocations that are gone. Must not: run a task (the
+ * task runner does) or parse a document itself (alloc.c does).
+ */
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/inotify.h>
+#include <sys/queue.h>
+#include <sys/stat.h>
+
+#include "alloc.h"
+#include "alloc_runner.h"
+#include "supervisor.h"
+#include "task_runner.h"
+#include "taskdrv.h"
+#include "watch.h"
+
+#define IPC_BYTES(s) ((ProtobufCBinaryData){ strlen(s), (uint8_t *)(s) })
+#define RESCAN_DELAY_MS 20	/* gathers the events of one rename or copy */
+#define MOUNTER_TIMEOUT_MS 30000
+
+struct arun {
+	struct allocs *am;
+	struct alloc *doc;
+	char file[256];
+	char sig[96];		/* inode, size and mtime of the file read */
+	struct trun **tasks;
+	size_t ntasks, dead;
+	bool stopping;
+	TAILQ_ENTRY(arun) entry;
+};
+
+/* A handle found at start, until a task claims it. */
+struct kept {
+	char *alloc, *task, *driver;
+	Berth__TaskHandle *th;
+	bool claimed;
+};
+
+/* A file refused, so that it is reported once per version. */
+struct refused {
+	char file[256], sig[96];
+	bool seen;
+	TAILQ_ENTRY(refused) entry;
+};
+
+struct allocs {
+	struct supervisor *sv;
+	struct watch *watch;
+	struct event *rescan, *resync;
+	bool started, ready, told_missing;
+	struct kept *kept;
+	size_t nkept;
+	TAILQ_HEAD(, arun) runs;
+	TAILQ_HEAD(, refused) refused;
+	TAILQ_HEAD(, stale) stale;
+};
+
+static void scan(struct allocs *am);
+
+static void
+free_kept(struct allocs *am)
+{
+	size_t i;
+
+	for (i = 0; i < am->nkept; i++) {
+		free(am->kept[i].alloc);
+		free(am->kept[i].task);
+		free(am->kept[i].driver);
+		if (am->kept[i].th != NULL)
+			berth__task_handle__free_unpacked(am->kept[i].th, NULL);
+	}
+	free(am->kept);
+	am->kept = NULL;
+	am->nkept = 0;
+}
+
+static const Berth__TaskHandle *
+claim(struct allocs *am, const char *alloc, const char *task,
+    const char *driver)
+{
+	size_t i;
+
+	for (i = 0; i < am->nkept; i++) {
+		struct kept *k = &am->kept[i];
+
+		if (!k->claimed && strcmp(k->alloc, alloc) == 0 &&
+		    strcmp(k->task, task) == 0 && strcmp(k->driver, driver) ==
+		    0) {
+			k->claimed = true;
+			return k->th;
+		}
+	}
+	return NULL;
+}
+
+static struct arun *
+find_run(struct allocs *am, const char *alloc)
+{
+	struct arun *ar;
+
+	TAILQ_FOREACH(ar, &am->runs, entry)
+		if (strcmp(ar->doc->id, alloc) == 0)
+			return ar;
+	return NULL;
+}
+
+static void
+free_run(struct arun *ar)
+{
+	size_t i;
+
+	for (i = 0; i < ar->ntasks; i++)
+		trun_free(ar->tasks[i]);
+	free(ar->tasks);
+	alloc_free(ar->doc);
+	free(ar);
+}
+
+static void
+on_cleaned(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+{
+	struct arun *ar = arg;
+	struct allocs *am = ar->am;
+
+	(void)c;
+	if (fd >= 0)
+		close(fd);
+	if (env->error != NULL)
+		log_warnx("alloc %s: berth-mounter could not clean it up: %s: "
+		    "%s", ar->doc->id, ipc_error_name(env->error->code),
+		    env->error->message ? env->error->message : "");
+	else if (env->body_case == BERTH__ENVELOPE__BODY_CLEANUP_REPLY)
+		log_info("alloc %s: stopped; %u mounts and %u entries removed",
+		    ar->doc->id, env->cleanup_reply->unmounted,
+		    env->cleanup_reply->removed);
+	TAILQ_REMOVE(&am->runs, ar, entry);
+	free_run(ar);
+	/* A changed file: its new version starts now. */
+	scan(am);
+}
+
+static void
+cleanup_alloc(struct supervisor *sv, const char *alloc, chan_reply_cb cb,
+    void *arg)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__CleanupAlloc ca = BERTH__CLEANUP_ALLOC__INIT;
+
+	ca.alloc_id = IPC_BYTES(alloc);
+	env.body_case = BERTH__ENVELOPE__BODY_CLEANUP_ALLOC;
+	env.cleanup_alloc = &ca;
+	if (sv->mounter.chan == NULL || chan_request(sv->mounter.chan, &env,
+	    -1, MOUNTER_TIMEOUT_MS, cb, arg) < 0) {
+		Berth__Envelope none = BERTH__ENVELOPE__INIT;
+		Berth__Error err = BERTH__ERROR__INIT;
+
+		err.code = BERTH__ERROR_CODE__ERROR_CLOSED;
+		err.message = "cannot reach berth-mounter";
+		none.error = &err;
+		cb(NULL, &none, -1, arg);
+	}
+}
+
+static void
+task_stopped(struct trun *tr, void *arg)
+{
+	struct arun *ar = arg;
+
+	(void)tr;
+	if (++ar->dead < ar->ntasks)
+		return;
+	cleanup_alloc(ar->am->sv, ar->doc->id, on_cleaned, ar);
+}
+
+static void
+stop_run(struct arun *ar, const char *why)
+{
+	size_t i, n = ar->ntasks;
+
+	if (ar->stopping)
+		return;
+	ar->stopping = true;
+	log_info("alloc %s: stopping (%s)", ar->doc->id, why);
+	for (i = 0; i < n; i++)
+		trun_stop(ar->tasks[i]);
+}
+
+/* What alloc.c cannot know: limits of this supervisor's layout. */
+static int
+runnable(const struct alloc *a, const char *file)
+{
+	size_t i, plugins = 0;
+
+	for (i = 0; i < a->ntasks; i++)
+		if (a->tasks[i].csi.type != ALLOC_CSI_NONE)
+			plugins++;
+	if (plugins > 1) {
+		log_warnx("alloc file %s refused: %zu tasks have a csi_plugin "
+		    "block; an alloc may run one plugin task, because its "
+		    "socket is csi/plugins/<alloc>/csi.sock", file, plugins);
+		return -1;
+	}
+	for (i = 0; i < a->ntasks; i++)
+		if (a->tasks[i].nmounts > 0 || a->nvolumes > 0) {
+			log_warnx("alloc file %s refused: volumes and "
+			    "volume_mounts are not supported by this version "
+			    "yet; nothing started", file);
+			return -1;
+		}
+	return 0;
+}
+
+static bool
+refused_before(struct allocs *am, const char *file, const char *sig)
+{
+	struct refused *r;
+
+	TAILQ_FOREACH(r, &am->refused, entry)
+		if (strcmp(r->file, file) == 0) {
+			r->seen = true;
+			if (strcmp(r->sig, sig) == 0)
+				return true;
+			snprintf(r->sig, sizeof(r->sig), "%s", sig);
+			return false;
+		}
+	if ((r = calloc(1, sizeof(*r))) != NULL) {
+		snprintf(r->file, sizeof(r->file), "%s", file);
+		snprintf(r->sig, sizeof(r->sig), "%s", sig);
+		r->seen = true;
+		TAILQ_INSERT_TAIL(&am->refused, r, entry);
+	}
+	return false;
+}
+
+static void
+start_run(struct allocs *am, const char *file, const char *sig)
+{
+	struct alloc_problems probs = { 0 };
+	struct alloc *doc = NULL;
+	struct arun *ar, *other;
+	char path[4400];
+	size_t i;
+
+	snprintf(path, sizeof(path), "%s/%s", am->sv->cfg.alloc_dir, file);
+	if (alloc_load_file(path, &doc, &probs) < 0) {
+		if (!refused_before(am, file, sig)) {
+			log_warnx("alloc file %s refused, nothing started; %zu "
+			    "problem%s:", path, probs.n + probs.dropped,
+			    probs.n + probs.dropped == 1 ? "" : "s");
+			for (i = 0; i < probs.n; i++)
+				log_warnx("alloc file %s: %s", file,
+				    probs.items[i]);
+		}
+		alloc_problems_free(&probs);
+		return;
+	}
+	alloc_problems_free(&probs);
+	if ((other = find_run(am, doc->id)) != NULL &&
+	    strcmp(other->file, file) != 0) {
+		if (!refused_before(am, file, sig))
+			log_warnx("alloc file %s refused: alloc id %s is "
+			    "already run from %s", file, doc->id, other->file);
+		alloc_free(doc);
+		return;
+	}
+	if (other != NULL || runnable(doc, file) < 0) {
+		if (other == NULL)
+			(void)refused_before(am, file, sig);
+		alloc_free(doc);
+		return;
+	}
+	if ((ar = calloc(1, sizeof(*ar))) == NULL ||
+	    (ar->tasks = calloc(doc->ntasks, sizeof(*ar->tasks))) == NULL) {
+		free(ar);
+		alloc_free(doc);
+		log_warnx("start_run: out of memory");
+		return;
+	}
+	ar->am = am;
+	ar->doc = doc;
+	snprintf(ar->file, sizeof(ar->file), "%s", file);
+	snprintf(ar->sig, sizeof(ar->sig), "%s", sig);
+	for (i = 0; i < doc->ntasks; i++) {
+		const struct alloc_task *t = &doc->tasks[i];
+
+		ar->tasks[i] = trun_new(am->sv, doc, t, claim(am, doc->id,
+		    t->name, t->driver == ALLOC_DRIVER_EXEC ? "exec" :
+		    "privileged"), task_stopped, ar);
+		if (ar->tasks[i] == NULL) {
+			log_warnx("start_run: alloc %s: out of memory", doc->id);
+			break;
+		}
+	}
+	ar->ntasks = i;
+	TAILQ_INSERT_TAIL(&am->runs, ar, entry);
+	log_info("alloc %s: running %zu task%s from %s", doc->id, ar->ntasks,
+	    ar->ntasks == 1 ? "" : "s", file);
+	for (i = 0; i < ar->ntasks; i++)
+		trun_run(ar->tasks[i]);
+	if (ar->ntasks < doc->ntasks)
+		stop_run(ar, "out of memory");
+}
+
+static bool
+doc_name(const char *name)
+{
+	size_t len = strlen(name);
+
+	return name[0] != '.' && len > 5 && strcmp(name + len - 5, ".json") ==
+	    0;
+}
+
+static void
+scan(struct allocs *am)
+{
+	struct arun *ar;
+	struct refused *r, *rnext;
+	struct dirent *de;
+	struct stat st;
+	char sig[96];
+	DIR *d;
+
+	if (!am->ready)
+		return;
+	TAILQ_FOREACH(r, &am->refused, entry)
+		r->seen = false;
+	if ((d = opendir(am->sv->cfg.alloc_dir)) == NULL) {
+		if (!am->told_missing)
+			log_warn("alloc_dir %s (no allocations until it can "
+			    "be read)", am->sv->cfg.alloc_dir);
+		am->told_missing = true;
+	} else
+		am->told_missing = false;
+	/* Files gone or changed: their allocations stop. */
+	TAILQ_FOREACH(ar, &am->runs, entry) {
+		if (ar->stopping)
+			continue;
+		if (d == NULL || fstatat(dirfd(d), ar->file, &st, 0) < 0) {
+			if (d != NULL)
+				stop_run(ar, "its file was removed");
+			continue;
+		}
+		snprintf(sig, sizeof(sig), "%lu-%lld-%lld.%09ld",
+		    (unsigned long)st.st_ino, (long long)st.st_size,
+		    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+		if (strcmp(sig, ar->sig) != 0)
+			stop_run(ar, "its file changed; the new version "
+			    "starts once it has stopped");
+	}
+	while (d != NULL && (de = readdir(d)) != NULL) {
+		if (!doc_name(de->d_name) || fstatat(dirfd(d), de->d_name, &st,
+		    0) < 0 || !S_ISREG(st.st_mode))
+			continue;
+		snprintf(sig, sizeof(sig), "%lu-%lld-%lld.%09ld",
+		    (unsigned long)st.st_ino, (long long)st.st_size,
+		    (long long)st.st_mtim.tv_sec, st.st_mtim.tv_nsec);
+		TAILQ_FOREACH(ar, &am->runs, entry)
+			if (strcmp(ar->file, de->d_name) == 0)
+				break;
+		if (ar == NULL)
+			start_run(am, de->d_name, sig);
+	}
+	if (d != NULL)
+		closedir(d);
+	for (r = TAILQ_FIRST(&am->refused); r != NULL; r = rnext) {
+		rnext = TAILQ_NEXT(r, entry);
+		if (!r->seen) {
+			TAILQ_REMOVE(&am->refused, r, entry);
+			free(r);
+		}
+	}
+}
+
+static void
+on_rescan(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	scan(arg);
+}
+
+static void
+on_resync(evutil_socket_t fd, short ev, void *arg)
+{
+	struct allocs *am = arg;
+	struct timeval tv = { am->sv->cfg.plugin_resync_ms / 1000,
+		(am->sv->cfg.plugin_resync_ms % 1000) * 1000 };
+
+	(void)fd;
+	(void)ev;
+	scan(am);
+	evtimer_add(am->resync, &tv);
+}
+
+static void
+on_dir_event(struct watch *w, uint32_t mask, const char *name, void *arg)
+{
+	struct allocs *am = arg;
+	struct timeval tv = { 0, RESCAN_DELAY_MS * 1000 };
+
+	(void)w;
+	(void)mask;
+	if (name[0] != '\0' && !doc_name(name))
+		return;
+	evtimer_add(am->rescan, &tv);
+}
+
+/* A task left from an allocation that is gone: stop it, forget it. */
+struct stale {
+	struct allocs *am;
+	char *alloc, *task, *driver;
+	struct taskproc *tp;
+	struct event *timer;
+	TAILQ_ENTRY(stale) entry;
+};
+
+static void
+on_stale_forgotten(const struct regclient_result *res, void *arg)
+{
+	(void)arg;
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE &&
+	    res->code != BERTH__ERROR_CODE__ERROR_NOT_FOUND)
+		log_warnx("alloc_runner: forgetting a stale task's handle: "
+		    "%s: %s", ipc_error_name(res->code), res->message);
+}
+
+static void
+on_stale_cleaned(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+{
+	(void)c;
+	(void)arg;
+	if (fd >= 0)
+		close(fd);
+	if (env->error != NULL)
+		log_warnx("alloc_runner: cleaning up a stale alloc: %s: %s",
+		    ipc_error_name(env->error->code), env->error->message ?
+		    env->error->message : "");
+}
+
+static void free_stale(struct stale *st);
+
+static void
+stale_done(struct stale *st)
+{
+	Berth__Handle h = BERTH__HANDLE__INIT;
+	Berth__ReattachHandle rh = BERTH__REATTACH_HANDLE__INIT;
+
+	rh.type = BERTH__PLUGIN_TYPE__PLUGIN_TYPE_DRIVER;
+	rh.name = st->driver;
+	rh.alloc = st->alloc;
+	rh.task = st->task;
+	h.handle_case = BERTH__HANDLE__HANDLE_REATTACH;
+	h.reattach = &rh;
+	if (regclient_delete_handle(st->am->sv->registry.client, &h,
+	    on_stale_forgotten, NULL) < 0)
+		log_warnx("alloc_runner: cannot reach berth-registry");
+	if (find_run(st->am, st->alloc) == NULL)
+		cleanup_alloc(st->am->sv, st->alloc, on_stale_cleaned, NULL);
+	free_stale(st);
+}
+
+static void
+free_stale(struct stale *st)
+{
+	TAILQ_REMOVE(&st->am->stale, st, entry);
+	if (st->tp != NULL)
+		taskproc_free(st->tp);
+	event_free(st->timer);
+	free(st->alloc);
+	free(st->task);
+	free(st->driver);
+	free(st);
+}
+
+static void
+on_stale_exited(struct taskproc *tp, const struct task_exit *ex, void *arg)
+{
+	struct stale *st = arg;
+	char how[128];
+
+	task_exit_describe(ex, how, sizeof(how));
+	log_info("alloc %s task %s: the stale task (pid %ld) %s", st->alloc,
+	    st->task, (long)taskproc_pid(tp), how);
+	stale_done(st);
+}
+
+static void
+on_stale_timer(evutil_socket_t fd, short ev, void *arg)
+{
+	struct stale *st = arg;
+
+	(void)fd;
+	(void)ev;
+	log_warnx("alloc %s task %s: the stale task ignored SIGTERM; "
+	    "sending SIGKILL", st->alloc, st->task);
+	taskproc_signal(st->tp, SIGKILL);
+}
+
+static void
+on_stale_adopted(struct taskproc *tp, int err, const char *why, void *arg)
+{
+	struct stale *st = arg;
+	struct timeval tv = { ALLOC_DEFAULT_KILL_TIMEOUT_MS / 1000, 0 };
+
+	if (err != 0) {
+		log_info("alloc %s task %s: its allocation is gone and so is "
+		    "its task (%s)", st->alloc, st->task, why);
+		stale_done(st);
+		return;
+	}
+	log_info("alloc %s task %s: its allocation is gone; stopping the "
+	    "task it left running (pid %ld)", st->alloc, st->task,
+	    (long)taskproc_pid(tp));
+	taskproc_signal(tp, SIGTERM);
+	evtimer_add(st->timer, &tv);
+}
+
+static void
+stop_stale(struct allocs *am, const struct kept *k)
+{
+	struct stale *st;
+
+	if ((st = calloc(1, sizeof(*st))) == NULL ||
+	    (st->alloc = strdup(k->alloc)) == NULL ||
+	    (st->task = strdup(k->task)) == NULL ||
+	    (st->driver = strdup(k->driver)) == NULL ||
+	    (st->timer = evtimer_new(am->sv->base, on_stale_timer, st)) ==
+	    NULL) {
+		log_warnx("stop_stale: out of memory");
+		if (st != NULL) {
+			free(st->alloc);
+			free(st->task);
+			free(st->driver);
+			free(st);
+		}
+		return;
+	}
+	st->am = am;
+	TAILQ_INSERT_TAIL(&am->stale, st, entry);
+	st->tp = taskproc_adopt(am->sv->drv, strcmp(k->driver, "exec") == 0 ?
+	    TASKDRV_EXEC : TASKDRV_PRIVILEGED, k->th != NULL ? k->th->pid : 0,
+	    k->th != NULL ? k->th->start_time : 0, on_stale_adopted,
+	    on_stale_exited, st);
+	if (st->tp == NULL)
+		stale_done(st);
+}
+
+static void
+on_deregistered_stale(const struct regclient_result *res, void *arg)
+{
+	(void)arg;
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE &&
+	    res->code != BERTH__ERROR_CODE__ERROR_NOT_FOUND)
+		log_warnx("alloc_runner: removing a stale plugin registration: "
+		    "%s: %s", ipc_error_name(res->code), res->message);
+}
+
+/* Registrations of allocations that are not running go. */
+static void
+on_plugins_listed(const struct regclient_result *res,
+    Berth__PluginInstance *const *items, size_t n, void *arg)
+{
+	struct allocs *am = arg;
+	size_t i;
+
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE) {
+		log_warnx("alloc_runner: listing plugins: %s: %s",
+		    ipc_error_name(res->code), res->message);
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		const Berth__PluginInstance *pi = items[i];
+
+		if ((pi->type != BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE &&
+		    pi->type != BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_CONTROLLER) ||
+		    find_run(am, pi->alloc) != NULL)
+			continue;
+		log_info("alloc_runner: plugin %s of alloc %s is registered "
+		    "but its allocation is not running: deregistering it",
+		    pi->name, pi->alloc);
+		regclient_deregister(am->sv->registry.client, pi->type,
+		    pi->name, pi->alloc, on_deregistered_stale, am);
+	}
+}
+
+static void
+on_handles(const struct regclient_result *res, Berth__Handle *const *items,
+    size_t n, void *arg)
+{
+	struct allocs *am = arg;
+	struct timeval tv = { am->sv->cfg.plugin_resync_ms / 1000,
+		(am->sv->cfg.plugin_resync_ms % 1000) * 1000 };
+	size_t i;
+
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE) {
+		/* Starting without them could start tasks twice. */
+		log_errx("alloc_runner: reading task handles from "
+		    "berth-registry: %s: %s", ipc_error_name(res->code),
+		    res->message);
+		supervisor_stop(am->sv, 1, "the registry's task handles "
+		    "cannot be read");
+		return;
+	}
+	if ((am->kept = calloc(n + 1, sizeof(*am->kept))) == NULL) {
+		supervisor_stop(am->sv, 1, "out of memory");
+		return;
+	}
+	for (i = 0; i < n; i++) {
+		const Berth__ReattachHandle *rh = items[i]->reattach;
+		struct kept *k = &am->kept[am->nkept];
+
+		if (items[i]->handle_case != BERTH__HANDLE__HANDLE_REATTACH ||
+		    rh->type != BERTH__PLUGIN_TYPE__PLUGIN_TYPE_DRIVER)
+			continue;
+		k->alloc = strdup(rh->alloc);
+		k->task = strdup(rh->task);
+		k->driver = strdup(rh->name);
+		k->th = berth__task_handle__unpack(NULL, rh->state.len,
+		    rh->state.data);
+		am->nkept++;
+		if (k->alloc == NULL || k->task == NULL || k->driver == NULL) {
+			supervisor_stop(am->sv, 1, "out of memory");
+			return;
+		}
+	}
+	log_info("alloc_runner: %zu task handle%s kept from before", am->nkept,
+	    am->nkept == 1 ? "" : "s");
+	am->ready = true;
+	scan(am);
+	for (i = 0; i < am->nkept; i++)
+		if (!am->kept[i].claimed)
+			stop_stale(am, &am->kept[i]);
+	free_kept(am);
+	if (regclient_list_plugins(am->sv->registry.client,
+	    BERTH__PLUGIN_TYPE__PLUGIN_TYPE_UNKNOWN, NULL, on_plugins_listed,
+	    am) < 0)
+		log_warnx("alloc_runner: cannot list plugins");
+	evtimer_add(am->resync, &tv);
+}
+
+struct allocs *
+allocs_new(struct supervisor *sv)
+{
+	struct allocs *am;
+
+	if ((am = calloc(1, sizeof(*am))) == NULL)
+		return NULL;
+	am->sv = sv;
+	TAILQ_INIT(&am->runs);
+	TAILQ_INIT(&am->refused);
+	TAILQ_INIT(&am->stale);
+	if ((am->rescan = evtimer_new(sv->base, on_rescan, am)) == NULL ||
+	    (am->resync = evtimer_new(sv->base, on_resync, am)) == NULL) {
+		allocs_free(am);
+		return NULL;
+	}
+	return am;
+}
+
+void
+allocs_start(struct allocs *am)
+{
+	if (am->started)
+		return;
+	am->started = true;
+	am->watch = watch_add(am->sv->watcher, am->sv->cfg.alloc_dir,
+	    IN_CLOSE_WRITE | IN_MOVED_TO | IN_MOVED_FROM | IN_DELETE |
+	    IN_ATTRIB, on_dir_event, am);
+	if (am->watch == NULL)
+		log_warn("allocs_start: cannot watch alloc_dir %s; reading it "
+		    "every %lld ms instead", am->sv->cfg.alloc_dir,
+		    (long long)am->sv->cfg.plugin_resync_ms);
+	if (regclient_list_handles(am->sv->registry.client,
+	    BERTH__HANDLE_KIND__HANDLE_KIND_REATTACH, on_handles, am) < 0)
+		supervisor_stop(am->sv, 1, "cannot ask berth-registry for "
+		    "task handles");
+}
+
+void
+allocs_free(struct allocs *am)
+{
+	struct arun *ar;
+	struct refused *r;
+
+	if (am == NULL)
+		return;
+	while ((ar = TAILQ_FIRST(&am->runs)) != NULL) {
+		TAILQ_REMOVE(&am->runs, ar, entry);
+		chan_forget(am->sv->mounter.chan, ar);
+		free_run(ar);
+	}
+	while (TAILQ_FIRST(&am->stale) != NULL)
+		free_stale(TAILQ_FIRST(&am->stale));
+	while ((r = TAILQ_FIRST(&am->refused)) != NULL) {
+		TAILQ_REMOVE(&am->refused, r, entry);
+		free(r);
+	}
+	free_kept(am);
+	watch_rm(am->watch);
+	if (am->rescan != NULL)
+		event_free(am->rescan);
+	if (am->resync != NULL)
+		event_free(am->resync);
+	free(am);
+}

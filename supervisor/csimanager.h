@@ -1,0 +1,55 @@
+/*
+ * csimanager.h: the CSI manager. It follows the registry's plugin events
+ * live (and lists every plugin each plugin_resync as a backstop) and runs
+ * one instance manager per active plugin, by type and name: when a newer
+ * alloc registers, or the active one deregisters and an older one is
+ * promoted, the instance manager switches to it at once. Each instance
+ * manager fingerprints its plugin (GetPluginCapabilities; NodeGetInfo and
+ * NodeGetCapabilities for a node plugin; ControllerGetCapabilities for a
+ * controller) and keeps a health description an operator can read.
+ * Optional fields may be absent and enums may hold values we do not know:
+ * neither is an error.
+ *
+ * Must not: start or stop plugins, or register them (the plugin
+ * supervisors do).
+ */
+#ifndef BERTH_CSIMANAGER_H
+#define BERTH_CSIMANAGER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+
+#include "registry.pb-c.h"
+
+struct supervisor;
+struct csimgr;
+struct csi_inst;
+struct csi_conn;
+
+struct csi_fingerprint {
+	bool done;			/* every call answered */
+	bool healthy;
+	char health[512];		/* "healthy: ..." or why not */
+	char provider[128], version[64];
+	bool controller_service, accessibility;
+	/* node */
+	char node_id[256];
+	int64_t max_volumes;		/* 0: no limit */
+	char topology[512];		/* "key=value,key=value" */
+	bool stage_unstage, volume_stats;
+	/* controller */
+	bool create_delete, publish_unpublish;
+};
+
+struct csimgr *csimgr_new(struct supervisor *sv);
+void csimgr_start(struct csimgr *m);
+void csimgr_free(struct csimgr *m);
+
+/* The active instance of a plugin, or NULL. */
+struct csi_inst *csimgr_find(struct csimgr *m, Berth__PluginType type,
+    const char *name);
+const char *csi_inst_alloc(const struct csi_inst *in);
+struct csi_conn *csi_inst_conn(const struct csi_inst *in);
+const struct csi_fingerprint *csi_inst_fingerprint(const struct csi_inst *in);
+
+#endif

@@ -1,0 +1,590 @@
+/*
+ * task_runner.c: one task of an allocation (see task_runner.h).
+ *
+ * Owns: the task's state, restarts and events, its reattach handle in
+ * the registry, and its plugin supervisor. Must not: signal anything but
+ * its own task, through the task driver.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "duration.h"
+#include "layout.h"
+#include "plugin_supervisor.h"
+#include "supervisor.h"
+#include "task_runner.h"
+#include "taskdrv.h"
+
+#define MOUNTER_TIMEOUT_MS 15000
+#define IPC_BYTES(s) ((ProtobufCBinaryData){ strlen(s), (uint8_t *)(s) })
+
+enum tr_state {
+	TR_PENDING,		/* not started yet */
+	TR_PREPARING,		/* directories through the mounter */
+	TR_STARTING,		/* the driver is starting or adopting it */
+	TR_RUNNING,
+	TR_RESTART_WAIT,	/* ended; starts again after a backoff */
+	TR_STOPPING,		/* deregistering, then killing */
+	TR_DEAD,		/* stopped for good */
+};
+
+struct trun {
+	struct supervisor *sv;
+	const struct alloc *a;
+	const struct alloc_task *t;
+	enum tr_state state;
+	struct taskproc *proc;
+	struct plugsup *ps;
+	struct event *timer;		/* restart wait, or kill timeout */
+	bool have_adopt, adopting, stop_asked, restart_asked;
+	Berth__TaskHandle handle;	/* what the registry keeps */
+	int64_t backoff_ms;
+	struct timespec started;
+	int steps;			/* mounter calls still to answer */
+	char socket[512], endpoint[600], why[512];
+	trun_stopped_cb stopped;
+	void *arg;
+	struct task_event events[TRUN_EVENTS];
+	size_t nevents, first;
+};
+
+static void start(struct trun *tr);
+static void kill_task(struct trun *tr);
+
+static void
+tr_event(struct trun *tr, const char *type, const char *fmt, ...)
+    BERTH_PRINTF(3, 4);
+
+static void
+tr_event(struct trun *tr, const char *type, const char *fmt, ...)
+{
+	struct task_event *ev;
+	va_list ap;
+
+	if (tr->nevents == TRUN_EVENTS) {
+		ev = &tr->events[tr->first];
+		tr->first = (tr->first + 1) % TRUN_EVENTS;
+	} else
+		ev = &tr->events[(tr->first + tr->nevents++) % TRUN_EVENTS];
+	ev->at = time(NULL);
+	snprintf(ev->type, sizeof(ev->type), "%s", type);
+	va_start(ap, fmt);
+	vsnprintf(ev->message, sizeof(ev->message), fmt, ap);
+	va_end(ap);
+	log_info("event: alloc=%s task=%s type=%s message=\"%s\"", tr->a->id,
+	    tr->t->name, ev->type, ev->message);
+}
+
+static void
+plugin_event(void *arg, const char *type, const char *message)
+{
+	tr_event(arg, type, "%s", message);
+}
+
+/* The handle, with what changed, to the registry. */
+static void
+on_handle_put(const struct regclient_result *res, void *arg)
+{
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE &&
+	    res->code != BERTH__ERROR_CODE__ERROR_NOT_FOUND)
+		log_warnx("task_runner: keeping a task's handle in "
+		    "berth-registry failed: %s: %s (a supervisor restart "
+		    "could start it twice)", ipc_error_name(res->code),
+		    res->message);
+}
+
+static void
+handle_key(struct trun *tr, Berth__Handle *h, Berth__ReattachHandle *rh)
+{
+	rh->type = BERTH__PLUGIN_TYPE__PLUGIN_TYPE_DRIVER;
+	rh->name = tr->t->driver == ALLOC_DRIVER_EXEC ? "exec" : "privileged";
+	rh->alloc = tr->a->id;
+	rh->task = tr->t->name;
+	h->handle_case = BERTH__HANDLE__HANDLE_REATTACH;
+	h->reattach = rh;
+}
+
+static void
+put_handle(struct trun *tr)
+{
+	Berth__Handle h = BERTH__HANDLE__INIT;
+	Berth__ReattachHandle rh = BERTH__REATTACH_HANDLE__INIT;
+	uint8_t buf[128];
+
+	handle_key(tr, &h, &rh);
+	rh.state.len = berth__task_handle__pack(&tr->handle, buf);
+	rh.state.data = buf;
+	/* Unacknowledged it is not kept: the callback says so. */
+	if (regclient_put_handle(tr->sv->registry.client, &h, on_handle_put,
+	    NULL) < 0)
+		log_warnx("task_runner: cannot reach berth-registry to keep "
+		    "task %s of alloc %s", tr->t->name, tr->a->id);
+}
+
+static void
+delete_handle(struct trun *tr)
+{
+	Berth__Handle h = BERTH__HANDLE__INIT;
+	Berth__ReattachHandle rh = BERTH__REATTACH_HANDLE__INIT;
+
+	handle_key(tr, &h, &rh);
+	if (regclient_delete_handle(tr->sv->registry.client, &h,
+	    on_handle_put, NULL) < 0)
+		log_warnx("task_runner: cannot reach berth-registry to forget "
+		    "task %s of alloc %s", tr->t->name, tr->a->id);
+}
+
+static void
+plugin_health(void *arg, bool healthy)
+{
+	struct trun *tr = arg;
+
+	tr->handle.plugin_healthy = healthy;
+	if (tr->state == TR_RUNNING)
+		put_handle(tr);
+}
+
+static void
+plugin_restart(void *arg, const char *why)
+{
+	struct trun *tr = arg;
+
+	if (tr->state != TR_RUNNING)
+		return;
+	tr->restart_asked = true;
+	snprintf(tr->why, sizeof(tr->why), "%s", why);
+	tr_event(tr, "Restarting", "%s", why);
+	kill_task(tr);
+}
+
+static const struct plugsup_ops plugin_ops = {
+	plugin_event, plugin_restart, plugin_health,
+};
+
+static void
+arm(struct trun *tr, int64_t ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	evtimer_add(tr->timer, &tv);
+}
+
+static void
+finish(struct trun *tr)
+{
+	evtimer_del(tr->timer);
+	tr->state = TR_DEAD;
+	delete_handle(tr);
+	tr_event(tr, "Killed", "task stopped");
+	tr->stopped(tr, tr->arg);
+}
+
+static void
+restart_later(struct trun *tr)
+{
+	char dur[32];
+
+	tr->state = TR_RESTART_WAIT;
+	duration_format(tr->backoff_ms, dur, sizeof(dur));
+	tr_event(tr, "Restarting", "starting again in %s", dur);
+	arm(tr, tr->backoff_ms);
+	tr->backoff_ms *= 2;
+	if (tr->backoff_ms > TRUN_RESTART_MAX_MS)
+		tr->backoff_ms = TRUN_RESTART_MAX_MS;
+}
+
+static double
+secs_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (double)(now.tv_sec - t->tv_sec) +
+	    (double)(now.tv_nsec - t->tv_nsec) / 1e9;
+}
+
+static void
+on_exited(struct taskproc *tp, const struct task_exit *ex, void *arg)
+{
+	struct trun *tr = arg;
+	char how[128];
+
+	task_exit_describe(ex, how, sizeof(how));
+	taskproc_free(tp);
+	tr->proc = NULL;
+	if (tr->ps != NULL && tr->state != TR_STOPPING)
+		plugsup_stop(tr->ps, NULL, NULL);
+	if (tr->state == TR_STOPPING) {
+		tr_event(tr, "Terminated", "pid %ld %s", (long)tr->handle.pid,
+		    how);
+		finish(tr);
+		return;
+	}
+	tr_event(tr, "Terminated", "pid %ld %s%s", (long)tr->handle.pid, how,
+	    tr->restart_asked ? " (restarted by berth)" : "");
+	if (secs_since(&tr->started) > TRUN_RESTART_MAX_MS / 1000)
+		tr->backoff_ms = TRUN_RESTART_FIRST_MS;
+	tr->restart_asked = false;
+	tr->handle.restarts++;
+	restart_later(tr);
+}
+
+static void
+on_started(struct taskproc *tp, int err, const char *why, void *arg)
+{
+	struct trun *tr = arg;
+	bool adopted = tr->adopting;
+
+	tr->adopting = false;
+	if (err != 0) {
+		taskproc_free(tp);
+		tr->proc = NULL;
+		if (tr->stop_asked) {
+			finish(tr);
+			return;
+		}
+		if (adopted) {
+			/* It ended while we were away: start it as new. */
+			tr_event(tr, "Terminated", "pid %ld ended while the "
+			    "supervisor was not running (%s); status unknown",
+			    (long)tr->handle.pid, why);
+			tr->have_adopt = false;
+			start(tr);
+			return;
+		}
+		tr_event(tr, "DriverFailure", "%s", why);
+		restart_later(tr);
+		return;
+	}
+	tr->state = TR_RUNNING;
+	clock_gettime(CLOCK_MONOTONIC, &tr->started);
+	tr->handle.pid = taskproc_pid(tp);
+	tr->handle.start_time = taskproc_start_time(tp);
+	if (adopted)
+		log_info("task_runner: alloc %s task %s: adopted pid %ld, "
+		    "running since before this supervisor started", tr->a->id,
+		    tr->t->name, (long)tr->handle.pid);
+	else {
+		tr->handle.started_at_ms = (int64_t)time(NULL) * 1000;
+		tr->handle.plugin_healthy = false;
+		tr_event(tr, "Started", "pid %ld", (long)tr->handle.pid);
+		put_handle(tr);
+	}
+	if (tr->stop_asked) {
+		trun_stop(tr);
+		return;
+	}
+	if (tr->ps != NULL)
+		plugsup_start(tr->ps, adopted, adopted &&
+		    tr->handle.plugin_healthy);
+}
+
+static void
+launch(struct trun *tr)
+{
+	struct task_spec spec = { 0 };
+	char dir[4096], rel[512], type[16];
+
+	spec.alloc = tr->a->id;
+	spec.task = tr->t->name;
+	spec.endpoint = tr->ps != NULL ? tr->endpoint : NULL;
+	if (tr->t->driver == ALLOC_DRIVER_EXEC) {
+		spec.kind = TASKDRV_EXEC;
+		layout_task_dir(rel, sizeof(rel), tr->a->id, tr->t->name);
+		layout_abs(dir, sizeof(dir), tr->sv->cfg.data_dir, rel);
+		spec.dir = dir;
+		spec.command = tr->t->command;
+		spec.args = tr->t->args;
+		spec.nargs = tr->t->nargs;
+		spec.env = tr->t->env;
+		spec.nenv = tr->t->nenv;
+	} else {
+		spec.kind = TASKDRV_PRIVILEGED;
+		spec.definition = tr->t->plugin;
+		snprintf(type, sizeof(type), "%s", alloc_csi_type_name(
+		    tr->t->csi.type));
+		spec.plugin_type = type;
+		spec.plugin_id = tr->t->csi.id != NULL ? tr->t->csi.id :
+		    tr->t->plugin;
+	}
+	tr->state = TR_STARTING;
+	if ((tr->proc = taskproc_start(tr->sv->drv, &spec, on_started,
+	    on_exited, tr)) == NULL) {
+		tr_event(tr, "DriverFailure", "out of memory");
+		restart_later(tr);
+	}
+}
+
+static void
+on_prepared(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+{
+	struct trun *tr = arg;
+
+	(void)c;
+	if (fd >= 0)
+		close(fd);
+	if (env->error != NULL && tr->why[0] == '\0')
+		snprintf(tr->why, sizeof(tr->why), "berth-mounter: %s: %s",
+		    ipc_error_name(env->error->code), env->error->message ?
+		    env->error->message : "");
+	if (--tr->steps > 0)
+		return;
+	if (tr->stop_asked) {
+		finish(tr);
+		return;
+	}
+	if (tr->why[0] != '\0') {
+		tr_event(tr, "SetupFailure", "%s", tr->why);
+		restart_later(tr);
+		return;
+	}
+	/* A socket left by an earlier run would be probed as if new. */
+	if (tr->ps != NULL && tr->t->driver == ALLOC_DRIVER_EXEC &&
+	    unlink(tr->socket) < 0 && errno != ENOENT)
+		log_warn("task_runner: removing the old socket %s", tr->socket);
+	launch(tr);
+}
+
+static void
+mounter_step(struct trun *tr, Berth__Envelope *env)
+{
+	if (tr->sv->mounter.chan == NULL || chan_request(tr->sv->mounter.chan,
+	    env, -1, MOUNTER_TIMEOUT_MS, on_prepared, tr) < 0) {
+		snprintf(tr->why, sizeof(tr->why), "cannot reach "
+		    "berth-mounter");
+		return;
+	}
+	tr->steps++;
+}
+
+/* The task's directory, and a plugin's socket and mount directories. */
+static void
+start(struct trun *tr)
+{
+	Berth__Envelope e1 = BERTH__ENVELOPE__INIT, e2 = BERTH__ENVELOPE__INIT;
+	Berth__PrepareTask pt = BERTH__PREPARE_TASK__INIT;
+	Berth__PreparePlugin pp = BERTH__PREPARE_PLUGIN__INIT;
+	bool exec = tr->t->driver == ALLOC_DRIVER_EXEC;
+
+	tr->state = TR_PREPARING;
+	tr->why[0] = '\0';
+	tr->steps = 1;		/* this function's own, released below */
+	if (tr->have_adopt) {
+		tr->adopting = true;
+		tr->state = TR_STARTING;
+		tr->steps = 0;
+		if ((tr->proc = taskproc_adopt(tr->sv->drv, exec ?
+		    TASKDRV_EXEC : TASKDRV_PRIVILEGED, tr->handle.pid,
+		    tr->handle.start_time, on_started, on_exited, tr)) ==
+		    NULL) {
+			tr->have_adopt = false;
+			start(tr);
+		}
+		return;
+	}
+	if (exec) {
+		pt.alloc_id = IPC_BYTES(tr->a->id);
+		pt.task = IPC_BYTES(tr->t->name);
+		pt.owner_uid = (uint32_t)tr->sv->uid;
+		pt.owner_gid = (uint32_t)tr->sv->gid;
+		e1.body_case = BERTH__ENVELOPE__BODY_PREPARE_TASK;
+		e1.prepare_task = &pt;
+		mounter_step(tr, &e1);
+	}
+	if (tr->ps != NULL) {
+		pp.plugin_type = IPC_BYTES(alloc_csi_type_name(tr->t->csi.type));
+		pp.plugin_id = IPC_BYTES(tr->t->csi.id);
+		pp.alloc_id = IPC_BYTES(tr->a->id);
+		if (exec) {
+			pp.owner_uid = (uint32_t)tr->sv->uid;
+			pp.owner_gid = (uint32_t)tr->sv->gid;
+		}
+		e2.body_case = BERTH__ENVELOPE__BODY_PREPARE_PLUGIN;
+		e2.prepare_plugin = &pp;
+		mounter_step(tr, &e2);
+	}
+	/* Release our own step: the answers (or this) go on from there. */
+	{
+		Berth__Envelope none = BERTH__ENVELOPE__INIT;
+
+		on_prepared(NULL, &none, -1, tr);
+	}
+}
+
+static void
+on_timer(evutil_socket_t fd, short ev, void *arg)
+{
+	struct trun *tr = arg;
+
+	(void)fd;
+	(void)ev;
+	if (tr->state == TR_RESTART_WAIT)
+		start(tr);
+	else if ((tr->state == TR_STOPPING || tr->restart_asked) &&
+	    tr->proc != NULL) {
+		/* It did not stop within kill_timeout. */
+		tr_event(tr, "Killing", "still running after kill_timeout; "
+		    "sending SIGKILL");
+		taskproc_signal(tr->proc, SIGKILL);
+	}
+}
+
+static void
+kill_task(struct trun *tr)
+{
+	int r;
+
+	if (tr->proc == NULL)
+		return;
+	if ((r = taskproc_signal(tr->proc, SIGTERM)) < 0 && r != -ESRCH)
+		log_warnx("task_runner: alloc %s task %s: SIGTERM: %s",
+		    tr->a->id, tr->t->name, strerror(-r));
+	arm(tr, tr->t->kill_timeout_ms);
+}
+
+static void
+deregistered(void *arg)
+{
+	struct trun *tr = arg;
+
+	if (tr->proc != NULL)
+		kill_task(tr);
+	else
+		finish(tr);
+}
+
+struct trun *
+trun_new(struct supervisor *sv, const struct alloc *a,
+    const struct alloc_task *t, const Berth__TaskHandle *adopt,
+    trun_stopped_cb stopped, void *arg)
+{
+	struct plugsup_conf pc = { 0 };
+	char rel[512];
+	struct trun *tr;
+
+	if ((tr = calloc(1, sizeof(*tr))) == NULL)
+		return NULL;
+	tr->sv = sv;
+	tr->a = a;
+	tr->t = t;
+	tr->stopped = stopped;
+	tr->arg = arg;
+	tr->backoff_ms = TRUN_RESTART_FIRST_MS;
+	berth__task_handle__init(&tr->handle);
+	if (adopt != NULL) {
+		tr->handle.pid = adopt->pid;
+		tr->handle.start_time = adopt->start_time;
+		tr->handle.started_at_ms = adopt->started_at_ms;
+		tr->handle.plugin_healthy = adopt->plugin_healthy;
+		tr->handle.restarts = adopt->restarts;
+		tr->have_adopt = adopt->pid > 0;
+	}
+	if ((tr->timer = evtimer_new(sv->base, on_timer, tr)) == NULL)
+		goto fail;
+	if (t->csi.type != ALLOC_CSI_NONE) {
+		if (layout_plugin_socket(rel, sizeof(rel), a->id) < 0 ||
+		    layout_abs(tr->socket, sizeof(tr->socket),
+		    sv->cfg.data_dir, rel) < 0)
+			goto fail;
+		snprintf(tr->endpoint, sizeof(tr->endpoint), "unix://%s",
+		    tr->socket);
+		pc.alloc = a->id;
+		pc.task = t->name;
+		pc.id = t->csi.id;
+		pc.type = t->csi.type == ALLOC_CSI_NODE ? PLUGSUP_NODE :
+		    t->csi.type == ALLOC_CSI_CONTROLLER ? PLUGSUP_CONTROLLER :
+		    PLUGSUP_MONOLITH;
+		pc.health_timeout_ms = t->csi.health_timeout_ms;
+		pc.heartbeat_ms = sv->cfg.plugin_heartbeat_ms;
+		pc.socket = tr->socket;
+		if ((tr->ps = plugsup_new(sv, &pc, &plugin_ops, tr)) == NULL)
+			goto fail;
+	}
+	return tr;
+fail:
+	if (tr->timer != NULL)
+		event_free(tr->timer);
+	free(tr);
+	return NULL;
+}
+
+void
+trun_run(struct trun *tr)
+{
+	if (tr->state == TR_PENDING)
+		start(tr);
+}
+
+void
+trun_stop(struct trun *tr)
+{
+	tr->stop_asked = true;
+	switch (tr->state) {
+	case TR_PENDING:
+	case TR_RESTART_WAIT:
+		finish(tr);
+		return;
+	case TR_PREPARING:
+	case TR_STARTING:
+		return;		/* their callbacks see stop_asked */
+	case TR_RUNNING:
+		tr->state = TR_STOPPING;
+		if (tr->ps != NULL)
+			plugsup_stop(tr->ps, deregistered, tr);
+		else
+			deregistered(tr);
+		return;
+	case TR_STOPPING:
+	case TR_DEAD:
+		return;
+	}
+}
+
+void
+trun_free(struct trun *tr)
+{
+	if (tr == NULL)
+		return;
+	if (tr->proc != NULL)
+		taskproc_free(tr->proc);
+	plugsup_free(tr->ps);
+	chan_forget(tr->sv->mounter.chan, tr);
+	event_free(tr->timer);
+	free(tr);
+}
+
+const char *
+trun_name(const struct trun *tr)
+{
+	return tr->t->name;
+}
+
+bool
+trun_dead(const struct trun *tr)
+{
+	return tr->state == TR_DEAD;
+}
+
+pid_t
+trun_pid(const struct trun *tr)
+{
+	return tr->proc != NULL ? taskproc_pid(tr->proc) : 0;
+}
+
+size_t
+trun_nevents(const struct trun *tr)
+{
+	return tr->nevents;
+}
+
+const struct task_event *
+trun_event(const struct trun *tr, size_t i)
+{
+	return i < tr->nevents ? &tr->events[(tr->first + i) % TRUN_EVENTS] :
+	    NULL;
+}

@@ -1,0 +1,89 @@
+/*
+ * taskdrv.h: the task driver that runs plugin tasks (issue 5's part of
+ * the driver manager): "exec" tasks are processes the supervisor starts
+ * as its own user; "privileged" tasks are plugins defined by root in
+ * plugins.d, which berth-mounter starts and watches for us.
+ *
+ * A task survives a restart of the supervisor: exec tasks are started in
+ * their own session with nothing tying them to us, and are adopted again
+ * by pid and start time (a reused pid never matches). Every process is
+ * watched through a pidfd, so a task that is our child reports its exit
+ * status and an adopted one reports that it ended, status unknown.
+ *
+ * Must not: know about allocations, plugins or the registry. The caller
+ * persists the handle (pid, start time) and decides about restarts.
+ */
+#ifndef BERTH_TASKDRV_H
+#define BERTH_TASKDRV_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+struct supervisor;
+struct taskdrv;
+struct taskproc;
+
+enum taskdrv_kind {
+	TASKDRV_EXEC = 1,
+	TASKDRV_PRIVILEGED,
+};
+
+struct task_spec {
+	enum taskdrv_kind kind;
+	const char *alloc, *task;
+	/* exec */
+	const char *command;
+	char *const *args;		/* without argv[0] */
+	size_t nargs;
+	char *const *env;		/* "KEY=value" */
+	size_t nenv;
+	const char *dir;		/* absolute working directory */
+	/* privileged: the definition's name, and the plugin it serves */
+	const char *definition, *plugin_type, *plugin_id;
+	/* "unix:///..." for CSI_ENDPOINT (exec; the mounter sets its own) */
+	const char *endpoint;
+};
+
+struct task_exit {
+	bool status_known, signaled;
+	int code;			/* exit status or signal number */
+};
+
+/* err 0: running (pid and start time are known); else why says. */
+typedef void (*taskproc_started_cb)(struct taskproc *tp, int err,
+    const char *why, void *arg);
+typedef void (*taskproc_exited_cb)(struct taskproc *tp,
+    const struct task_exit *ex, void *arg);
+
+struct taskdrv *taskdrv_new(struct supervisor *sv);
+/* Forgets every task; the processes keep running. */
+void taskdrv_free(struct taskdrv *drv);
+
+/*
+ * Start a task, or adopt one by its handle. The started callback always
+ * runs once, from the event loop; then the exited callback at most once.
+ * NULL only when out of memory.
+ */
+struct taskproc *taskproc_start(struct taskdrv *drv,
+    const struct task_spec *spec, taskproc_started_cb started,
+    taskproc_exited_cb exited, void *arg);
+struct taskproc *taskproc_adopt(struct taskdrv *drv, enum taskdrv_kind kind,
+    pid_t pid, uint64_t start_time, taskproc_started_cb started,
+    taskproc_exited_cb exited, void *arg);
+/* 0, or -errno; privileged tasks are signalled through the mounter. */
+int taskproc_signal(struct taskproc *tp, int sig);
+pid_t taskproc_pid(const struct taskproc *tp);
+uint64_t taskproc_start_time(const struct taskproc *tp);
+/* Forget the task (no callback runs after this); it keeps running. */
+void taskproc_free(struct taskproc *tp);
+
+/* A PluginExited notice from the mounter: true if it was one. */
+bool taskdrv_mounter_notice(struct taskdrv *drv, const void *envelope);
+/* "exited with status 3", "was killed by signal 9 (SIGKILL)", ... */
+void task_exit_describe(const struct task_exit *ex, char *buf, size_t n);
+/* /proc/<pid>/stat field 22; 0 or -errno. */
+int proc_start_time(pid_t pid, uint64_t *start);
+
+#endif
