@@ -3,7 +3,8 @@
  * tasks (a task may be a CSI plugin) and to request volumes for them.
  *
  * Owns: the document's format (field names follow Nomad's jobspec), its
- * complete validation and the checked C structure. A document is accepted whole or not at all: with any problem, no
+ * complete validation, the checked C structure, and the JSON written back
+ * out. A document is accepted whole or not at all: with any problem, no
  * structure is returned, only the list of every problem found, each one
  * "<field path>: <reason>" (tasks[1].csi_plugin.type: must be one of
  * "node", "controller", "monolith", not "nod"), in document order.
@@ -141,5 +142,13 @@ const char *alloc_access_mode_name(Berth__AccessMode m);
 const char *alloc_attachment_mode_name(Berth__AttachmentMode m);
 const char *alloc_csi_type_name(enum alloc_csi_type t);
 const char *alloc_driver_name(enum alloc_driver d);
+
+/*
+ * The alloc as a compact JSON document, defaults written out, which
+ * alloc_parse() reads back to an equal structure (unless the written
+ * defaults take it over ALLOC_MAX_BYTES, possible only for a document
+ * already at the limit). malloc'd; NULL when out of memory.
+ */
+char *alloc_to_json(const struct alloc *a);
 
 #endif
