@@ -1,0 +1,1258 @@
+/*
+ * alloc.c: parse and check an allocation document (see alloc.h).
+ *
+ * One walk over the jansson tree, in document order (jansson keeps an
+ * object's keys in the order they were read), checks every field and
+ * fills the structure as it goes; problems are collected, never returned
+ * early, so the operator sees all of them at once. A field's check may
+ * look ahead at a sibling (a task's "config" depends on its "driver", a
+ * mount names a volume defined later), but reports only on its own field.
+ * Must not: touch the filesystem beyond alloc_load_file()'s one file.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdarg.h>
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <jansson.h>
+
+#include "alloc.h"
+#include "duration.h"
+#include "ident.h"
+
+#define QUOTE_MAX	64	/* bytes of a value shown in a problem */
+#define QUOTE_BUF	(QUOTE_MAX * 4 + 8)
+
+struct walk {
+	struct alloc_problems *pr;
+	struct alloc *a;
+	json_t *volumes;	/* the document's "volumes", when an object */
+	bool volumes_absent;	/* then no mount can name a volume */
+	struct alloc_task *task;	/* the task being walked */
+	enum alloc_driver driver;	/* its driver, read ahead; 0: unknown */
+	char path[1024];
+	size_t pathlen;
+	bool oom;
+};
+
+/* A document spelling and its value; tables end with a NULL name. */
+struct name {
+	const char *name;
+	int value;
+};
+
+static const struct name drivers[] = {
+	{ "exec", ALLOC_DRIVER_EXEC },
+	{ "privileged", ALLOC_DRIVER_PRIVILEGED },
+	{ NULL, 0 }
+};
+
+static const struct name csi_types[] = {
+	{ "node", ALLOC_CSI_NODE },
+	{ "controller", ALLOC_CSI_CONTROLLER },
+	{ "monolith", ALLOC_CSI_MONOLITH },
+	{ NULL, 0 }
+};
+
+static const struct name access_modes[] = {
+	{ "single-node-reader-only",
+	    BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_READER_ONLY },
+	{ "single-node-writer",
+	    BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER },
+	{ "multi-node-reader-only",
+	    BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_READER_ONLY },
+	{ "multi-node-single-writer",
+	    BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_SINGLE_WRITER },
+	{ "multi-node-multi-writer",
+	    BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_MULTI_WRITER },
+	{ NULL, 0 }
+};
+
+static const struct name attachment_modes[] = {
+	{ "file-system", BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM },
+	{ "block-device", BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_BLOCK_DEVICE },
+	{ NULL, 0 }
+};
+
+/* Only CSI volumes exist; the field is there because Nomad's has it. */
+static const struct name volume_types[] = {
+	{ "csi", 1 },
+	{ NULL, 0 }
+};
+
+/* 0 when s (len bytes) is none of the table's names. */
+static int
+name_value(const struct name *t, const char *s, size_t len)
+{
+	for (; t->name != NULL; t++)
+		if (strlen(t->name) == len && memcmp(t->name, s, len) == 0)
+			return t->value;
+	return 0;
+}
+
+static const char *
+value_name(const struct name *t, int value)
+{
+	for (; t->name != NULL; t++)
+		if (t->value == value)
+			return t->name;
+	return "unknown";
+}
+
+const char *
+alloc_access_mode_name(Berth__AccessMode m)
+{
+	return value_name(access_modes, m);
+}
+
+const char *
+alloc_attachment_mode_name(Berth__AttachmentMode m)
+{
+	return value_name(attachment_modes, m);
+}
+
+const char *
+alloc_csi_type_name(enum alloc_csi_type t)
+{
+	return value_name(csi_types, t);
+}
+
+const char *
+alloc_driver_name(enum alloc_driver d)
+{
+	return value_name(drivers, d);
+}
+
+/*
+ * Operator input goes into problems, and problems into logs and
+ * terminals: show it printable, cut after max bytes. Printable ASCII
+ * stays, '"' and '\' are escaped, anything else is \xNN.
+ */
+static const char *
+escaped(char *buf, size_t size, const char *s, size_t len, size_t max,
+    bool quotes)
+{
+	size_t i, off = 0;
+
+	if (quotes)
+		off += snprintf(buf + off, size - off, "\"");
+	for (i = 0; i < len && i < max && off < size; i++) {
+		unsigned char c = (unsigned char)s[i];
+
+		if (c == '"' || c == '\\')
+			off += snprintf(buf + off, size - off, "\\%c", c);
+		else if (c >= 0x20 && c < 0x7f)
+			off += snprintf(buf + off, size - off, "%c", c);
+		else
+			off += snprintf(buf + off, size - off, "\\x%02x", c);
+	}
+	if (off < size)
+		snprintf(buf + off, size - off, "%s%s", len > max ? "..." : "",
+		    quotes ? "\"" : "");
+	return buf;
+}
+
+static const char *
+quoted(char *buf, const char *s, size_t len)
+{
+	return escaped(buf, QUOTE_BUF, s, len, QUOTE_MAX, true);
+}
+
+static void
+problem(struct walk *w, const char *fmt, ...)
+{
+	struct alloc_problems *pr = w->pr;
+	char reason[1024];
+	va_list ap;
+
+	if (pr->n == ALLOC_PROBLEMS_MAX) {
+		pr->dropped++;
+		return;
+	}
+	if (pr->items == NULL && (pr->items = calloc(ALLOC_PROBLEMS_MAX + 1,
+	    sizeof(*pr->items))) == NULL) {
+		w->oom = true;
+		return;
+	}
+	va_start(ap, fmt);
+	vsnprintf(reason, sizeof(reason), fmt, ap);
+	va_end(ap);
+	if (asprintf(&pr->items[pr->n], "%s: %s", w->pathlen > 0 ? w->path :
+	    "document", reason) < 0) {
+		pr->items[pr->n] = NULL;
+		w->oom = true;
+		return;
+	}
+	pr->n++;
+}
+
+/*
+ * Path segments: ".key" when the key is plain, ["key"] when it holds
+ * anything a reader could mistake for the path's own punctuation.
+ */
+static size_t
+push_key(struct walk *w, const char *key)
+{
+	size_t old = w->pathlen, len = strlen(key), i;
+	char q[QUOTE_BUF];
+	bool plain = len > 0;
+
+	for (i = 0; i < len; i++)
+		if (!(key[i] >= 'a' && key[i] <= 'z') &&
+		    !(key[i] >= 'A' && key[i] <= 'Z') &&
+		    !(key[i] >= '0' && key[i] <= '9') && key[i] != '_' &&
+		    key[i] != '-')
+			plain = false;
+	if (plain)
+		snprintf(w->path + old, sizeof(w->path) - old, "%s%s",
+		    old > 0 ? "." : "", escaped(q, sizeof(q), key, len,
+		    QUOTE_MAX, false));
+	else
+		snprintf(w->path + old, sizeof(w->path) - old, "[%s]",
+		    quoted(q, key, len));
+	w->pathlen = strlen(w->path);
+	return old;
+}
+
+static size_t
+push_index(struct walk *w, size_t i)
+{
+	size_t old = w->pathlen;
+
+	snprintf(w->path + old, sizeof(w->path) - old, "[%zu]", i);
+	w->pathlen = strlen(w->path);
+	return old;
+}
+
+static void
+pop(struct walk *w, size_t old)
+{
+	w->pathlen = old;
+	w->path[old] = '\0';
+}
+
+static const char *
+type_name(json_t *v)
+{
+	switch (json_typeof(v)) {
+	case JSON_OBJECT:
+		return "an object";
+	case JSON_ARRAY:
+		return "an array";
+	case JSON_STRING:
+		return "a string";
+	case JSON_INTEGER:
+	case JSON_REAL:
+		return "a number";
+	case JSON_TRUE:
+		return "true";
+	case JSON_FALSE:
+		return "false";
+	case JSON_NULL:
+		break;
+	}
+	return "null";
+}
+
+static void *
+zalloc(struct walk *w, size_t n, size_t size)
+{
+	void *p;
+
+	if ((p = calloc(n > 0 ? n : 1, size)) == NULL)
+		w->oom = true;
+	return p;
+}
+
+static char *
+copy(struct walk *w, const char *s, size_t len)
+{
+	char *p;
+
+	if ((p = malloc(len + 1)) == NULL) {
+		w->oom = true;
+		return NULL;
+	}
+	memcpy(p, s, len);
+	p[len] = '\0';
+	return p;
+}
+
+/* The string in v, or NULL after saying what was expected instead. */
+static const char *
+string_of(struct walk *w, json_t *v, const char *example, size_t *len)
+{
+	if (!json_is_string(v)) {
+		problem(w, "must be a string%s%s, not %s", example != NULL ?
+		    " such as " : "", example != NULL ? example : "",
+		    type_name(v));
+		return NULL;
+	}
+	*len = json_string_length(v);
+	return json_string_value(v);
+}
+
+/* A string that a C API will see whole: no NUL may cut it short. */
+static char *
+take_text(struct walk *w, json_t *v)
+{
+	const char *s;
+	size_t len;
+
+	if ((s = string_of(w, v, NULL, &len)) == NULL)
+		return NULL;
+	if (memchr(s, '\0', len) != NULL) {
+		problem(w, "contains a NUL byte");
+		return NULL;
+	}
+	return copy(w, s, len);
+}
+
+static bool
+ident_ok(struct walk *w, const char *s, size_t len)
+{
+	const char *why;
+	char q[QUOTE_BUF];
+
+	if ((why = ident_problem(s, len)) == NULL)
+		return true;
+	problem(w, "%s is not an identifier ([A-Za-z0-9._-], 1 to %d bytes, "
+	    "not \".\" or \"..\"): it %s", quoted(q, s, len), BERTH_IDENT_MAX,
+	    why);
+	return false;
+}
+
+static char *
+take_ident(struct walk *w, json_t *v)
+{
+	const char *s;
+	size_t len;
+
+	if ((s = string_of(w, v, NULL, &len)) == NULL || !ident_ok(w, s, len))
+		return NULL;
+	return copy(w, s, len);
+}
+
+/* One of the table's names; 0 after a problem. */
+static int
+take_enum(struct walk *w, json_t *v, const struct name *t)
+{
+	const struct name *n;
+	const char *s;
+	char list[256], q[QUOTE_BUF];
+	size_t len, off = 0;
+	int value;
+
+	if ((s = string_of(w, v, NULL, &len)) == NULL)
+		return 0;
+	if ((value = name_value(t, s, len)) != 0)
+		return value;
+	for (n = t; n->name != NULL && off < sizeof(list); n++)
+		off += snprintf(list + off, sizeof(list) - off, "%s\"%s\"",
+		    n == t ? "" : ", ", n->name);
+	if (t[1].name == NULL)
+		problem(w, "must be %s, not %s", list, quoted(q, s, len));
+	else
+		problem(w, "must be one of %s, not %s", list, quoted(q, s, len));
+	return 0;
+}
+
+/* A duration up to max; positive: 0s is refused. -1 after a problem. */
+static int64_t
+take_duration(struct walk *w, json_t *v, bool positive, int64_t max)
+{
+	const char *s;
+	char why[256], maxs[32], q[QUOTE_BUF];
+	size_t len;
+	int64_t ms;
+
+	if ((s = string_of(w, v, "\"30s\"", &len)) == NULL)
+		return -1;
+	if (memchr(s, '\0', len) != NULL) {
+		problem(w, "contains a NUL byte");
+		return -1;
+	}
+	if (duration_parse(s, &ms, why, sizeof(why)) < 0) {
+		problem(w, "%s", why);
+		return -1;
+	}
+	if (positive && ms == 0) {
+		problem(w, "must be longer than 0s");
+		return -1;
+	}
+	if (ms > max) {
+		duration_format(max, maxs, sizeof(maxs));
+		problem(w, "must be at most %s, not %s", maxs, quoted(q, s, len));
+		return -1;
+	}
+	return ms;
+}
+
+static bool
+take_bool(struct walk *w, json_t *v)
+{
+	if (!json_is_boolean(v)) {
+		problem(w, "must be a boolean (true or false), not %s",
+		    type_name(v));
+		return false;
+	}
+	return json_is_true(v);
+}
+
+/*
+ * A short word from an allow-list: letters a-z (and A-Z when upper),
+ * digits and the characters in punct; set names the list for people.
+ */
+static char *
+take_word(struct walk *w, json_t *v, const char *punct, bool upper,
+    size_t max, const char *set)
+{
+	const char *s;
+	char q[QUOTE_BUF], c[8];
+	size_t len, i;
+
+	if ((s = string_of(w, v, NULL, &len)) == NULL)
+		return NULL;
+	if (len == 0) {
+		problem(w, "must not be empty");
+		return NULL;
+	}
+	if (len > max) {
+		problem(w, "%s is %zu bytes, more than the %zu allowed",
+		    quoted(q, s, len), len, max);
+		return NULL;
+	}
+	for (i = 0; i < len; i++)
+		if (!(s[i] >= 'a' && s[i] <= 'z') &&
+		    !(upper && s[i] >= 'A' && s[i] <= 'Z') &&
+		    !(s[i] >= '0' && s[i] <= '9') &&
+		    (s[i] == '\0' || strchr(punct, s[i]) == NULL)) {
+			problem(w, "%s contains '%s', which is not in %s",
+			    quoted(q, s, len), escaped(c, sizeof(c), s + i, 1,
+			    1, false), set);
+			return NULL;
+		}
+	return copy(w, s, len);
+}
+
+static bool
+object_of(struct walk *w, json_t *v)
+{
+	if (json_is_object(v))
+		return true;
+	problem(w, "must be an object, not %s", type_name(v));
+	return false;
+}
+
+/* An array or object of at most max entries; its entries are checked
+ * even when there are too many, so that one pass shows everything. */
+static bool
+sized(struct walk *w, json_t *v, bool array, size_t max)
+{
+	size_t n;
+
+	if (array ? !json_is_array(v) : !json_is_object(v)) {
+		problem(w, "must be %s, not %s", array ? "an array" :
+		    "an object", type_name(v));
+		return false;
+	}
+	n = array ? json_array_size(v) : json_object_size(v);
+	if (n > max)
+		problem(w, "has %zu entries, more than the %zu allowed", n, max);
+	return true;
+}
+
+typedef void (*elem_fn)(struct walk *, json_t *, size_t, void *);
+typedef void (*member_fn)(struct walk *, const char *, json_t *, size_t,
+    void *);
+
+static void
+each_element(struct walk *w, json_t *arr, elem_fn fn, void *ctx)
+{
+	json_t *v;
+	size_t i, old;
+
+	json_array_foreach(arr, i, v) {
+		old = push_index(w, i);
+		fn(w, v, i, ctx);
+		pop(w, old);
+	}
+}
+
+static void
+each_member(struct walk *w, json_t *obj, member_fn fn, void *ctx)
+{
+	const char *key;
+	json_t *v;
+	size_t i = 0, old;
+
+	json_object_foreach(obj, key, v) {
+		old = push_key(w, key);
+		fn(w, key, v, i++, ctx);
+		pop(w, old);
+	}
+}
+
+/*
+ * A field of a fixed-shape object: an identifier or a boolean stored at
+ * off in the object's structure, or a check of its own.
+ */
+enum field_kind { FIELD_IDENT, FIELD_BOOL, FIELD_FN };
+
+struct field {
+	const char *name;
+	bool required;
+	enum field_kind kind;
+	size_t off;
+	void (*fn)(struct walk *, json_t *, void *);
+};
+
+#define IDENT(n, req, type, m) { n, req, FIELD_IDENT, offsetof(type, m), NULL }
+#define BOOL(n, type, m) { n, false, FIELD_BOOL, offsetof(type, m), NULL }
+#define FN(n, req, f) { n, req, FIELD_FN, 0, f }
+#define NFIELDS(t) (sizeof(t) / sizeof(t[0]))
+
+/* Every field of obj in order, then the required ones that are missing. */
+static void
+walk_fields(struct walk *w, json_t *obj, const struct field *fields,
+    size_t nfields, void *dst)
+{
+	const struct field *f;
+	const char *key;
+	json_t *v;
+	size_t old;
+
+	json_object_foreach(obj, key, v) {
+		old = push_key(w, key);
+		for (f = fields; f < fields + nfields; f++)
+			if (strcmp(f->name, key) == 0)
+				break;
+		if (f == fields + nfields)
+			problem(w, "unknown field; remove it");
+		else if (f->kind == FIELD_IDENT)
+			*(char **)((char *)dst + f->off) = take_ident(w, v);
+		else if (f->kind == FIELD_BOOL)
+			*(bool *)((char *)dst + f->off) = take_bool(w, v);
+		else
+			f->fn(w, v, dst);
+		pop(w, old);
+	}
+	for (f = fields; f < fields + nfields; f++)
+		if (f->required && json_object_get(obj, f->name) == NULL) {
+			old = push_key(w, f->name);
+			problem(w, "is required");
+			pop(w, old);
+		}
+}
+
+/* An absent read_only means false; a wrong type is its own problem. */
+static bool
+false_or_absent(json_t *v)
+{
+	return v == NULL || json_is_false(v);
+}
+
+static void
+exec_command(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_task *t = dst;
+	char q[QUOTE_BUF];
+
+	if ((t->command = take_text(w, v)) == NULL)
+		return;
+	if (t->command[0] != '/')
+		problem(w, "must be an absolute path, not %s", quoted(q,
+		    t->command, strlen(t->command)));
+	else if (strlen(t->command) >= PATH_MAX)
+		problem(w, "is longer than %d bytes", PATH_MAX - 1);
+}
+
+static void
+exec_arg(struct walk *w, json_t *v, size_t i, void *ctx)
+{
+	struct alloc_task *t = ctx;
+
+	t->args[i] = take_text(w, v);
+}
+
+static void
+exec_args(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_task *t = dst;
+
+	if (!sized(w, v, true, ALLOC_MAX_ARGS))
+		return;
+	t->nargs = json_array_size(v);
+	if ((t->args = zalloc(w, t->nargs, sizeof(*t->args))) != NULL)
+		each_element(w, v, exec_arg, t);
+}
+
+static const struct field exec_fields[] = {
+	FN("command", true, exec_command),
+	FN("args", false, exec_args),
+};
+
+static const struct field privileged_fields[] = {
+	IDENT("plugin", true, struct alloc_task, plugin),
+};
+
+static void
+task_config(struct walk *w, json_t *v, void *dst)
+{
+	if (!object_of(w, v))
+		return;
+	/* Without a known driver there is no telling which fields belong. */
+	if (w->driver == ALLOC_DRIVER_EXEC)
+		walk_fields(w, v, exec_fields, NFIELDS(exec_fields), dst);
+	else if (w->driver == ALLOC_DRIVER_PRIVILEGED)
+		walk_fields(w, v, privileged_fields,
+		    NFIELDS(privileged_fields), dst);
+}
+
+static void
+task_name(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_task *t = dst;
+	size_t i;
+
+	if ((t->name = take_ident(w, v)) == NULL)
+		return;
+	for (i = 0; &w->a->tasks[i] != t; i++)
+		if (w->a->tasks[i].name != NULL &&
+		    strcmp(w->a->tasks[i].name, t->name) == 0) {
+			problem(w, "\"%s\" is the name of tasks[%zu] already; "
+			    "task names must be unique", t->name, i);
+			return;
+		}
+}
+
+static void
+task_driver(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_task *t = dst;
+
+	t->driver = take_enum(w, v, drivers);
+}
+
+static void
+env_var(struct walk *w, const char *key, json_t *v, size_t i, void *ctx)
+{
+	struct alloc_task *t = ctx;
+	char q[QUOTE_BUF];
+	const char *p;
+	char *val;
+
+	for (p = key; *p != '\0'; p++)
+		if (!(*p >= 'a' && *p <= 'z') && !(*p >= 'A' && *p <= 'Z') &&
+		    *p != '_' && (p == key || !(*p >= '0' && *p <= '9')))
+			break;
+	if (p == key || *p != '\0') {
+		problem(w, "%s is not a variable name: use [A-Za-z_] and then "
+		    "[A-Za-z0-9_]", quoted(q, key, strlen(key)));
+		return;
+	}
+	if (strcmp(key, "CSI_ENDPOINT") == 0) {
+		problem(w, "is reserved: berth sets it to the plugin's socket; "
+		    "remove it");
+		return;
+	}
+	if ((val = take_text(w, v)) == NULL)
+		return;
+	if (asprintf(&t->env[i], "%s=%s", key, val) < 0) {
+		t->env[i] = NULL;
+		w->oom = true;
+	}
+	free(val);
+}
+
+/* By name, so that the order does not depend on the values. */
+static int
+env_cmp(const void *a, const void *b)
+{
+	const char *x = *(char *const *)a, *y = *(char *const *)b;
+	size_t nx = strcspn(x, "="), ny = strcspn(y, "=");
+	int c;
+
+	if ((c = memcmp(x, y, nx < ny ? nx : ny)) != 0)
+		return c;
+	return nx < ny ? -1 : nx > ny;
+}
+
+static void
+task_env(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_task *t = dst;
+
+	if (!sized(w, v, false, ALLOC_MAX_ENV))
+		return;
+	/*
+	 * The mounter starts a privileged plugin with the environment its
+	 * root-owned definition gives, and nothing from the supervisor: an
+	 * operator's LD_PRELOAD must never reach a process that holds
+	 * capabilities.
+	 */
+	if (w->driver == ALLOC_DRIVER_PRIVILEGED) {
+		problem(w, "is not allowed with the \"privileged\" driver (the "
+		    "plugin's definition in plugins.d sets its environment); "
+		    "remove it");
+		return;
+	}
+	t->nenv = json_object_size(v);
+	if ((t->env = zalloc(w, t->nenv, sizeof(*t->env))) == NULL)
+		return;
+	each_member(w, v, env_var, t);
+	if (w->pr->n == 0 && !w->oom)
+		qsort(t->env, t->nenv, sizeof(*t->env), env_cmp);
+}
+
+static void
+task_kill_timeout(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_task *t = dst;
+
+	t->kill_timeout_ms = take_duration(w, v, false,
+	    ALLOC_MAX_KILL_TIMEOUT_MS);
+}
+
+static void
+csi_type(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_csi_plugin *c = dst;
+
+	c->type = take_enum(w, v, csi_types);
+}
+
+static void
+csi_health_timeout(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_csi_plugin *c = dst;
+
+	c->health_timeout_ms = take_duration(w, v, true, DURATION_MAX_MS);
+}
+
+static const struct field csi_fields[] = {
+	IDENT("id", true, struct alloc_csi_plugin, id),
+	FN("type", true, csi_type),
+	FN("health_timeout", false, csi_health_timeout),
+};
+
+/*
+ * The registry keeps one instance of a plugin (type and id) per alloc,
+ * and a monolith registers as both node and controller: two tasks of one
+ * alloc that would register the same instance are refused.
+ */
+static void
+task_csi_plugin(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_task *t = dst;
+	struct alloc_csi_plugin *c = &t->csi, *o;
+	size_t i;
+
+	c->health_timeout_ms = ALLOC_DEFAULT_HEALTH_TIMEOUT_MS;
+	if (!object_of(w, v))
+		return;
+	walk_fields(w, v, csi_fields, NFIELDS(csi_fields), c);
+	if (c->id == NULL || c->type == ALLOC_CSI_NONE)
+		return;
+	for (i = 0; &w->a->tasks[i] != t; i++) {
+		o = &w->a->tasks[i].csi;
+		if (o->id == NULL || strcmp(o->id, c->id) != 0 ||
+		    (o->type != c->type && o->type != ALLOC_CSI_MONOLITH &&
+		    c->type != ALLOC_CSI_MONOLITH))
+			continue;
+		problem(w, "plugin \"%s\" of type \"%s\" overlaps tasks[%zu]'s "
+		    "\"%s\" (one instance of a plugin per alloc; a monolith is "
+		    "both node and controller)", c->id, value_name(csi_types,
+		    c->type), i, value_name(csi_types, o->type));
+		return;
+	}
+}
+
+static void
+mount_volume(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_mount *m = dst;
+	const char *s, *key;
+	json_t *found, *vol;
+	char q[QUOTE_BUF];
+	size_t len, i = 0;
+
+	if ((s = string_of(w, v, NULL, &len)) == NULL)
+		return;
+	/* A "volumes" of the wrong type has its own problem; say no more. */
+	if (w->volumes == NULL && !w->volumes_absent) {
+		m->volume = copy(w, s, len);
+		return;
+	}
+	found = w->volumes != NULL ? json_object_getn(w->volumes, s, len) :
+	    NULL;
+	if (found == NULL) {
+		problem(w, "%s is not one of the alloc's \"volumes\"",
+		    quoted(q, s, len));
+		return;
+	}
+	json_object_foreach(w->volumes, key, vol) {
+		if (vol == found)
+			break;
+		i++;
+	}
+	m->volume_index = i;
+	m->volume = copy(w, s, len);
+}
+
+static void
+mount_destination(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_mount *m = dst;
+	struct alloc_task *t = w->task;
+	size_t i;
+
+	if ((m->destination = take_ident(w, v)) == NULL)
+		return;
+	for (i = 0; &t->mounts[i] != m; i++)
+		if (t->mounts[i].destination != NULL &&
+		    strcmp(t->mounts[i].destination, m->destination) == 0) {
+			problem(w, "\"%s\" is the destination of "
+			    "volume_mounts[%zu] already", m->destination, i);
+			return;
+		}
+}
+
+static const struct field mount_fields[] = {
+	FN("volume", true, mount_volume),
+	FN("destination", true, mount_destination),
+	BOOL("read_only", struct alloc_mount, read_only),
+};
+
+static void
+task_mount(struct walk *w, json_t *v, size_t i, void *ctx)
+{
+	struct alloc_task *t = ctx;
+	struct alloc_mount *m = &t->mounts[i];
+	json_t *vol;
+	size_t old;
+
+	if (!object_of(w, v))
+		return;
+	walk_fields(w, v, mount_fields, NFIELDS(mount_fields), m);
+	if (m->volume == NULL || w->volumes == NULL)
+		return;
+	vol = json_object_get(w->volumes, m->volume);
+	if (json_is_object(vol) && json_is_true(json_object_get(vol,
+	    "read_only")) && false_or_absent(json_object_get(v, "read_only"))) {
+		old = push_key(w, "read_only");
+		problem(w, "must be true: volume \"%s\" is read_only",
+		    m->volume);
+		pop(w, old);
+	}
+}
+
+static void
+task_volume_mounts(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_task *t = dst;
+
+	if (!sized(w, v, true, ALLOC_MAX_MOUNTS))
+		return;
+	t->nmounts = json_array_size(v);
+	if ((t->mounts = zalloc(w, t->nmounts, sizeof(*t->mounts))) != NULL)
+		each_element(w, v, task_mount, t);
+}
+
+static const struct field task_fields[] = {
+	FN("name", true, task_name),
+	FN("driver", true, task_driver),
+	FN("config", true, task_config),
+	FN("env", false, task_env),
+	FN("kill_timeout", false, task_kill_timeout),
+	FN("csi_plugin", false, task_csi_plugin),
+	FN("volume_mounts", false, task_volume_mounts),
+};
+
+static void
+alloc_task(struct walk *w, json_t *v, size_t i, void *ctx)
+{
+	struct alloc_task *t = &w->a->tasks[i];
+	json_t *d;
+	size_t old;
+
+	t->kill_timeout_ms = ALLOC_DEFAULT_KILL_TIMEOUT_MS;
+	if (!object_of(w, v))
+		return;
+	w->task = t;
+	d = json_object_get(v, "driver");
+	w->driver = json_is_string(d) ? name_value(drivers,
+	    json_string_value(d), json_string_length(d)) : 0;
+	walk_fields(w, v, task_fields, NFIELDS(task_fields), t);
+	/* The mounter starts a privileged process only as a CSI plugin. */
+	if (w->driver == ALLOC_DRIVER_PRIVILEGED &&
+	    json_object_get(v, "csi_plugin") == NULL) {
+		old = push_key(w, "csi_plugin");
+		problem(w, "is required with the \"privileged\" driver (the "
+		    "mounter starts privileged tasks only as CSI plugins)");
+		pop(w, old);
+	}
+}
+
+static void
+alloc_tasks(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc *a = dst;
+
+	if (!sized(w, v, true, ALLOC_MAX_TASKS))
+		return;
+	if (json_array_size(v) == 0) {
+		problem(w, "must hold at least one task");
+		return;
+	}
+	a->ntasks = json_array_size(v);
+	if ((a->tasks = zalloc(w, a->ntasks, sizeof(*a->tasks))) != NULL)
+		each_element(w, v, alloc_task, a);
+}
+
+static void
+options_fs_type(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume *vol = dst;
+
+	vol->fs_type = take_word(w, v, "._-", false, ALLOC_FS_TYPE_MAX_LEN,
+	    "[a-z0-9._-]");
+}
+
+static void
+options_flag(struct walk *w, json_t *v, size_t i, void *ctx)
+{
+	struct alloc_volume *vol = ctx;
+
+	vol->mount_flags[i] = take_word(w, v, "._=,-", true,
+	    ALLOC_FLAG_MAX_LEN, "[A-Za-z0-9._=,-]");
+}
+
+static void
+options_mount_flags(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume *vol = dst;
+
+	if (!sized(w, v, true, ALLOC_MAX_FLAGS))
+		return;
+	vol->nflags = json_array_size(v);
+	if ((vol->mount_flags = zalloc(w, vol->nflags,
+	    sizeof(*vol->mount_flags))) != NULL)
+		each_element(w, v, options_flag, vol);
+}
+
+static const struct field options_fields[] = {
+	FN("fs_type", false, options_fs_type),
+	FN("mount_flags", false, options_mount_flags),
+};
+
+static void
+volume_mount_options(struct walk *w, json_t *v, void *dst)
+{
+	if (object_of(w, v))
+		walk_fields(w, v, options_fields, NFIELDS(options_fields), dst);
+}
+
+static void
+volume_type(struct walk *w, json_t *v, void *dst)
+{
+	take_enum(w, v, volume_types);
+}
+
+static void
+volume_access_mode(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume *vol = dst;
+
+	vol->access_mode = take_enum(w, v, access_modes);
+}
+
+static void
+volume_attachment_mode(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume *vol = dst;
+
+	vol->attachment_mode = take_enum(w, v, attachment_modes);
+}
+
+static const struct field volume_fields[] = {
+	FN("type", true, volume_type),
+	IDENT("source", true, struct alloc_volume, source),
+	FN("access_mode", true, volume_access_mode),
+	FN("attachment_mode", true, volume_attachment_mode),
+	BOOL("read_only", struct alloc_volume, read_only),
+	FN("mount_options", false, volume_mount_options),
+};
+
+static bool
+reader_only(Berth__AccessMode m)
+{
+	return m == BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_READER_ONLY ||
+	    m == BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_READER_ONLY;
+}
+
+static void
+alloc_volume(struct walk *w, const char *key, json_t *v, size_t i,
+    void *ctx)
+{
+	struct alloc *a = ctx;
+	struct alloc_volume *vol = &a->volumes[i];
+	size_t old;
+
+	if (ident_ok(w, key, strlen(key)))
+		vol->name = copy(w, key, strlen(key));
+	if (!object_of(w, v))
+		return;
+	walk_fields(w, v, volume_fields, NFIELDS(volume_fields), vol);
+	if (reader_only(vol->access_mode) &&
+	    false_or_absent(json_object_get(v, "read_only"))) {
+		old = push_key(w, "read_only");
+		problem(w, "must be true with access_mode \"%s\"",
+		    value_name(access_modes, vol->access_mode));
+		pop(w, old);
+	}
+}
+
+static void
+alloc_volumes(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc *a = dst;
+
+	if (!sized(w, v, false, ALLOC_MAX_VOLUMES))
+		return;
+	a->nvolumes = json_object_size(v);
+	if ((a->volumes = zalloc(w, a->nvolumes, sizeof(*a->volumes))) != NULL)
+		each_member(w, v, alloc_volume, a);
+}
+
+static void
+alloc_namespace(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc *a = dst;
+
+	free(a->ns);
+	a->ns = take_ident(w, v);
+}
+
+static const struct field alloc_fields[] = {
+	IDENT("id", true, struct alloc, id),
+	FN("namespace", false, alloc_namespace),
+	FN("tasks", true, alloc_tasks),
+	FN("volumes", false, alloc_volumes),
+};
+
+static void
+walk_alloc(struct walk *w, json_t *root)
+{
+	json_t *vols;
+
+	if (!object_of(w, root))
+		return;
+	/* Mounts are checked against "volumes" wherever it stands. */
+	vols = json_object_get(root, "volumes");
+	w->volumes = json_is_object(vols) ? vols : NULL;
+	w->volumes_absent = vols == NULL;
+	if ((w->a->ns = strdup(ALLOC_DEFAULT_NAMESPACE)) == NULL) {
+		w->oom = true;
+		return;
+	}
+	walk_fields(w, root, alloc_fields, NFIELDS(alloc_fields), w->a);
+}
+
+static void
+strv_free(char **v, size_t n)
+{
+	size_t i;
+
+	if (v == NULL)
+		return;
+	for (i = 0; i < n; i++)
+		free(v[i]);
+	free(v);
+}
+
+void
+alloc_free(struct alloc *a)
+{
+	struct alloc_task *t;
+	size_t i, j;
+
+	if (a == NULL)
+		return;
+	for (i = 0; a->tasks != NULL && i < a->ntasks; i++) {
+		t = &a->tasks[i];
+		free(t->name);
+		free(t->command);
+		strv_free(t->args, t->nargs);
+		free(t->plugin);
+		strv_free(t->env, t->nenv);
+		free(t->csi.id);
+		for (j = 0; t->mounts != NULL && j < t->nmounts; j++) {
+			free(t->mounts[j].volume);
+			free(t->mounts[j].destination);
+		}
+		free(t->mounts);
+	}
+	free(a->tasks);
+	for (i = 0; a->volumes != NULL && i < a->nvolumes; i++) {
+		free(a->volumes[i].name);
+		free(a->volumes[i].source);
+		free(a->volumes[i].fs_type);
+		strv_free(a->volumes[i].mount_flags, a->volumes[i].nflags);
+	}
+	free(a->volumes);
+	free(a->id);
+	free(a->ns);
+	free(a);
+}
+
+void
+alloc_problems_free(struct alloc_problems *p)
+{
+	strv_free(p->items, p->n);
+	memset(p, 0, sizeof(*p));
+}
+
+/* Hand over the alloc, or sum up what stopped it. */
+static int
+finish(struct walk *w, struct alloc **out)
+{
+	struct alloc_problems *pr = w->pr;
+
+	if (w->oom) {
+		alloc_free(w->a);
+		alloc_problems_free(pr);
+		if ((pr->items = calloc(1, sizeof(*pr->items))) != NULL &&
+		    (pr->items[0] = strdup("out of memory")) != NULL)
+			pr->n = 1;
+		errno = ENOMEM;
+		return -1;
+	}
+	if (pr->n == 0) {
+		*out = w->a;
+		return 0;
+	}
+	alloc_free(w->a);
+	if (pr->dropped > 0 && asprintf(&pr->items[pr->n], "... and %zu more "
+	    "problems", pr->dropped) >= 0)
+		pr->n++;
+	return -1;
+}
+
+static void
+size_problem(struct walk *w, size_t len)
+{
+	problem(w, "is %zu bytes, over the limit of %d bytes", len,
+	    ALLOC_MAX_BYTES);
+}
+
+int
+alloc_parse(const char *text, size_t len, struct alloc **out,
+    struct alloc_problems *problems)
+{
+	struct walk w;
+	json_error_t jerr;
+	json_t *root;
+	char buf[sizeof(jerr.text) * 4 + 8];
+
+	*out = NULL;
+	memset(problems, 0, sizeof(*problems));
+	memset(&w, 0, sizeof(w));
+	w.pr = problems;
+	if (len > ALLOC_MAX_BYTES) {
+		size_problem(&w, len);
+		return finish(&w, out);
+	}
+	/*
+	 * NUL bytes are let through the decoder so that each field can
+	 * refuse them by name; jansson refuses them in keys itself.
+	 */
+	root = json_loadb(text, len, JSON_REJECT_DUPLICATES | JSON_ALLOW_NUL,
+	    &jerr);
+	if (root == NULL) {
+		problem(&w, "line %d column %d: %s", jerr.line, jerr.column,
+		    escaped(buf, sizeof(buf), jerr.text, strlen(jerr.text),
+		    sizeof(jerr.text), false));
+		return finish(&w, out);
+	}
+	if ((w.a = calloc(1, sizeof(*w.a))) == NULL)
+		w.oom = true;
+	else
+		walk_alloc(&w, root);
+	json_decref(root);
+	return finish(&w, out);
+}
+
+/* Read at most ALLOC_MAX_BYTES + 1, so that a longer file is seen as one. */
+static ssize_t
+read_capped(int fd, char *buf)
+{
+	size_t off = 0;
+	ssize_t n;
+
+	while (off < ALLOC_MAX_BYTES + 1) {
+		n = read(fd, buf + off, ALLOC_MAX_BYTES + 1 - off);
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0)
+			return -1;
+		if (n == 0)
+			break;
+		off += (size_t)n;
+	}
+	return (ssize_t)off;
+}
+
+int
+alloc_load_file(const char *path, struct alloc **out,
+    struct alloc_problems *problems)
+{
+	struct walk w;
+	struct stat st;
+	char *buf = NULL, q[QUOTE_BUF];
+	ssize_t n = -1;
+	int fd, rc;
+
+	*out = NULL;
+	memset(problems, 0, sizeof(*problems));
+	memset(&w, 0, sizeof(w));
+	w.pr = problems;
+	/* O_NONBLOCK: a FIFO put in place of the file must not hang us. */
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK)) < 0)
+		goto fail;
+	if (fstat(fd, &st) < 0)
+		goto fail;
+	if (!S_ISREG(st.st_mode)) {
+		problem(&w, "cannot read %s: not a regular file",
+		    quoted(q, path, strlen(path)));
+		goto out;
+	}
+	if (st.st_size > ALLOC_MAX_BYTES) {
+		size_problem(&w, (size_t)st.st_size);
+		goto out;
+	}
+	if ((buf = malloc(ALLOC_MAX_BYTES + 1)) == NULL) {
+		w.oom = true;
+		goto out;
+	}
+	if ((n = read_capped(fd, buf)) < 0)
+		goto fail;
+	close(fd);
+	rc = alloc_parse(buf, n, out, problems);
+	free(buf);
+	return rc;
+fail:
+	problem(&w, "cannot read %s: %s", quoted(q, path, strlen(path)),
+	    strerror(errno));
+out:
+	if (fd >= 0)
+		close(fd);
+	free(buf);
+	return finish(&w, out);
+}

@@ -1,0 +1,154 @@
+/*
+ * alloc.h: allocation documents, the JSON an operator submits to run
+ * tasks (a task may be a CSI plugin) and to request volumes for them.
+ *
+ * Owns: the document's format (field names follow Nomad's jobspec), its
+ * complete validation, the checked C structure, and the JSON written back
+ * out. A document is accepted whole or not at all: with any problem, no
+ * structure is returned, only the list of every problem found, each one
+ * "<field path>: <reason>" (tasks[1].csi_plugin.type: must be one of
+ * "node", "controller", "monolith", not "nod"), in document order.
+ *
+ * Must not: touch the network, or the filesystem beyond reading the one
+ * file alloc_load_file() is given; decide whether a plugin or volume
+ * exists (the registry and the mounter do, when the alloc runs). Every
+ * string in a returned structure is free of NUL bytes and every
+ * identifier passed ident_problem(), so callers may hand them on as is.
+ *
+ * Where problems stand in document order: a problem with one field at
+ * that field; a missing required field, and a rule that ties two fields
+ * of an object together (a reader-only access mode and read_only), at
+ * the end of that object, after the problems inside it.
+ */
+#ifndef BERTH_ALLOC_H
+#define BERTH_ALLOC_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "volume.pb-c.h"
+
+#define ALLOC_MAX_BYTES		(256 * 1024)	/* checked before parsing */
+#define ALLOC_MAX_TASKS		32
+#define ALLOC_MAX_ARGS		64
+#define ALLOC_MAX_ENV		128
+#define ALLOC_MAX_MOUNTS	32		/* per task */
+#define ALLOC_MAX_VOLUMES	32
+#define ALLOC_MAX_FLAGS		16
+#define ALLOC_FLAG_MAX_LEN	64		/* bytes, one mount flag */
+#define ALLOC_FS_TYPE_MAX_LEN	32
+#define ALLOC_DEFAULT_NAMESPACE	"default"
+#define ALLOC_DEFAULT_KILL_TIMEOUT_MS	(5 * 1000)
+#define ALLOC_MAX_KILL_TIMEOUT_MS	(5 * 60 * 1000)
+#define ALLOC_DEFAULT_HEALTH_TIMEOUT_MS	(30 * 1000)
+/* Problems listed; more are counted in dropped and summed up in a line. */
+#define ALLOC_PROBLEMS_MAX	64
+
+enum alloc_driver {
+	ALLOC_DRIVER_EXEC = 1,		/* started by the supervisor */
+	ALLOC_DRIVER_PRIVILEGED		/* a root-defined plugin, by the mounter */
+};
+
+enum alloc_csi_type {
+	ALLOC_CSI_NONE = 0,		/* the task is not a CSI plugin */
+	ALLOC_CSI_NODE,
+	ALLOC_CSI_CONTROLLER,
+	ALLOC_CSI_MONOLITH		/* serves as both node and controller */
+};
+
+struct alloc_mount {
+	char *volume;		/* a key of the alloc's volumes */
+	char *destination;	/* allocs/<alloc>/<task>/volumes/<destination> */
+	bool read_only;
+	size_t volume_index;	/* that volume in struct alloc's volumes */
+};
+
+struct alloc_csi_plugin {
+	enum alloc_csi_type type;	/* ALLOC_CSI_NONE: no csi_plugin block */
+	char *id;
+	int64_t health_timeout_ms;
+};
+
+struct alloc_task {
+	char *name;
+	enum alloc_driver driver;
+	char *command;		/* exec: an absolute path */
+	char **args;		/* exec */
+	size_t nargs;
+	char *plugin;		/* privileged: the name in plugins.d */
+	char **env;		/* "K=V", sorted by name; never CSI_ENDPOINT */
+	size_t nenv;
+	int64_t kill_timeout_ms;
+	struct alloc_csi_plugin csi;
+	struct alloc_mount *mounts;
+	size_t nmounts;
+};
+
+struct alloc_volume {
+	char *name;		/* the request's name, the key in "volumes" */
+	char *source;		/* the registered volume's id */
+	Berth__AccessMode access_mode;
+	Berth__AttachmentMode attachment_mode;
+	bool read_only;
+	char *fs_type;		/* NULL when not given */
+	char **mount_flags;
+	size_t nflags;
+};
+
+/* Tasks and volumes are in document order. */
+struct alloc {
+	char *id;
+	char *ns;
+	struct alloc_task *tasks;
+	size_t ntasks;
+	struct alloc_volume *volumes;
+	size_t nvolumes;
+};
+
+/*
+ * At most ALLOC_PROBLEMS_MAX problems; when more were found, they are
+ * counted in dropped and items ends with one more line, "... and N more
+ * problems", so that printing items shows the cut.
+ */
+struct alloc_problems {
+	char **items;
+	size_t n;
+	size_t dropped;
+};
+
+/*
+ * Parse and check len bytes of text. Returns 0 with *out set, or -1 with
+ * *out NULL and every problem in problems. problems is overwritten (it
+ * need not be initialized) and must be freed with alloc_problems_free()
+ * after either outcome. Out of memory: -1, errno ENOMEM, and problems
+ * holds "out of memory" when even that could be stored, else nothing.
+ */
+int alloc_parse(const char *text, size_t len, struct alloc **out,
+    struct alloc_problems *problems);
+/*
+ * alloc_parse() on a file's contents. Only a regular file is read, never
+ * more than ALLOC_MAX_BYTES of it; a file that cannot be read is one
+ * problem ("document: cannot read <path>: <reason>").
+ */
+int alloc_load_file(const char *path, struct alloc **out,
+    struct alloc_problems *problems);
+void alloc_free(struct alloc *a);
+void alloc_problems_free(struct alloc_problems *p);
+
+/* The document's spelling of a value ("single-node-writer"); "unknown"
+ * for a value outside the enum. */
+const char *alloc_access_mode_name(Berth__AccessMode m);
+const char *alloc_attachment_mode_name(Berth__AttachmentMode m);
+const char *alloc_csi_type_name(enum alloc_csi_type t);
+const char *alloc_driver_name(enum alloc_driver d);
+
+/*
+ * The alloc as a compact JSON document, defaults written out, which
+ * alloc_parse() reads back to an equal structure (unless the written
+ * defaults take it over ALLOC_MAX_BYTES, possible only for a document
+ * already at the limit). malloc'd; NULL when out of memory.
+ */
+char *alloc_to_json(const struct alloc *a);
+
+#endif

@@ -1,0 +1,198 @@
+/*
+ * alloc_json.c: a checked alloc written back as JSON (see alloc.h), for
+ * the operator API and berthctl.
+ *
+ * Defaults are written out, so that what an operator reads back is what
+ * runs; fields in the order the jobspec lists them. Must not: write a
+ * document that alloc_parse() would refuse or read differently.
+ */
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <jansson.h>
+
+#include "alloc.h"
+#include "duration.h"
+
+/* One failed allocation anywhere makes the whole document fail. */
+static void
+put(json_t *obj, const char *key, json_t *v, bool *ok)
+{
+	if (v == NULL || json_object_set_new(obj, key, v) < 0)
+		*ok = false;
+}
+
+static void
+append(json_t *arr, json_t *v, bool *ok)
+{
+	if (v == NULL || json_array_append_new(arr, v) < 0)
+		*ok = false;
+}
+
+static json_t *
+strings(char *const *v, size_t n, bool *ok)
+{
+	json_t *arr;
+	size_t i;
+
+	if ((arr = json_array()) == NULL)
+		return NULL;
+	for (i = 0; i < n; i++)
+		append(arr, json_string(v[i]), ok);
+	return arr;
+}
+
+static json_t *
+duration(int64_t ms)
+{
+	char buf[32];
+
+	duration_format(ms, buf, sizeof(buf));
+	return json_string(buf);
+}
+
+static json_t *
+task_config(const struct alloc_task *t, bool *ok)
+{
+	json_t *c;
+
+	if ((c = json_object()) == NULL)
+		return NULL;
+	if (t->driver == ALLOC_DRIVER_PRIVILEGED)
+		put(c, "plugin", json_string(t->plugin), ok);
+	else {
+		put(c, "command", json_string(t->command), ok);
+		if (t->nargs > 0)
+			put(c, "args", strings(t->args, t->nargs, ok), ok);
+	}
+	return c;
+}
+
+/* env holds "K=V"; the name ends at the first '=' (names have none). */
+static json_t *
+task_env(const struct alloc_task *t, bool *ok)
+{
+	json_t *env;
+	size_t i, len;
+
+	if ((env = json_object()) == NULL)
+		return NULL;
+	for (i = 0; i < t->nenv; i++) {
+		len = strcspn(t->env[i], "=");
+		if (json_object_setn_new(env, t->env[i], len,
+		    json_string(t->env[i] + len + 1)) < 0)
+			*ok = false;
+	}
+	return env;
+}
+
+static json_t *
+task_csi(const struct alloc_csi_plugin *c, bool *ok)
+{
+	json_t *o;
+
+	if ((o = json_object()) == NULL)
+		return NULL;
+	put(o, "id", json_string(c->id), ok);
+	put(o, "type", json_string(alloc_csi_type_name(c->type)), ok);
+	put(o, "health_timeout", duration(c->health_timeout_ms), ok);
+	return o;
+}
+
+static json_t *
+task_mounts(const struct alloc_task *t, bool *ok)
+{
+	json_t *arr, *m;
+	size_t i;
+
+	if ((arr = json_array()) == NULL)
+		return NULL;
+	for (i = 0; i < t->nmounts; i++) {
+		if ((m = json_object()) != NULL) {
+			put(m, "volume", json_string(t->mounts[i].volume), ok);
+			put(m, "destination",
+			    json_string(t->mounts[i].destination), ok);
+			put(m, "read_only", json_boolean(t->mounts[i].read_only),
+			    ok);
+		}
+		append(arr, m, ok);
+	}
+	return arr;
+}
+
+static json_t *
+task(const struct alloc_task *t, bool *ok)
+{
+	json_t *o;
+
+	if ((o = json_object()) == NULL)
+		return NULL;
+	put(o, "name", json_string(t->name), ok);
+	put(o, "driver", json_string(alloc_driver_name(t->driver)), ok);
+	put(o, "config", task_config(t, ok), ok);
+	if (t->nenv > 0)
+		put(o, "env", task_env(t, ok), ok);
+	put(o, "kill_timeout", duration(t->kill_timeout_ms), ok);
+	if (t->csi.type != ALLOC_CSI_NONE)
+		put(o, "csi_plugin", task_csi(&t->csi, ok), ok);
+	if (t->nmounts > 0)
+		put(o, "volume_mounts", task_mounts(t, ok), ok);
+	return o;
+}
+
+static json_t *
+volume(const struct alloc_volume *v, bool *ok)
+{
+	json_t *o, *opts;
+
+	if ((o = json_object()) == NULL)
+		return NULL;
+	put(o, "type", json_string("csi"), ok);
+	put(o, "source", json_string(v->source), ok);
+	put(o, "access_mode", json_string(alloc_access_mode_name(
+	    v->access_mode)), ok);
+	put(o, "attachment_mode", json_string(alloc_attachment_mode_name(
+	    v->attachment_mode)), ok);
+	put(o, "read_only", json_boolean(v->read_only), ok);
+	if (v->fs_type == NULL && v->nflags == 0)
+		return o;
+	if ((opts = json_object()) != NULL) {
+		if (v->fs_type != NULL)
+			put(opts, "fs_type", json_string(v->fs_type), ok);
+		if (v->nflags > 0)
+			put(opts, "mount_flags", strings(v->mount_flags,
+			    v->nflags, ok), ok);
+	}
+	put(o, "mount_options", opts, ok);
+	return o;
+}
+
+char *
+alloc_to_json(const struct alloc *a)
+{
+	json_t *root, *tasks, *vols;
+	bool ok = true;
+	char *text = NULL;
+	size_t i;
+
+	if ((root = json_object()) == NULL)
+		return NULL;
+	put(root, "id", json_string(a->id), &ok);
+	put(root, "namespace", json_string(a->ns), &ok);
+	if ((tasks = json_array()) != NULL)
+		for (i = 0; i < a->ntasks; i++)
+			append(tasks, task(&a->tasks[i], &ok), &ok);
+	put(root, "tasks", tasks, &ok);
+	if (a->nvolumes > 0) {
+		if ((vols = json_object()) != NULL)
+			for (i = 0; i < a->nvolumes; i++)
+				put(vols, a->volumes[i].name,
+				    volume(&a->volumes[i], &ok), &ok);
+		put(root, "volumes", vols, &ok);
+	}
+	if (ok)
+		text = json_dumps(root, JSON_COMPACT);
+	json_decref(root);
+	return text;
+}
