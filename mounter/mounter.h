@@ -9,7 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
-#include <sys/types.h>
+#include <sys/stat.h>
 
 #include "helper.h"
 #include "ident.h"
@@ -57,8 +57,7 @@ int fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd,
 /* Fork the launcher; returns the mounter's end of its socket or -errno. */
 int launcher_spawn(int data_fd);
 
-/* plugindef.c: a privileged plugin's definition, written by root. */
-/* Largest definition file read; a definition is a handful of lines. */
+/* plugindef.c: root's plugin definitions, a handful of lines each. */
 #define PLUGINDEF_MAX 8192
 #define PLUGINDEF_SUFFIX ".conf"
 
@@ -84,8 +83,7 @@ struct mreq {
 	int sig;
 	uid_t uid;
 	gid_t gid;
-	char path[MREQ_PATH];	/* relative to the data directory */
-	char path2[MREQ_PATH];
+	char path[MREQ_PATH], path2[MREQ_PATH];	/* under the data dir */
 };
 
 /* What a verb answers besides success. */

@@ -277,8 +277,7 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	}
 	if ((code = launch(m, rq, &d, fds, &pid, &pidfd, why)) != OK)
 		goto out;
-	if (start_time_of(m, pid, &start) < 0 ||
-	    record(m, pid, start, '+') < 0)
+	if (start_time_of(m, pid, &start) < 0 || record(m, pid, start, '+') < 0)
 		log_warn("plugin_start: cannot record pid %ld for adoption",
 		    (long)pid);
 	log_info("plugin_start: %s for alloc %s is plugin pid %ld",

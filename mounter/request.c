@@ -93,12 +93,12 @@ handle(struct mreq *rq, const Berth__PluginHandle *hd, char *why)
 #define BODY(type, r, field) const type *r = env->field; \
 	TRY(known(r, #field, why))
 
-/* An owner other than root and -1; none at all (0, 0) only if optional. */
+/* Not -1; root only as the uid, and only if optional (gid 0 too: none). */
 static Berth__ErrorCode
 owner(uint32_t uid, uint32_t gid, bool optional, struct mreq *rq, char *why)
 {
-	if ((uid == 0 || gid == 0 || uid == (uint32_t)-1 ||
-	    gid == (uint32_t)-1) && !(optional && uid == 0 && gid == 0))
+	if (uid == (uint32_t)-1 || gid == (uint32_t)-1 || (uid == 0 &&
+	    !optional) || (gid == 0 && !(optional && uid == 0)))
 		return fail(why, BAD, "an owner must be neither root nor -1");
 	rq->uid = uid;
 	rq->gid = gid;

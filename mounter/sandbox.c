@@ -41,7 +41,7 @@ static const int allowed[] = {
 	SCMP_SYS(openat2), SCMP_SYS(statx), SCMP_SYS(fstat),
 	SCMP_SYS(newfstatat),
 	/* prepare_*, bind_volume: directories; prepare_task: its owner */
-	SCMP_SYS(mkdirat), SCMP_SYS(fchown),
+	SCMP_SYS(mkdirat), SCMP_SYS(fchown), SCMP_SYS(fchmod),
 	/* cleanup_alloc: a task's directory back to root, to empty it */
 	SCMP_SYS(fchownat),
 	/* prepare_plugin, bind_volume: detached mounts on pinned fds */

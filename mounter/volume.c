@@ -70,15 +70,25 @@ make_shared_mount(struct mounter *m, const char *rel, char *why)
 	    OK;
 }
 
-/* Give the directory at rel to the request's owner. */
+/*
+ * rel, with sub made in it, to the owner. Root's again first, through
+ * O_PATH as the owner may have shut it to us: no CAP_FOWNER needed.
+ */
 static Berth__ErrorCode
-give(struct mounter *m, const struct mreq *rq, const char *rel, char *why)
+give(struct mounter *m, const struct mreq *rq, const char *rel,
+    const char *sub, mode_t mode, char *why)
 {
-	int fd, r;
+	int fd, dir, r;
 
-	if ((fd = res_open(m->data_fd, rel, O_RDONLY | O_DIRECTORY, 0)) < 0)
-		return fail_errno(why, -fd, "opening", rel);
-	r = fchown(fd, rq->uid, rq->gid) < 0 ? -errno : 0;
+	if ((fd = res_mkdirs(m->data_fd, rel)) < 0)
+		return fail_errno(why, -fd, "creating", rel);
+	if ((r = fchownat(fd, "", 0, 0, AT_EMPTY_PATH) < 0 ? -errno : 0) == 0 &&
+	    (r = dir = res_open(fd, ".", O_RDONLY | O_DIRECTORY, 0)) >= 0) {
+		r = (sub && mkdirat(dir, sub, 0755) < 0 && errno != EEXIST) ||
+		    fchmod(dir, mode) < 0 || fchown(dir, rq->uid, rq->gid) < 0 ?
+		    -errno : 0;
+		close(dir);
+	}
 	close(fd);
 	return r < 0 ? fail_errno(why, -r, "giving its owner", rel) : OK;
 }
@@ -90,9 +100,9 @@ volume_prepare_plugin(struct mounter *m, const struct mreq *rq,
 	Berth__ErrorCode code;
 
 	if ((code = make_shared_mount(m, rq->path2, why)) != OK ||
-	    (code = make_shared_mount(m, rq->path, why)) != OK || rq->uid == 0)
+	    (code = make_shared_mount(m, rq->path, why)) != OK || rq->gid == 0)
 		return code;
-	return give(m, rq, rq->path2, why);
+	return give(m, rq, rq->path2, NULL, 02750, why);
 }
 
 /* A plugin's mount root and socket dir must be prepared: shared mounts. */
@@ -101,12 +111,9 @@ volume_need_shared(struct mounter *m, const char *rel, char *why)
 {
 	int r = res_mounted(m->data_fd, rel);
 
-	if (r < 0)
-		return fail_errno(why, -r, "checking", rel);
-	if (r == 0)
-		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is not "
-		    "a shared mount yet: prepare the plugin first", rel);
-	return OK;
+	return r < 0 ? fail_errno(why, -r, "checking", rel) : r == 1 ? OK :
+	    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is not a shared "
+	    "mount yet: prepare the plugin first", rel);
 }
 
 Berth__ErrorCode
@@ -139,14 +146,7 @@ Berth__ErrorCode
 volume_prepare_task(struct mounter *m, const struct mreq *rq,
     struct mreply *out, char *why)
 {
-	char rel[MREQ_PATH + 8];
-	int fd;
-
-	snprintf(rel, sizeof(rel), "%s/volumes", rq->path);
-	if ((fd = res_mkdirs(m->data_fd, rel)) < 0)
-		return fail_errno(why, -fd, "creating", rel);
-	close(fd);
-	return give(m, rq, rq->path, why);
+	return give(m, rq, rq->path, "volumes", 0755, why);
 }
 
 /* Create the bind target, a directory or a file like the source. */
@@ -268,7 +268,7 @@ sweep_entry(int dirfd, const char *name, void *arg)
 	s->out->removed += res_remove(dirfd, name);
 }
 
-/* at/dir/leaf: sweep each entry with fn, then leaf itself. */
+/* at/dir/leaf, root's again (not followed): each entry with fn, then leaf. */
 static void
 sweep_dir(int at, const char *dir, const char *leaf, res_each_fn fn,
     struct sweep *s)
@@ -277,6 +277,7 @@ sweep_dir(int at, const char *dir, const char *leaf, res_each_fn fn,
 
 	if ((fd = res_open(at, dir, O_PATH | O_DIRECTORY, 0)) < 0)
 		return;
+	fchownat(fd, leaf, 0, 0, AT_SYMLINK_NOFOLLOW);
 	res_each(fd, leaf, fn, s);
 	sweep_entry(fd, leaf, s);
 	close(fd);

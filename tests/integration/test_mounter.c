@@ -48,17 +48,40 @@ START_TEST(prepare_bind_unbind_cleanup)
 	ck_assert(st.st_uid == 0 && (st.st_mode & 07777) == 0755);
 	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 0, 1000),
 	    BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
+	/* Prepared again (a restart) though its user shut it to others. */
+	ck_assert_int_eq(chmod(mc_path(&c, "allocs/" A "/web"), 0700), 0);
+	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 1000, 1000), 0);
+	ck_assert_int_eq(stat(mc_path(&c, "allocs/" A "/web"), &st), 0);
+	ck_assert(st.st_uid == 1000 && (st.st_mode & 07777) == 0755);
 	/* A plugin the supervisor runs gets its socket dir; the root not. */
 	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "own1", 1000,
 	    1000), 0);
 	ck_assert_int_eq(stat(mc_path(&c, "csi/plugins/own1"), &st), 0);
-	ck_assert(st.st_uid == 1000 && st.st_gid == 1000);
+	ck_assert(st.st_uid == 1000 && st.st_gid == 1000 &&
+	    (st.st_mode & 07777) == 02750);
+	/* Its socket in it, the dir shut to others: prepared again all
+	 * the same, and swept whole by the cleanup below. */
+	fd = open(mc_path(&c, "csi/plugins/own1/csi.sock"), O_CREAT | O_WRONLY,
+	    0600);
+	ck_assert_int_ge(fd, 0);
+	ck_assert_int_eq(fchown(fd, 1000, 1000), 0);
+	close(fd);
+	ck_assert_int_eq(chmod(mc_path(&c, "csi/plugins/own1"), 0700), 0);
+	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "own1", 1000,
+	    1000), 0);
+	ck_assert_int_eq(chmod(mc_path(&c, "csi/plugins/own1"), 0700), 0);
 	ck_assert_int_eq(stat(mc_path(&c, "csi/" T "/" P), &st), 0);
 	ck_assert(st.st_uid == 0);
 	ck_assert(is_mountpoint(mc_path(&c, "csi/plugins/own1")));
 	ck_assert_int_eq(stat(mc_path(&c, "csi/plugins/" A), &st), 0);
 	ck_assert(st.st_uid == 0);
-	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "own2", 0, 1000),
+	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "own3", 0, 1000),
+	    0);
+	ck_assert_int_eq(stat(mc_path(&c, "csi/plugins/own3"), &st), 0);
+	ck_assert(st.st_uid == 0 && st.st_gid == 1000 &&
+	    (st.st_mode & 07777) == 02750);
+	ck_assert_int_eq(mc_cleanup(&c, "own3"), 0);
+	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "own2", 1000, 0),
 	    BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
 	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "own2", 1000,
 	    (unsigned)-1), BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
