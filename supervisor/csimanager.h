@@ -29,7 +29,7 @@ struct csi_conn;
 struct csi_fingerprint {
 	bool done;			/* every call answered */
 	bool healthy;
-	char health[512];		/* "healthy: ..." or why not */
+	char health[1400];		/* "healthy: ..." or why not */
 	char provider[128], version[64];
 	bool controller_service, accessibility;
 	/* node */

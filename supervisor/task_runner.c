@@ -400,10 +400,9 @@ start(struct trun *tr)
 		pp.plugin_type = IPC_BYTES(alloc_csi_type_name(tr->t->csi.type));
 		pp.plugin_id = IPC_BYTES(tr->t->csi.id);
 		pp.alloc_id = IPC_BYTES(tr->a->id);
-		if (exec) {
-			pp.owner_uid = (uint32_t)tr->sv->uid;
-			pp.owner_gid = (uint32_t)tr->sv->gid;
-		}
+		/* A root plugin's socket dir stays root's, for our group. */
+		pp.owner_uid = exec ? (uint32_t)tr->sv->uid : 0;
+		pp.owner_gid = (uint32_t)tr->sv->gid;
 		e2.body_case = BERTH__ENVELOPE__BODY_PREPARE_PLUGIN;
 		e2.prepare_plugin = &pp;
 		mounter_step(tr, &e2);
