@@ -604,6 +604,11 @@ csi_conn_open(struct csi_client *c, const char *endpoint)
 		    { .integer = 100 } },
 		{ GRPC_ARG_INTEGER, (char *)GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
 		    { .integer = 1000 } },
+		/* Neither is of use on a unix socket; both cost per channel. */
+		{ GRPC_ARG_INTEGER, (char *)GRPC_ARG_ENABLE_CHANNELZ,
+		    { .integer = 0 } },
+		{ GRPC_ARG_INTEGER, (char *)GRPC_ARG_HTTP2_BDP_PROBE,
+		    { .integer = 0 } },
 	};
 	grpc_channel_args chargs = { sizeof(args) / sizeof(args[0]), args };
 

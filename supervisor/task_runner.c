@@ -73,8 +73,12 @@ tr_event(struct trun *tr, const char *type, const char *fmt, ...)
 		ev = &tr->events[(tr->first + tr->nevents++) % TRUN_EVENTS];
 	ev->at = time(NULL);
 	snprintf(ev->type, sizeof(ev->type), "%s", type);
+	/* On the heap, as long as it is: most are short, and 100 plugins'
+	 * rings of fixed buffers cost more than their gRPC channels. */
+	free(ev->message);
 	va_start(ap, fmt);
-	vsnprintf(ev->message, sizeof(ev->message), fmt, ap);
+	if (vasprintf(&ev->message, fmt, ap) < 0)
+		fatal("tr_event");
 	va_end(ap);
 	log_info("event: alloc=%s task=%s type=%s message=\"%s\"", tr->a->id,
 	    tr->t->name, ev->type, ev->message);
@@ -554,6 +558,8 @@ trun_free(struct trun *tr)
 	plugsup_free(tr->ps);
 	chan_forget(tr->sv->mounter.chan, tr);
 	event_free(tr->timer);
+	for (int i = 0; i < TRUN_EVENTS; i++)
+		free(tr->events[i].message);
 	free(tr);
 }
 

@@ -31,7 +31,7 @@ struct trun;
 struct task_event {
 	time_t at;
 	char type[32];
-	char message[480];
+	char *message;
 };
 
 typedef void (*trun_stopped_cb)(struct trun *tr, void *arg);
