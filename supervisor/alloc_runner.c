@@ -23,11 +23,15 @@
 #include "supervisor.h"
 #include "task_runner.h"
 #include "taskdrv.h"
+#include "volmgr.h"
 #include "watch.h"
 
 #define IPC_BYTES(s) ((ProtobufCBinaryData){ strlen(s), (uint8_t *)(s) })
 #define RESCAN_DELAY_MS 20	/* gathers the events of one rename or copy */
 #define MOUNTER_TIMEOUT_MS 30000
+/* Volume steps that may pass are tried again: 1 s doubling to 30 s. */
+#define VOLUME_RETRY_FIRST_MS 1000
+#define VOLUME_RETRY_MAX_MS 30000
 
 struct arun {
 	struct allocs *am;
@@ -37,6 +41,10 @@ struct arun {
 	struct trun **tasks;
 	size_t ntasks, dead;
 	bool stopping;
+	/* Volumes: mounting, or waiting to try again (retry armed). */
+	bool mounting, running, failed, refuse;
+	struct event *retry;
+	int64_t retry_ms;
 	TAILQ_ENTRY(arun) entry;
 };
 
@@ -50,7 +58,7 @@ struct kept {
 /* A file refused, so that it is reported once per version. */
 struct refused {
 	char file[256], sig[96];
-	bool seen;
+	bool seen, after_run;
 	TAILQ_ENTRY(refused) entry;
 };
 
@@ -67,6 +75,25 @@ struct allocs {
 };
 
 static void scan(struct allocs *am);
+
+/* This version of the file ran and failed: not again until it changes. */
+static void
+refuse_after_run(struct allocs *am, const char *file, const char *sig)
+{
+	struct refused *r;
+
+	TAILQ_FOREACH(r, &am->refused, entry)
+		if (strcmp(r->file, file) == 0)
+			break;
+	if (r == NULL) {
+		if ((r = calloc(1, sizeof(*r))) == NULL)
+			return;
+		snprintf(r->file, sizeof(r->file), "%s", file);
+		TAILQ_INSERT_TAIL(&am->refused, r, entry);
+	}
+	snprintf(r->sig, sizeof(r->sig), "%s", sig);
+	r->seen = r->after_run = true;
+}
 
 static void
 free_kept(struct allocs *am)
@@ -123,6 +150,8 @@ free_run(struct arun *ar)
 	for (i = 0; i < ar->ntasks; i++)
 		trun_free(ar->tasks[i]);
 	free(ar->tasks);
+	if (ar->retry != NULL)
+		event_free(ar->retry);
 	alloc_free(ar->doc);
 	free(ar);
 }
@@ -145,6 +174,8 @@ on_cleaned(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 		    ar->doc->id, env->cleanup_reply->unmounted,
 		    env->cleanup_reply->removed);
 	TAILQ_REMOVE(&am->runs, ar, entry);
+	if (ar->refuse)
+		refuse_after_run(am, ar->file, ar->sig);
 	free_run(ar);
 	/* A changed file: its new version starts now. */
 	scan(am);
@@ -172,6 +203,42 @@ cleanup_alloc(struct supervisor *sv, const char *alloc, chan_reply_cb cb,
 	}
 }
 
+static void volumes_down(struct arun *ar);
+
+static void
+arm_retry(struct arun *ar)
+{
+	struct timeval tv = { ar->retry_ms / 1000, (ar->retry_ms % 1000) *
+		1000 };
+
+	evtimer_add(ar->retry, &tv);
+	ar->retry_ms = ar->retry_ms * 2 > VOLUME_RETRY_MAX_MS ?
+	    VOLUME_RETRY_MAX_MS : ar->retry_ms * 2;
+}
+
+/* Volumes taken back (or none held): the mounter cleans up the rest. */
+static void
+on_unmounted(enum volmgr_status st, const char *why, void *arg)
+{
+	struct arun *ar = arg;
+
+	if (st != VOLMGR_OK) {
+		log_warnx("alloc %s: taking its volumes back: %s; trying again "
+		    "in %lld ms", ar->doc->id, why, (long long)ar->retry_ms);
+		arm_retry(ar);
+		return;
+	}
+	cleanup_alloc(ar->am->sv, ar->doc->id, on_cleaned, ar);
+}
+
+static void
+volumes_down(struct arun *ar)
+{
+	ar->running = false;
+	volmgr_unmount(ar->am->sv->volmgr, ar->doc->id, ar->doc, on_unmounted,
+	    ar);
+}
+
 static void
 task_stopped(struct trun *tr, void *arg)
 {
@@ -180,7 +247,8 @@ task_stopped(struct trun *tr, void *arg)
 	(void)tr;
 	if (++ar->dead < ar->ntasks)
 		return;
-	cleanup_alloc(ar->am->sv, ar->doc->id, on_cleaned, ar);
+	ar->retry_ms = VOLUME_RETRY_FIRST_MS;
+	volumes_down(ar);
 }
 
 static void
@@ -191,9 +259,115 @@ stop_run(struct arun *ar, const char *why)
 	if (ar->stopping)
 		return;
 	ar->stopping = true;
+	evtimer_del(ar->retry);
 	log_info("alloc %s: stopping (%s)", ar->doc->id, why);
+	/* A mount in flight ends first; on_mounted stops the tasks. */
+	if (ar->mounting)
+		return;
 	for (i = 0; i < n; i++)
 		trun_stop(ar->tasks[i]);
+}
+
+static void
+run_tasks(struct arun *ar)
+{
+	size_t i;
+
+	if (ar->running)
+		return;
+	ar->running = true;
+	for (i = 0; i < ar->ntasks; i++)
+		trun_run(ar->tasks[i]);
+	if (ar->ntasks < ar->doc->ntasks)
+		stop_run(ar, "out of memory");
+}
+
+static void mount_volumes(struct arun *ar);
+
+/* A failed mount, undone: this version of the file does not run. */
+static void
+on_undone(enum volmgr_status st, const char *why, void *arg)
+{
+	struct arun *ar = arg;
+
+	if (st != VOLMGR_OK) {
+		log_warnx("alloc %s: undoing its volumes: %s; trying again in "
+		    "%lld ms", ar->doc->id, why, (long long)ar->retry_ms);
+		arm_retry(ar);
+		return;
+	}
+	ar->failed = false;
+	ar->refuse = true;
+	stop_run(ar, "its volumes could not be set up; it starts again "
+	    "when its file changes");
+}
+
+static void
+on_mounted(enum volmgr_status st, const char *why, void *arg)
+{
+	struct arun *ar = arg;
+
+	ar->mounting = false;
+	if (ar->stopping) {
+		ar->stopping = false;
+		stop_run(ar, "stopped while its volumes were set up");
+		return;
+	}
+	if (st == VOLMGR_OK) {
+		log_info("alloc %s: %zu volume%s in place", ar->doc->id,
+		    ar->doc->nvolumes, ar->doc->nvolumes == 1 ? "" : "s");
+		ar->retry_ms = VOLUME_RETRY_FIRST_MS;
+		run_tasks(ar);
+		return;
+	}
+	if (st == VOLMGR_RETRY) {
+		/* Kept as far as it went; the next try goes on from there. */
+		log_warnx("alloc %s: volumes not in place yet: %s; trying "
+		    "again in %lld ms", ar->doc->id, why,
+		    (long long)ar->retry_ms);
+		arm_retry(ar);
+		return;
+	}
+	if (ar->running) {
+		/* Adopted tasks run on what is in place: leave it. */
+		log_warnx("alloc %s: checking its volumes: %s", ar->doc->id,
+		    why);
+		return;
+	}
+	log_warnx("alloc %s: volumes failed, undoing what was done; tasks not "
+	    "started: %s", ar->doc->id, why);
+	ar->failed = true;
+	ar->retry_ms = VOLUME_RETRY_FIRST_MS;
+	volmgr_unmount(ar->am->sv->volmgr, ar->doc->id, ar->doc, on_undone,
+	    ar);
+}
+
+static void
+mount_volumes(struct arun *ar)
+{
+	ar->mounting = true;
+	volmgr_mount(ar->am->sv->volmgr, ar->doc, on_mounted, ar);
+}
+
+static void
+on_retry(evutil_socket_t fd, short ev, void *arg)
+{
+	struct arun *ar = arg;
+
+	(void)fd;
+	(void)ev;
+	if (ar->dead == ar->ntasks && ar->stopping) {
+		volumes_down(ar);	/* a take-back that failed */
+		return;
+	}
+	if (ar->failed) {
+		/* An undo that failed: undo again; a failed version does
+		 * not start again until its file changes. */
+		volmgr_unmount(ar->am->sv->volmgr, ar->doc->id, ar->doc,
+		    on_undone, ar);
+		return;
+	}
+	mount_volumes(ar);
 }
 
 /* What alloc.c cannot know: limits of this supervisor's layout. */
@@ -211,13 +385,6 @@ runnable(const struct alloc *a, const char *file)
 		    "socket is csi/plugins/<alloc>/csi.sock", file, plugins);
 		return -1;
 	}
-	for (i = 0; i < a->ntasks; i++)
-		if (a->tasks[i].nmounts > 0 || a->nvolumes > 0) {
-			log_warnx("alloc file %s refused: volumes and "
-			    "volume_mounts are not supported by this version "
-			    "yet; nothing started", file);
-			return -1;
-		}
 	return 0;
 }
 
@@ -243,6 +410,21 @@ refused_before(struct allocs *am, const char *file, const char *sig)
 	return false;
 }
 
+/* This version of the file was refused after it ran (its volumes). */
+static bool
+refused_still(struct allocs *am, const char *file, const char *sig)
+{
+	struct refused *r;
+
+	TAILQ_FOREACH(r, &am->refused, entry)
+		if (r->after_run && strcmp(r->file, file) == 0 &&
+		    strcmp(r->sig, sig) == 0) {
+			r->seen = true;
+			return true;
+		}
+	return false;
+}
+
 static void
 start_run(struct allocs *am, const char *file, const char *sig)
 {
@@ -250,8 +432,11 @@ start_run(struct allocs *am, const char *file, const char *sig)
 	struct alloc *doc = NULL;
 	struct arun *ar, *other;
 	char path[4400];
+	bool adopting = false;
 	size_t i;
 
+	if (refused_still(am, file, sig))
+		return;
 	snprintf(path, sizeof(path), "%s/%s", am->sv->cfg.alloc_dir, file);
 	if (alloc_load_file(path, &doc, &probs) < 0) {
 		if (!refused_before(am, file, sig)) {
@@ -289,14 +474,18 @@ start_run(struct allocs *am, const char *file, const char *sig)
 	}
 	ar->am = am;
 	ar->doc = doc;
+	ar->retry_ms = VOLUME_RETRY_FIRST_MS;
+	if ((ar->retry = evtimer_new(am->sv->base, on_retry, ar)) == NULL)
+		fatal("start_run");
 	snprintf(ar->file, sizeof(ar->file), "%s", file);
 	snprintf(ar->sig, sizeof(ar->sig), "%s", sig);
 	for (i = 0; i < doc->ntasks; i++) {
 		const struct alloc_task *t = &doc->tasks[i];
+		const Berth__TaskHandle *th = claim(am, doc->id, t->name,
+		    t->driver == ALLOC_DRIVER_EXEC ? "exec" : "privileged");
 
-		ar->tasks[i] = trun_new(am->sv, doc, t, claim(am, doc->id,
-		    t->name, t->driver == ALLOC_DRIVER_EXEC ? "exec" :
-		    "privileged"), task_stopped, ar);
+		adopting |= th != NULL;
+		ar->tasks[i] = trun_new(am->sv, doc, t, th, task_stopped, ar);
 		if (ar->tasks[i] == NULL) {
 			log_warnx("start_run: alloc %s: out of memory", doc->id);
 			break;
@@ -306,10 +495,15 @@ start_run(struct allocs *am, const char *file, const char *sig)
 	TAILQ_INSERT_TAIL(&am->runs, ar, entry);
 	log_info("alloc %s: running %zu task%s from %s", doc->id, ar->ntasks,
 	    ar->ntasks == 1 ? "" : "s", file);
-	for (i = 0; i < ar->ntasks; i++)
-		trun_run(ar->tasks[i]);
-	if (ar->ntasks < doc->ntasks)
-		stop_run(ar, "out of memory");
+	/*
+	 * A task starts only once its volumes are in place. Tasks still
+	 * running from before a restart are adopted at once; the volume
+	 * manager then finds their volumes in place and keeps them.
+	 */
+	if (adopting || doc->nvolumes == 0)
+		run_tasks(ar);
+	if (doc->nvolumes > 0)
+		mount_volumes(ar);
 }
 
 static bool
@@ -713,4 +907,17 @@ allocs_free(struct allocs *am)
 	if (am->resync != NULL)
 		event_free(am->resync);
 	free(am);
+}
+
+const char *
+allocs_plugin_type(struct allocs *am, const char *alloc, const char *plugin)
+{
+	struct arun *ar = find_run(am, alloc);
+	size_t i;
+
+	for (i = 0; ar != NULL && i < ar->doc->ntasks; i++)
+		if (ar->doc->tasks[i].csi.type != ALLOC_CSI_NONE &&
+		    strcmp(ar->doc->tasks[i].csi.id, plugin) == 0)
+			return alloc_csi_type_name(ar->doc->tasks[i].csi.type);
+	return NULL;
 }

@@ -29,6 +29,7 @@
 #include "watch.h"
 #include "spawn.h"
 #include "supervisor.h"
+#include "volmgr.h"
 
 static void
 usage(void)
@@ -49,6 +50,7 @@ supervisor_peer_ready(struct supervisor *sv)
 	    (long)sv->registry.pid, (long)getuid());
 	evtimer_add(sv->ping, &tv);
 	csimgr_start(sv->csimgr);
+	volmgr_start(sv->volmgr);
 	allocs_start(sv->allocs);
 }
 
@@ -321,13 +323,15 @@ main(int argc, char **argv)
 	    (sv.watcher = watcher_new(sv.base)) == NULL ||
 	    (sv.drv = taskdrv_new(&sv)) == NULL ||
 	    (sv.allocs = allocs_new(&sv)) == NULL ||
-	    (sv.csimgr = csimgr_new(&sv)) == NULL)
+	    (sv.csimgr = csimgr_new(&sv)) == NULL ||
+	    (sv.volmgr = volmgr_new(&sv)) == NULL)
 		fatalx("main: cannot set up the plugin managers");
 
 	event_base_dispatch(sv.base);
 
 	/* Tasks and plugins keep running: a new supervisor adopts them. */
 	allocs_free(sv.allocs);
+	volmgr_free(sv.volmgr);
 	csimgr_free(sv.csimgr);
 	taskdrv_free(sv.drv);
 	csi_client_free(sv.csi);

@@ -1,0 +1,102 @@
+/*
+ * volmgr.h: the volume manager. It gives an allocation its CSI volumes
+ * and takes them back, and it registers, creates and deletes volumes for
+ * the operator.
+ *
+ * Mounting an alloc's volume goes, one step at a time and never two
+ * operations at once on one volume: the volume from the registry; its
+ * plugin's node instance (healthy, fingerprinted) from the CSI manager;
+ * a mount record in the registry (written before anything is touched, so
+ * that a crash leaves a record of what may exist); the claim (the
+ * registry enforces the access mode); ControllerPublishVolume when the
+ * controller advertises it (its publish_context goes on to stage and
+ * publish); NodeStageVolume only when the node advertises
+ * STAGE_UNSTAGE_VOLUME and the staging path is not mounted yet;
+ * NodePublishVolume unless the target is mounted already; then the
+ * mounter binds the published volume into every task that mounts it.
+ * Taking it back runs the same way backwards: unbind, unpublish, unstage
+ * only when the last user of that staging path has gone, controller
+ * unpublish when the last user of the volume on this node has gone,
+ * release the claim, forget the record. Users are counted from the
+ * records, which the registry keeps, so the count is rebuilt after a
+ * restart, and a volume staged before a restart is not staged again.
+ *
+ * A failure undoes what that alloc had done and says which step failed
+ * and why; errors that may pass (a plugin not healthy yet, UNAVAILABLE)
+ * are reported as retryable, and the alloc runner retries with backoff.
+ *
+ * Must not: decide which allocs run (alloc_runner.c does), start tasks,
+ * or build a path the mounter acts on (it derives them itself).
+ */
+#ifndef BERTH_VOLMGR_H
+#define BERTH_VOLMGR_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "registry.pb-c.h"
+
+struct supervisor;
+struct volmgr;
+struct alloc;
+
+enum volmgr_status {
+	VOLMGR_OK = 0,
+	VOLMGR_RETRY,		/* may pass: try again later */
+	VOLMGR_FAILED,		/* will not pass by waiting */
+};
+
+/* why: "step: reason" when status is not VOLMGR_OK, else "". */
+typedef void (*volmgr_cb)(enum volmgr_status status, const char *why,
+    void *arg);
+
+struct volmgr *volmgr_new(struct supervisor *sv);
+/* Read the mount records back; jobs wait until this is done. */
+void volmgr_start(struct volmgr *vm);
+/* Forget everything; mounts stay. Callbacks do not run after this. */
+void volmgr_free(struct volmgr *vm);
+
+/* Claim, stage, publish and bind every volume of a (it must outlive
+ * the job). Idempotent: what is in place already is kept. */
+void volmgr_mount(struct volmgr *vm, const struct alloc *a, volmgr_cb cb,
+    void *arg);
+/* Take back every volume the alloc holds; a may be NULL when only the
+ * records know the alloc (after a restart), then its binds are left to
+ * the mounter's CleanupAlloc. */
+void volmgr_unmount(struct volmgr *vm, const char *alloc,
+    const struct alloc *a, volmgr_cb cb, void *arg);
+/* Calls fn for every alloc that holds a mount record. */
+void volmgr_each_alloc(struct volmgr *vm, void (*fn)(const char *alloc,
+    void *arg), void *arg);
+bool volmgr_ready(const struct volmgr *vm);
+
+/* An operator's volume. */
+struct volmgr_spec {
+	const char *ns, *id, *plugin;
+	const char *external_id;	/* register: the provider's id */
+	Berth__AccessMode access;
+	Berth__AttachmentMode attachment;
+	const char *fs_type;		/* NULL: none asked */
+	char *const *flags;
+	size_t nflags;
+	int64_t capacity_min;		/* create: bytes, 0 none */
+	char *const *params;		/* create: "key=value" */
+	size_t nparams;
+};
+
+/*
+ * Register an existing volume: with a controller service, its
+ * ValidateVolumeCapabilities must not refuse (an absent `confirmed` is
+ * accepted, a present one must match every requested capability).
+ */
+void volmgr_register(struct volmgr *vm, const struct volmgr_spec *s,
+    volmgr_cb cb, void *arg);
+/* CreateVolume on the plugin's controller, then register the result. */
+void volmgr_create(struct volmgr *vm, const struct volmgr_spec *s,
+    volmgr_cb cb, void *arg);
+/* Refused while claimed; DeleteVolume when the controller can. */
+void volmgr_delete(struct volmgr *vm, const char *ns, const char *id,
+    volmgr_cb cb, void *arg);
+
+#endif
