@@ -5,6 +5,7 @@
 #define BERTH_SUPERVISOR_H
 
 #include <stdbool.h>
+#include <time.h>
 #include <sys/types.h>
 
 #include <event2/event.h>
@@ -23,6 +24,8 @@ struct watcher;
 struct taskdrv;
 struct allocs;
 struct csimgr;
+struct events;
+struct api;
 
 /* The supervisor's link to one helper process. */
 struct peer {
@@ -49,6 +52,9 @@ struct supervisor {
 	struct taskdrv *drv;		/* plugin tasks' processes */
 	struct allocs *allocs;		/* allocations and their tasks */
 	struct csimgr *csimgr;		/* the active plugins, fingerprinted */
+	struct events *events;		/* the event log the API serves */
+	struct api *api;		/* the operator API on api.sock */
+	struct timespec started;	/* CLOCK_MONOTONIC, for the uptime */
 	uid_t uid;			/* after the drop: our user */
 	gid_t gid;
 	struct event *sigterm, *sigint, *sigchld, *ping, *stop_timer;
