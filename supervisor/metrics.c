@@ -159,7 +159,7 @@ metrics_line(struct evbuffer *out, const char *name,
 		add_value(out, labels[i + 1]);
 		evbuffer_add(out, "\"", 1);
 	}
-	evbuffer_add_printf(out, "%s %.17g\n", i > 0 ? "}" : "", value);
+	evbuffer_add_printf(out, "%s %.10g\n", i > 0 ? "}" : "", value);
 }
 
 static void
