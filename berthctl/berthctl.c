@@ -112,7 +112,7 @@ call(const char *method, const char *path, const char *body, size_t len,
 	if (*out == NULL)
 		*out = json_pack("{s:i, s:s}", "code", resp.status, "error",
 		    resp.body);
-	free(resp.body);
+	http_response_free(&resp);
 	return resp.status;
 }
 

@@ -160,6 +160,11 @@ http_request(const char *sock, const char *method, const char *path,
 	}
 	if (clen >= 0 && (size_t)clen < len - off)
 		len = off + (size_t)clen;
+	if ((resp->head = strdup(buf)) == NULL) {
+		snprintf(why, whylen, "out of memory");
+		free(buf);
+		return -1;
+	}
 	memmove(buf, buf + off, len - off);
 	resp->len = len - off;
 	buf[resp->len] = '\0';
@@ -171,4 +176,35 @@ fail:
 	snprintf(why, whylen, "talking to %s: %s", sock, r == -ETIMEDOUT ?
 	    "no answer in time" : strerror(-r));
 	return -1;
+}
+
+const char *
+http_header(const struct http_response *resp, const char *name, char *buf,
+    size_t n)
+{
+	const char *line, *end;
+	size_t len = strlen(name);
+
+	for (line = strstr(resp->head, "\r\n"); line != NULL;
+	    line = strstr(line, "\r\n")) {
+		line += 2;
+		if (strncasecmp(line, name, len) != 0 || line[len] != ':')
+			continue;
+		line += len + 1;
+		while (*line == ' ')
+			line++;
+		end = strstr(line, "\r\n");
+		snprintf(buf, n, "%.*s", (int)(end != NULL ? end - line :
+		    (long)strlen(line)), line);
+		return buf;
+	}
+	return NULL;
+}
+
+void
+http_response_free(struct http_response *resp)
+{
+	free(resp->body);
+	free(resp->head);
+	resp->body = resp->head = NULL;
 }

@@ -14,9 +14,15 @@
 
 struct http_response {
 	int status;			/* 200, 404, ... */
-	char *body;			/* NUL-terminated; free() it */
+	char *body;			/* NUL-terminated */
 	size_t len;
+	char *head;			/* the status line and headers */
 };
+
+/* A header's value ("Allow"), copied into buf; NULL when absent. */
+const char *http_header(const struct http_response *resp, const char *name,
+    char *buf, size_t n);
+void http_response_free(struct http_response *resp);
 
 /*
  * Send method path (with its query) and body (NULL: none) to the unix
