@@ -157,6 +157,19 @@ get(const char *what, const char *path)
 	return j;
 }
 
+/* GET for a table; NULL when --json printed the answer as it is. */
+static json_t *
+get_table(const char *what, const char *path)
+{
+	json_t *j = get(what, path);
+
+	if (!json_out)
+		return j;
+	print_json(j);
+	json_decref(j);
+	return NULL;
+}
+
 /* An id in a path: the API's ids need no escaping, but refuse a '/'. */
 static const char *
 path_of(char *buf, size_t n, const char *fmt, const char *id)
@@ -283,15 +296,6 @@ yesno(json_t *o, const char *key)
 static bool tty;
 static char last_line[512];
 
-static int64_t
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
-}
-
 /* On a terminal one line redrawn; elsewhere a line per change. */
 static void
 progress(int64_t since, const char *fmt, ...)
@@ -303,7 +307,7 @@ progress(int64_t since, const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	if (tty) {
-		fprintf(stderr, "\r\033[K[%5.1fs] %s", (double)(now_ms() -
+		fprintf(stderr, "\r\033[K[%5.1fs] %s", (double)(http_now_ms() -
 		    since) / 1000, line);
 		fflush(stderr);
 	} else if (strcmp(line, last_line) != 0)
@@ -335,17 +339,14 @@ static unsigned long long opt_index;
 static void
 cmd_status(void)
 {
-	json_t *j = get("status", "/v1/status"), *h, *c;
+	json_t *j = get_table("status", "/v1/status"), *h, *c;
 	char a[32], b[32], d[32];
 	struct table t = { 2, 0, 0, NULL };
 	const char *name;
 	json_t *p;
 
-	if (json_out) {
-		print_json(j);
-		json_decref(j);
+	if (j == NULL)
 		return;
-	}
 	h = json_object_get(j, "helpers");
 	c = json_object_get(j, "counts");
 	row(&t, "Version", str(j, "version"));
@@ -382,16 +383,13 @@ cmd_status(void)
 static void
 cmd_plugin_list(void)
 {
-	json_t *j = get("plugin list", "/v1/plugins"), *p;
+	json_t *j = get_table("plugin list", "/v1/plugins"), *p;
 	struct table t = { 6, 0, 0, NULL };
 	char a[32], b[32];
 	size_t i;
 
-	if (json_out) {
-		print_json(j);
-		json_decref(j);
+	if (j == NULL)
 		return;
-	}
 	row(&t, "ID", "PROVIDER", "VERSION", "HEALTHY", "INSTANCES", "TASKS");
 	json_array_foreach(json_object_get(j, "plugins"), i, p) {
 		snprintf(a, sizeof(a), "%zu", json_array_size(json_object_get(p,
@@ -437,7 +435,7 @@ static void
 cmd_plugin_status(const char *id)
 {
 	char path[512];
-	int64_t since = now_ms();
+	int64_t since = http_now_ms();
 	json_t *j;
 	int status;
 
@@ -453,7 +451,7 @@ cmd_plugin_status(const char *id)
 			api_failed("plugin status", status, j);
 		progress(since, "plugin %s: %s", id, status == 404 ?
 		    "not known yet" : "not healthy yet");
-		if (now_ms() - since > wait_timeout_ms) {
+		if (http_now_ms() - since > wait_timeout_ms) {
 			progress_end();
 			json_decref(j);
 			die(EXIT_API, "plugin %s: not healthy within the "
@@ -523,16 +521,13 @@ cmd_volume(const char *verb, const char *arg)
 static void
 cmd_alloc_list(void)
 {
-	json_t *j = get("alloc list", "/v1/allocations"), *a;
+	json_t *j = get_table("alloc list", "/v1/allocations"), *a;
 	struct table t = { 4, 0, 0, NULL };
 	char n[32];
 	size_t i;
 
-	if (json_out) {
-		print_json(j);
-		json_decref(j);
+	if (j == NULL)
 		return;
-	}
 	row(&t, "ID", "STATUS", "TASKS", "FILE");
 	json_array_foreach(json_object_get(j, "allocations"), i, a) {
 		snprintf(n, sizeof(n), "%zu", json_array_size(json_object_get(a,
@@ -635,7 +630,7 @@ cmd_alloc_run(const char *file)
 		return;
 	}
 	json_decref(j);
-	since = now_ms();
+	since = http_now_ms();
 	for (;;) {
 		/* 404 until the runner has read the file. */
 		status = call("GET", path, NULL, 0, REQUEST_TIMEOUT_MS, &j);
@@ -647,7 +642,7 @@ cmd_alloc_run(const char *file)
 		    "/v1/allocation/"), status == 404 ? "submitted, not "
 		    "started yet" : what);
 		json_decref(j);
-		if (now_ms() - since > wait_timeout_ms) {
+		if (http_now_ms() - since > wait_timeout_ms) {
 			progress_end();
 			die(EXIT_API, "alloc %s: not running within the "
 			    "timeout", path + strlen("/v1/allocation/"));
@@ -701,15 +696,12 @@ cmd_alloc(const char *verb, const char *arg)
 static void
 cmd_driver_list(void)
 {
-	json_t *j = get("driver list", "/v1/drivers"), *d;
+	json_t *j = get_table("driver list", "/v1/drivers"), *d;
 	struct table t = { 4, 0, 0, NULL };
 	size_t i;
 
-	if (json_out) {
-		print_json(j);
-		json_decref(j);
+	if (j == NULL)
 		return;
-	}
 	row(&t, "NAME", "DETECTED", "HEALTHY", "DESCRIPTION");
 	json_array_foreach(json_object_get(j, "drivers"), i, d)
 		row(&t, str(d, "name"), yesno(d, "detected"), yesno(d,
@@ -721,15 +713,12 @@ cmd_driver_list(void)
 static void
 cmd_device_list(void)
 {
-	json_t *j = get("device list", "/v1/devices"), *d;
+	json_t *j = get_table("device list", "/v1/devices"), *d;
 	struct table t = { 3, 0, 0, NULL };
 	size_t i;
 
-	if (json_out) {
-		print_json(j);
-		json_decref(j);
+	if (j == NULL)
 		return;
-	}
 	if (json_array_size(json_object_get(j, "devices")) == 0)
 		printf("no devices%s%s%s\n", json_object_get(j, "note") ?
 		    " (" : "", json_object_get(j, "note") ? str(j, "note") :

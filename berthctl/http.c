@@ -14,8 +14,8 @@
 
 #include "http.h"
 
-static int64_t
-now_ms(void)
+int64_t
+http_now_ms(void)
 {
 	struct timespec ts;
 
@@ -32,7 +32,7 @@ wait_fd(int fd, short ev, int64_t deadline)
 	int r;
 
 	for (;;) {
-		if ((left = deadline - now_ms()) <= 0)
+		if ((left = deadline - http_now_ms()) <= 0)
 			return -ETIMEDOUT;
 		r = poll(&p, 1, left > 60000 ? 60000 : (int)left);
 		if (r > 0)
@@ -90,7 +90,7 @@ http_request(const char *sock, const char *method, const char *path,
     struct http_response *resp, char *why, size_t whylen)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	int64_t deadline = now_ms() + timeout_ms;
+	int64_t deadline = http_now_ms() + timeout_ms;
 	char head[2048], *buf = NULL;
 	size_t len = 0, cap = 0, off;
 	long long clen;

@@ -8,6 +8,7 @@
 #define BERTHCTL_HTTP_H
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* The longest answer read: more is an error, not a truncation. */
 #define HTTP_MAX_RESPONSE (16 * 1024 * 1024)
@@ -23,6 +24,8 @@ struct http_response {
 const char *http_header(const struct http_response *resp, const char *name,
     char *buf, size_t n);
 void http_response_free(struct http_response *resp);
+/* CLOCK_MONOTONIC in milliseconds. */
+int64_t http_now_ms(void);
 
 /*
  * Send method path (with its query) and body (NULL: none) to the unix
