@@ -204,6 +204,8 @@ deliver_local(struct chan *c, struct pending *p, Berth__ErrorCode code,
 	err.code = code;
 	err.message = (char *)msg;
 	env.error = &err;
+	if (c->ops != NULL && c->ops->on_answer != NULL)
+		c->ops->on_answer(c, p->body, &env, c->arg);
 	p->cb(c, &env, -1, p->arg);
 }
 
@@ -570,6 +572,8 @@ handle_reply(struct chan *c, Berth__Envelope *env, int fd)
 		deliver_local(c, p, BERTH__ERROR_CODE__ERROR_BAD_FD,
 		    "reply lacks its descriptor");
 	} else {
+		if (c->ops != NULL && c->ops->on_answer != NULL)
+			c->ops->on_answer(c, p->body, env, c->arg);
 		p->cb(c, env, fd, p->arg);
 	}
 	free(p);

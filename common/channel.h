@@ -52,6 +52,13 @@ struct chan_ops {
 	void (*on_close)(struct chan *c, const char *why, void *arg);
 	/* Does this body carry a descriptor? NULL: no body ever does. */
 	bool (*takes_fd)(Berth__Envelope__BodyCase body);
+	/*
+	 * Optional: every answer to one of our requests (timeouts and
+	 * closes included), with the request's body, just before the
+	 * request's own callback; for counting, never for acting.
+	 */
+	void (*on_answer)(struct chan *c, Berth__Envelope__BodyCase request,
+	    const Berth__Envelope *answer, void *arg);
 };
 
 struct chan *chan_new(struct event_base *base, int fd, const char *peer,

@@ -20,6 +20,7 @@
 
 #include "alloc.h"
 #include "alloc_runner.h"
+#include "events.h"
 #include "supervisor.h"
 #include "task_runner.h"
 #include "taskdrv.h"
@@ -173,6 +174,8 @@ on_cleaned(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 		log_info("alloc %s: stopped; %u mounts and %u entries removed",
 		    ar->doc->id, env->cleanup_reply->unmounted,
 		    env->cleanup_reply->removed);
+	events_record(am->sv->events, "alloc", "AllocStopped", ar->doc->id,
+	    NULL, NULL, "stopped; it ran from %s", ar->file);
 	TAILQ_REMOVE(&am->runs, ar, entry);
 	if (ar->refuse)
 		refuse_after_run(am, ar->file, ar->sig);
@@ -372,7 +375,7 @@ on_retry(evutil_socket_t fd, short ev, void *arg)
 
 /* What alloc.c cannot know: limits of this supervisor's layout. */
 static int
-runnable(const struct alloc *a, const char *file)
+runnable(const struct alloc *a, char *why, size_t n)
 {
 	size_t i, plugins = 0;
 
@@ -380,9 +383,9 @@ runnable(const struct alloc *a, const char *file)
 		if (a->tasks[i].csi.type != ALLOC_CSI_NONE)
 			plugins++;
 	if (plugins > 1) {
-		log_warnx("alloc file %s refused: %zu tasks have a csi_plugin "
-		    "block; an alloc may run one plugin task, because its "
-		    "socket is csi/plugins/<alloc>/csi.sock", file, plugins);
+		snprintf(why, n, "%zu tasks have a csi_plugin block; an alloc "
+		    "may run one plugin task, because its socket is "
+		    "csi/plugins/<alloc>/csi.sock", plugins);
 		return -1;
 	}
 	return 0;
@@ -431,7 +434,7 @@ start_run(struct allocs *am, const char *file, const char *sig)
 	struct alloc_problems probs = { 0 };
 	struct alloc *doc = NULL;
 	struct arun *ar, *other;
-	char path[4400];
+	char path[4400], why[256];
 	bool adopting = false;
 	size_t i;
 
@@ -459,9 +462,9 @@ start_run(struct allocs *am, const char *file, const char *sig)
 		alloc_free(doc);
 		return;
 	}
-	if (other != NULL || runnable(doc, file) < 0) {
-		if (other == NULL)
-			(void)refused_before(am, file, sig);
+	if (other != NULL || runnable(doc, why, sizeof(why)) < 0) {
+		if (other == NULL && !refused_before(am, file, sig))
+			log_warnx("alloc file %s refused: %s", file, why);
 		alloc_free(doc);
 		return;
 	}
@@ -495,6 +498,9 @@ start_run(struct allocs *am, const char *file, const char *sig)
 	TAILQ_INSERT_TAIL(&am->runs, ar, entry);
 	log_info("alloc %s: running %zu task%s from %s", doc->id, ar->ntasks,
 	    ar->ntasks == 1 ? "" : "s", file);
+	events_record(am->sv->events, "alloc", "AllocStarted", doc->id, NULL,
+	    NULL, "running %zu task%s from %s", ar->ntasks, ar->ntasks == 1 ?
+	    "" : "s", file);
 	/*
 	 * A task starts only once its volumes are in place. Tasks still
 	 * running from before a restart are adopted at once; the volume
@@ -920,4 +926,153 @@ allocs_plugin_type(struct allocs *am, const char *alloc, const char *plugin)
 		    strcmp(ar->doc->tasks[i].csi.id, plugin) == 0)
 			return alloc_csi_type_name(ar->doc->tasks[i].csi.type);
 	return NULL;
+}
+
+/* ---- the operator API's entries ---- */
+
+/* "<id>.json": the file the API writes for an alloc, and removes. */
+static int
+api_file(const char *id, char *file, size_t n)
+{
+	return (size_t)snprintf(file, n, "%s.json", id) >= n ? -ENAMETOOLONG :
+	    0;
+}
+
+int
+allocs_submit(struct allocs *am, const struct alloc *a, char *why, size_t n)
+{
+	struct arun *ar;
+	char file[256], tmp[4400], path[4400], *text;
+	size_t len, off = 0;
+	ssize_t w;
+	int fd, r = 0;
+
+	if (api_file(a->id, file, sizeof(file)) < 0) {
+		snprintf(why, n, "alloc id %s is too long for a file name",
+		    a->id);
+		return -ENAMETOOLONG;
+	}
+	if ((ar = find_run(am, a->id)) != NULL && strcmp(ar->file, file) !=
+	    0) {
+		snprintf(why, n, "alloc %s already runs from %s in alloc_dir, "
+		    "a file the API did not write; change or remove that file "
+		    "instead", a->id, ar->file);
+		return -EEXIST;
+	}
+	if (runnable(a, why, n) < 0)
+		return -EINVAL;
+	if ((text = alloc_to_json(a)) == NULL) {
+		snprintf(why, n, "out of memory");
+		return -ENOMEM;
+	}
+	len = strlen(text);
+	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", am->sv->cfg.alloc_dir,
+	    file);
+	snprintf(path, sizeof(path), "%s/%s", am->sv->cfg.alloc_dir, file);
+	/* Written whole, then renamed: the watcher never reads half. */
+	if ((fd = mkostemp(tmp, O_CLOEXEC)) < 0) {
+		r = -errno;
+		snprintf(why, n, "cannot write into alloc_dir %s: %s",
+		    am->sv->cfg.alloc_dir, strerror(-r));
+		free(text);
+		return r;
+	}
+	while (off < len) {
+		if ((w = write(fd, text + off, len - off)) < 0) {
+			if (errno == EINTR)
+				continue;
+			r = -errno;
+			break;
+		}
+		off += (size_t)w;
+	}
+	free(text);
+	if (r == 0 && (fchmod(fd, 0644) < 0 || fsync(fd) < 0))
+		r = -errno;
+	if (close(fd) < 0 && r == 0)
+		r = -errno;
+	if (r == 0 && rename(tmp, path) < 0)
+		r = -errno;
+	if (r < 0) {
+		(void)unlink(tmp);
+		snprintf(why, n, "cannot write %s: %s", path, strerror(-r));
+		return r;
+	}
+	log_info("alloc %s: submitted through the API as %s", a->id, path);
+	return 0;
+}
+
+int
+allocs_stop(struct allocs *am, const char *id, char *why, size_t n)
+{
+	struct arun *ar = find_run(am, id);
+	char file[256], path[4400];
+	int r;
+
+	if (api_file(id, file, sizeof(file)) < 0) {
+		snprintf(why, n, "no alloc %s", id);
+		return -ENOENT;
+	}
+	if (ar != NULL && strcmp(ar->file, file) != 0) {
+		snprintf(why, n, "alloc %s runs from %s in alloc_dir, a file "
+		    "the API did not write; remove that file to stop it", id,
+		    ar->file);
+		return -EEXIST;
+	}
+	snprintf(path, sizeof(path), "%s/%s", am->sv->cfg.alloc_dir, file);
+	if (unlink(path) < 0) {
+		r = -errno;
+		if (r == -ENOENT)
+			snprintf(why, n, "no alloc %s", id);
+		else
+			snprintf(why, n, "cannot remove %s: %s", path,
+			    strerror(-r));
+		return r;
+	}
+	log_info("alloc %s: stop asked through the API; %s removed", id, path);
+	return 0;
+}
+
+static void
+view(const struct arun *ar, struct alloc_view *v)
+{
+	v->doc = ar->doc;
+	v->file = ar->file;
+	v->stopping = ar->stopping;
+	v->tasks = ar->tasks;
+	v->ntasks = ar->ntasks;
+}
+
+size_t
+allocs_count(const struct allocs *am)
+{
+	const struct arun *ar;
+	size_t n = 0;
+
+	TAILQ_FOREACH(ar, &am->runs, entry)
+		n++;
+	return n;
+}
+
+bool
+allocs_get(const struct allocs *am, size_t i, struct alloc_view *v)
+{
+	const struct arun *ar;
+
+	TAILQ_FOREACH(ar, &am->runs, entry)
+		if (i-- == 0) {
+			view(ar, v);
+			return true;
+		}
+	return false;
+}
+
+bool
+allocs_find(struct allocs *am, const char *id, struct alloc_view *v)
+{
+	const struct arun *ar = find_run(am, id);
+
+	if (ar != NULL)
+		view(ar, v);
+	return ar != NULL;
 }

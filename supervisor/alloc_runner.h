@@ -11,14 +11,33 @@
  * started again; tasks of allocations that are gone are stopped, and
  * plugin registrations of allocations that are not running are removed.
  *
- * Must not: write into alloc_dir (it is the operator's), or stop tasks
- * when the supervisor stops.
+ * The operator API writes and removes files named "<id>.json" there
+ * (allocs_submit, allocs_stop), atomically, and leaves every other file
+ * alone: the inotify watch then starts and stops them like any other.
+ *
+ * Must not: write into alloc_dir other than through allocs_submit and
+ * allocs_stop, or stop tasks when the supervisor stops.
  */
 #ifndef BERTH_ALLOC_RUNNER_H
 #define BERTH_ALLOC_RUNNER_H
 
+#include <stdbool.h>
+#include <stddef.h>
+
 struct supervisor;
 struct allocs;
+struct alloc;
+struct trun;
+
+/* One running allocation, as the API reads it; valid until the loop
+ * turns. */
+struct alloc_view {
+	const struct alloc *doc;
+	const char *file;		/* its file in alloc_dir */
+	bool stopping;
+	struct trun *const *tasks;
+	size_t ntasks;
+};
 
 struct allocs *allocs_new(struct supervisor *sv);
 /* Recover, then run: once the registry and the mounter are ready. */
@@ -29,5 +48,21 @@ void allocs_free(struct allocs *am);
  * alloc that serves plugin declared; NULL if no such task runs. */
 const char *allocs_plugin_type(struct allocs *am, const char *alloc,
     const char *plugin);
+
+/*
+ * Write a checked alloc to alloc_dir as "<id>.json" (a temporary file
+ * renamed into place); the watch starts it. 0, or -errno with why set:
+ * -EEXIST when another file already runs that id, -EINVAL when
+ * this supervisor cannot run it (one plugin task per alloc, ...), else the filesystem's error (alloc_dir not
+ * writable: -EACCES, -EROFS, -ENOENT).
+ */
+int allocs_submit(struct allocs *am, const struct alloc *a, char *why,
+    size_t n);
+/* Remove "<id>.json": the alloc stops. -ENOENT: none; -EEXIST: it runs
+ * from a file the API did not write. */
+int allocs_stop(struct allocs *am, const char *id, char *why, size_t n);
+size_t allocs_count(const struct allocs *am);
+bool allocs_get(const struct allocs *am, size_t i, struct alloc_view *v);
+bool allocs_find(struct allocs *am, const char *id, struct alloc_view *v);
 
 #endif

@@ -44,6 +44,7 @@
 
 #include "csi_client.h"
 #include "log.h"
+#include "metrics.h"
 
 #define SOCKET_PATH_MAX	107	/* sizeof(sun_path) - 1 */
 #define MIN_ATTEMPT_MS	10	/* not worth starting an attempt for less */
@@ -261,6 +262,9 @@ rpc_deliver(struct csi_rpc *rpc)
 	struct csi_result result = rpc->result;
 	ProtobufCMessage *reply = rpc->reply;
 
+	if (result.code != CSI_OK)
+		metrics_csi_rpc_error(csi_method_name(rpc->method),
+		    csi_code_name(result.code));
 	rpc_free(rpc);
 	cb(&result, reply, arg);
 }

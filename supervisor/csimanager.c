@@ -14,6 +14,7 @@
 
 #include "csi_client.h"
 #include "csimanager.h"
+#include "events.h"
 #include "supervisor.h"
 
 #define FP_DEADLINE_MS 5000
@@ -133,6 +134,10 @@ fp_failed(struct csi_inst *in, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
+	if (in->fp.healthy || !in->fp.done)
+		events_record(in->m->sv->events, "plugin", "PluginUnhealthy",
+		    in->alloc, NULL, in->name, "%s plugin: %s",
+		    type_name(in->type), why);
 	if (in->fp.healthy || strcmp(in->fp.health + 11, why) != 0 ||
 	    !in->fp.done)
 		log_warnx("csi: plugin=%s type=%s alloc=%s health=unhealthy "
@@ -175,6 +180,10 @@ fp_done(struct csi_inst *in)
 		snprintf(fp->health, sizeof(fp->health), "healthy: controller"
 		    "%s%s", fp->create_delete ? ", creates volumes" : "",
 		    fp->publish_unpublish ? ", publishes volumes" : "");
+	if (strncmp(was, "healthy", 7) != 0)
+		events_record(in->m->sv->events, "plugin", "PluginHealthy",
+		    in->alloc, NULL, in->name, "%s plugin: %s",
+		    type_name(in->type), fp->health + 9);
 	if (strcmp(was, fp->health) != 0)
 		log_info("csi: plugin=%s type=%s alloc=%s health=healthy "
 		    "fingerprint=\"%s\"", in->name, type_name(in->type),
@@ -624,4 +633,41 @@ const struct csi_fingerprint *
 csi_inst_fingerprint(const struct csi_inst *in)
 {
 	return &in->fp;
+}
+
+/* In the order the instances were first followed. */
+struct csi_inst *
+csimgr_first(struct csimgr *m)
+{
+	return TAILQ_FIRST(&m->insts);
+}
+
+struct csi_inst *
+csimgr_next(struct csi_inst *in)
+{
+	return TAILQ_NEXT(in, entry);
+}
+
+const char *
+csi_inst_name(const struct csi_inst *in)
+{
+	return in->name;
+}
+
+Berth__PluginType
+csi_inst_type(const struct csi_inst *in)
+{
+	return in->type;
+}
+
+const char *
+csi_inst_type_name(const struct csi_inst *in)
+{
+	return type_name(in->type);
+}
+
+const char *
+csi_inst_endpoint(const struct csi_inst *in)
+{
+	return in->endpoint;
 }

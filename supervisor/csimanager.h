@@ -51,5 +51,13 @@ struct csi_inst *csimgr_find(struct csimgr *m, Berth__PluginType type,
 const char *csi_inst_alloc(const struct csi_inst *in);
 struct csi_conn *csi_inst_conn(const struct csi_inst *in);
 const struct csi_fingerprint *csi_inst_fingerprint(const struct csi_inst *in);
+/* Every active instance, for readers (the API): NULL ends. The list
+ * changes from the event loop only, so a walk in one callback is safe. */
+struct csi_inst *csimgr_first(struct csimgr *m);
+struct csi_inst *csimgr_next(struct csi_inst *in);
+const char *csi_inst_name(const struct csi_inst *in);
+Berth__PluginType csi_inst_type(const struct csi_inst *in);
+const char *csi_inst_type_name(const struct csi_inst *in);	/* "node" */
+const char *csi_inst_endpoint(const struct csi_inst *in);
 
 #endif

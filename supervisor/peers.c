@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "metrics.h"
 #include "spawn.h"
 #include "taskdrv.h"
 #include "supervisor.h"
@@ -38,6 +39,20 @@ static bool
 mounter_takes_fd(Berth__Envelope__BodyCase body)
 {
 	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
+}
+
+/* Every mounter verb's outcome, for GET /v1/metrics. */
+static void
+mounter_answer(struct chan *c, Berth__Envelope__BodyCase request,
+    const Berth__Envelope *answer, void *arg)
+{
+	(void)c;
+	(void)arg;
+	if (request == BERTH__ENVELOPE__BODY_HELLO ||
+	    request == BERTH__ENVELOPE__BODY_PING)
+		return;
+	metrics_mount_op(ipc_body_name(request), answer->error == NULL ?
+	    "ok" : ipc_error_name(answer->error->code));
 }
 
 static void
@@ -100,8 +115,10 @@ peer_start(struct supervisor *sv, struct peer *p, int fd)
 	p->sv = sv;
 	p->ops.on_message = peer_on_message;
 	p->ops.on_close = peer_on_close;
-	if (p == &sv->mounter)
+	if (p == &sv->mounter) {
 		p->ops.takes_fd = mounter_takes_fd;
+		p->ops.on_answer = mounter_answer;
+	}
 	if ((p->chan = chan_new(sv->base, fd, p->name, &p->ops, p)) == NULL) {
 		close(fd);
 		return -1;

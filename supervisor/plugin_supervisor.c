@@ -20,6 +20,7 @@
 
 #include "csi_client.h"
 #include "duration.h"
+#include "metrics.h"
 #include "plugin_supervisor.h"
 #include "supervisor.h"
 #include "watch.h"
@@ -53,7 +54,7 @@ struct plugsup {
 	int fails, pending, regs_pending, reg_failed;
 	unsigned registered;		/* PLUGSUP_NODE | PLUGSUP_CONTROLLER */
 	int64_t backoff_ms;
-	struct timespec started, sock_seen;
+	struct timespec started, sock_seen, probe_sent;
 	char last_error[1024], provider[128], version[64];
 	void (*done)(void *arg);
 	void *done_arg;
@@ -282,6 +283,7 @@ on_probe(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 	bool ok = res->code == CSI_OK && csi_probe_ready(
 	    (Csi__V1__ProbeResponse *)reply) != CSI_READY_FALSE;
 
+	metrics_probe_latency(ms_since(&ps->probe_sent));
 	if (reply != NULL)
 		protobuf_c_message_free_unpacked(reply, NULL);
 	if (call_done(ps))
@@ -367,6 +369,7 @@ probe(struct plugsup *ps)
 	}
 	ps->probing = true;
 	ps->pending++;
+	clock_gettime(CLOCK_REALTIME, &ps->probe_sent);
 	csi_call(ps->conn, CSI_PROBE, &req.base, probe_deadline(ps),
 	    &csi_retry_none, on_probe, ps);
 }

@@ -10,11 +10,13 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <sys/queue.h>
 
 #include <unistd.h>
 
 #include "ident.h"
+#include "metrics.h"
 #include "registry_client.h"
 
 struct regclient_sub {
@@ -55,6 +57,9 @@ struct call {
 	size_t npages, cappages;
 	void **items;
 	size_t n, cap;
+	/* A write: its body and when it was sent, for its latency. */
+	Berth__Envelope__BodyCase write;
+	struct timespec sent;
 };
 
 static void
@@ -122,6 +127,14 @@ items_free(struct call *call)
 static void
 finish(struct call *call, const struct regclient_result *res)
 {
+	struct timespec now;
+
+	if (call->write != BERTH__ENVELOPE__BODY__NOT_SET) {
+		clock_gettime(CLOCK_MONOTONIC, &now);
+		metrics_registry_write(ipc_body_name(call->write),
+		    (double)(now.tv_sec - call->sent.tv_sec) * 1e3 +
+		    (double)(now.tv_nsec - call->sent.tv_nsec) / 1e6);
+	}
 	switch (call->kind) {
 	case CALL_ONE:
 		call->cb(res, call->arg);
@@ -313,6 +326,21 @@ one(struct regclient *rc, Berth__Envelope *env, regclient_cb cb, void *arg)
 		return -EINVAL;
 	if ((call = call_new(rc, cb, arg)) == NULL)
 		return -ENOMEM;
+	switch (env->body_case) {
+	case BERTH__ENVELOPE__BODY_REGISTER_PLUGIN:
+	case BERTH__ENVELOPE__BODY_DEREGISTER_PLUGIN:
+	case BERTH__ENVELOPE__BODY_PUT_VOLUME:
+	case BERTH__ENVELOPE__BODY_DELETE_VOLUME:
+	case BERTH__ENVELOPE__BODY_CLAIM_VOLUME:
+	case BERTH__ENVELOPE__BODY_RELEASE_CLAIM:
+	case BERTH__ENVELOPE__BODY_PUT_HANDLE:
+	case BERTH__ENVELOPE__BODY_DELETE_HANDLE:
+		call->write = env->body_case;
+		clock_gettime(CLOCK_MONOTONIC, &call->sent);
+		break;
+	default:
+		break;
+	}
 	return send_call(call, env);
 }
 

@@ -21,8 +21,10 @@
 #include <sys/wait.h>
 
 #include "alloc_runner.h"
+#include "api.h"
 #include "csi_client.h"
 #include "csimanager.h"
+#include "events.h"
 #include "layout.h"
 #include "privdrop.h"
 #include "taskdrv.h"
@@ -233,7 +235,8 @@ main(int argc, char **argv)
 	struct priv_user su, ru;
 	const char *cfgpath = NULL;
 	char err[512];
-	int ch, verbose = 0, r;
+	int ch, verbose = 0, r, api_fd;
+	gid_t api_group;
 
 	while ((ch = getopt(argc, argv, "c:vh")) != -1) {
 		switch (ch) {
@@ -269,6 +272,13 @@ main(int argc, char **argv)
 		config_free(&sv.cfg);
 		return EX_CANTCREAT;
 	}
+	/* As root: the socket may go to a group we are not in. */
+	if ((api_fd = api_listen(&sv.cfg, su.uid, su.gid, &api_group, err,
+	    sizeof(err))) < 0) {
+		log_errx("%s", err);
+		config_free(&sv.cfg);
+		return EX_CANTCREAT;
+	}
 
 	sv.mounter.name = "berth-mounter";
 	sv.mounter.role = BERTH__ROLE__ROLE_MOUNTER;
@@ -292,6 +302,7 @@ main(int argc, char **argv)
 
 	sv.uid = getuid();
 	sv.gid = getgid();
+	clock_gettime(CLOCK_MONOTONIC, &sv.started);
 
 	/* Unprivileged from here on: now read what the helpers say. */
 	if ((sv.base = event_base_new()) == NULL ||
@@ -319,23 +330,28 @@ main(int argc, char **argv)
 	    0)) == NULL)
 		fatalx("main: cannot set up the registry client");
 	/* The managers; they start once both helpers answered. */
-	if ((sv.csi = csi_client_new(sv.base)) == NULL ||
+	if ((sv.events = events_new()) == NULL ||
+	    (sv.csi = csi_client_new(sv.base)) == NULL ||
 	    (sv.watcher = watcher_new(sv.base)) == NULL ||
 	    (sv.drv = taskdrv_new(&sv)) == NULL ||
 	    (sv.allocs = allocs_new(&sv)) == NULL ||
 	    (sv.csimgr = csimgr_new(&sv)) == NULL ||
 	    (sv.volmgr = volmgr_new(&sv)) == NULL)
 		fatalx("main: cannot set up the plugin managers");
+	if ((sv.api = api_new(&sv, api_fd, api_group)) == NULL)
+		fatalx("main: cannot serve the API");
 
 	event_base_dispatch(sv.base);
 
 	/* Tasks and plugins keep running: a new supervisor adopts them. */
+	api_free(sv.api);
 	allocs_free(sv.allocs);
 	volmgr_free(sv.volmgr);
 	csimgr_free(sv.csimgr);
 	taskdrv_free(sv.drv);
 	csi_client_free(sv.csi);
 	watcher_free(sv.watcher);
+	events_free(sv.events);
 	chan_free(sv.mounter.chan);
 	regclient_free(sv.registry.client);
 	chan_free(sv.registry.chan);

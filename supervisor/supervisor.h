@@ -5,6 +5,7 @@
 #define BERTH_SUPERVISOR_H
 
 #include <stdbool.h>
+#include <time.h>
 #include <sys/types.h>
 
 #include <event2/event.h>
@@ -24,6 +25,8 @@ struct taskdrv;
 struct allocs;
 struct csimgr;
 struct volmgr;
+struct events;
+struct api;
 
 /* The supervisor's link to one helper process. */
 struct peer {
@@ -51,6 +54,9 @@ struct supervisor {
 	struct allocs *allocs;		/* allocations and their tasks */
 	struct csimgr *csimgr;		/* the active plugins, fingerprinted */
 	struct volmgr *volmgr;		/* claims, stage, publish, binds */
+	struct events *events;		/* the event log the API serves */
+	struct api *api;		/* the operator API on api.sock */
+	struct timespec started;	/* CLOCK_MONOTONIC, for the uptime */
 	uid_t uid;			/* after the drop: our user */
 	gid_t gid;
 	struct event *sigterm, *sigint, *sigchld, *ping, *stop_timer;

@@ -14,6 +14,7 @@
 #include <unistd.h>
 
 #include "duration.h"
+#include "events.h"
 #include "layout.h"
 #include "plugin_supervisor.h"
 #include "supervisor.h"
@@ -82,6 +83,8 @@ tr_event(struct trun *tr, const char *type, const char *fmt, ...)
 	va_end(ap);
 	log_info("event: alloc=%s task=%s type=%s message=\"%s\"", tr->a->id,
 	    tr->t->name, ev->type, ev->message);
+	events_record(tr->sv->events, "task", ev->type, tr->a->id,
+	    tr->t->name, tr->t->csi.id, "%s", ev->message);
 }
 
 static void
@@ -592,4 +595,25 @@ trun_event(const struct trun *tr, size_t i)
 {
 	return i < tr->nevents ? &tr->events[(tr->first + i) % TRUN_EVENTS] :
 	    NULL;
+}
+
+static const char *const state_names[] = { "pending", "preparing",
+	"starting", "running", "restarting", "stopping", "dead" };
+
+const char *
+trun_state(const struct trun *tr)
+{
+	return state_names[tr->state];
+}
+
+uint32_t
+trun_restarts(const struct trun *tr)
+{
+	return tr->handle.restarts;
+}
+
+int
+trun_plugin_healthy(const struct trun *tr)
+{
+	return tr->ps == NULL ? -1 : plugsup_healthy(tr->ps);
 }

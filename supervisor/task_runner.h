@@ -53,6 +53,12 @@ void trun_free(struct trun *tr);
 const char *trun_name(const struct trun *tr);
 bool trun_dead(const struct trun *tr);
 pid_t trun_pid(const struct trun *tr);
+/* "pending", "preparing", "starting", "running", "restarting",
+ * "stopping" or "dead". */
+const char *trun_state(const struct trun *tr);
+uint32_t trun_restarts(const struct trun *tr);
+/* A plugin task's reported health: 1 or 0; -1 for a task that is not. */
+int trun_plugin_healthy(const struct trun *tr);
 /* The most recent events (at most TRUN_EVENTS): 0 is the oldest. */
 size_t trun_nevents(const struct trun *tr);
 const struct task_event *trun_event(const struct trun *tr, size_t i);

@@ -50,7 +50,7 @@ takes_fd(Berth__Envelope__BodyCase body)
 	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
 }
 
-static const struct chan_ops ops = { on_message, on_close, takes_fd };
+static const struct chan_ops ops = { on_message, on_close, takes_fd, NULL };
 
 static void
 on_reply(struct chan *ch, Berth__Envelope *env, int fd, void *arg)

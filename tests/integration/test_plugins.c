@@ -46,17 +46,7 @@ berth_config(struct berth *b, const char *heartbeat, const char *extra)
 static void
 berth_start(struct berth *b)
 {
-	char *argv[] = { (char *)harness_bin("berth-supervisor"), "-c", b->cfg,
-		NULL };
-
-	memset(&b->sv, 0, sizeof(b->sv));
-	proc_start(&b->sv, argv, -1);
-	ck_assert_msg(proc_wait_log(&b->sv, "ready:", 10000),
-	    "supervisor never became ready:\n%s", b->sv.log);
-	b->mounter = log_pid(b->sv.log, "berth-mounter");
-	b->registry = log_pid(b->sv.log, "berth-registry");
-	harness_track_pid(b->mounter);
-	harness_track_pid(b->registry);
+	harness_start_berth(&b->sv, b->cfg, &b->mounter, &b->registry);
 }
 
 /* Every task pid the log names, tracked so that it dies with the test. */

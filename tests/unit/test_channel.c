@@ -70,7 +70,7 @@ srv_close(struct chan *c, const char *why, void *arg)
 	srv_closed++;
 }
 
-static struct chan_ops srv_ops = { srv_message, srv_close, ping_takes_fd };
+static struct chan_ops srv_ops = { srv_message, srv_close, ping_takes_fd, NULL };
 
 static void
 setup(void)
@@ -243,7 +243,7 @@ cli_close(struct chan *c, const char *why, void *arg)
 START_TEST(request_reply_between_two_channels)
 {
 	/* Replace the raw end by a second channel: both sides for real. */
-	static struct chan_ops cli_ops = { NULL, NULL, ping_takes_fd };
+	static struct chan_ops cli_ops = { NULL, NULL, ping_takes_fd, NULL };
 	chan_reply_cb cb = pong_cb;
 	struct chan *cli;
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
@@ -281,7 +281,7 @@ END_TEST
 
 START_TEST(timeout_then_close_fail_pending_requests)
 {
-	static struct chan_ops cli_ops = { NULL, cli_close, NULL };
+	static struct chan_ops cli_ops = { NULL, cli_close, NULL, NULL };
 	chan_reply_cb cb = fail_cb;
 	struct chan *cli;
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;

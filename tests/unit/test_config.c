@@ -93,6 +93,26 @@ refused(const char *text, const char *expect)
 	ck_assert_ptr_null(cfg.data_dir);
 }
 
+/* Who may use api.sock: the supervisor's group unless a group is named. */
+START_TEST(api_group)
+{
+	struct berth_config cfg;
+	char err[512];
+
+	ck_assert_int_eq(load("{}", &cfg, err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.api_group, "");
+	config_free(&cfg);
+	ck_assert_int_eq(load("{\"api_group\": \"berth-operators\"}", &cfg,
+	    err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.api_group, "berth-operators");
+	config_free(&cfg);
+	ck_assert_int_eq(load("{\"api_group\": 100}", &cfg, err,
+	    sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "\"api_group\" must be a string") != NULL,
+	    "%s", err);
+}
+END_TEST
+
 START_TEST(refusals_say_what_to_change)
 {
 	char longdir[200];
@@ -150,6 +170,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, defaults_and_overrides);
 	tcase_add_test(tc, durations_and_lists);
+	tcase_add_test(tc, api_group);
 	tcase_add_test(tc, refusals_say_what_to_change);
 	tcase_add_test(tc, missing_file_is_named);
 	return harness_run("config", tc);

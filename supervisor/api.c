@@ -1,0 +1,473 @@
+/*
+ * api.c: the operator API's socket, peer check, routes and replies (see
+ * api.h). The handlers live by area in api_node.c, api_alloc.c and
+ * api_events.c.
+ *
+ * A new route is one line in the table below; a route whose handler is
+ * NULL answers 501 (the volume routes, until the volume manager is in).
+ */
+#include <errno.h>
+#include <grp.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+
+#include <event2/buffer.h>
+#include <event2/bufferevent.h>
+
+#include "api.h"
+#include "api_int.h"
+#include "events.h"
+#include "supervisor.h"
+
+#define GET	EVHTTP_REQ_GET
+#define PUT	EVHTTP_REQ_PUT
+#define DELETE	EVHTTP_REQ_DELETE
+
+struct route {
+	const char *pattern;		/* '*' matches one path segment */
+	enum evhttp_cmd_type method;
+	const char *params;		/* query parameters, "a,b"; NULL none */
+	api_handler handler;		/* NULL: 501, not in this build yet */
+	bool body;			/* takes a request body */
+};
+
+static const struct route routes[] = {
+	{ "/v1/status", GET, NULL, api_status, false },
+	{ "/v1/health", GET, NULL, api_health, false },
+	{ "/v1/plugins", GET, NULL, api_plugins, false },
+	{ "/v1/plugin/*", GET, NULL, api_plugin, false },
+	{ "/v1/volumes", GET, NULL, NULL, false },
+	{ "/v1/volume/*", GET, NULL, NULL, false },
+	{ "/v1/volume/*", PUT, NULL, NULL, true },		/* register */
+	{ "/v1/volume/*", DELETE, NULL, NULL, false },
+	{ "/v1/volume/*/create", PUT, NULL, NULL, true },
+	{ "/v1/allocations", GET, NULL, api_allocs, false },
+	{ "/v1/allocations", PUT, NULL, api_alloc_submit, true },
+	{ "/v1/allocation/*", GET, NULL, api_alloc, false },
+	{ "/v1/allocation/*", DELETE, NULL, api_alloc_stop, false },
+	{ "/v1/drivers", GET, NULL, api_drivers, false },
+	{ "/v1/devices", GET, NULL, api_devices, false },
+	{ "/v1/events", GET, "index,timeout", api_events, false },
+	{ "/v1/metrics", GET, NULL, api_metrics, false },
+};
+#define NROUTES (sizeof(routes) / sizeof(routes[0]))
+
+static const struct {
+	enum evhttp_cmd_type method;
+	const char *name;
+} methods[] = {
+	{ EVHTTP_REQ_GET, "GET" }, { EVHTTP_REQ_POST, "POST" },
+	{ EVHTTP_REQ_HEAD, "HEAD" }, { EVHTTP_REQ_PUT, "PUT" },
+	{ EVHTTP_REQ_DELETE, "DELETE" }, { EVHTTP_REQ_OPTIONS, "OPTIONS" },
+	{ EVHTTP_REQ_PATCH, "PATCH" },
+};
+
+static const char *
+method_name(enum evhttp_cmd_type m)
+{
+	size_t i;
+
+	for (i = 0; i < sizeof(methods) / sizeof(methods[0]); i++)
+		if (methods[i].method == m)
+			return methods[i].name;
+	return "?";
+}
+
+static const char *
+status_text(int code)
+{
+	switch (code) {
+	case 200: return "OK";
+	case 400: return "Bad Request";
+	case 403: return "Forbidden";
+	case 404: return "Not Found";
+	case 405: return "Method Not Allowed";
+	case 409: return "Conflict";
+	case 413: return "Payload Too Large";
+	case 500: return "Internal Server Error";
+	case 501: return "Not Implemented";
+	case 503: return "Service Unavailable";
+	default: return "Error";
+	}
+}
+
+void
+api_reply(struct api_call *c, int code, json_t *root)
+{
+	struct evbuffer *out = evhttp_request_get_output_buffer(c->req);
+	struct evkeyvalq *h = evhttp_request_get_output_headers(c->req);
+	char index[32];
+	char *text;
+
+	text = root != NULL ? json_dumps(root, JSON_COMPACT) : NULL;
+	json_decref(root);
+	if (text == NULL) {
+		code = 500;
+		evbuffer_add_printf(out, "{\"code\": 500, \"error\": \"out of "
+		    "memory\"}\n");
+	} else {
+		evbuffer_add(out, text, strlen(text));
+		evbuffer_add(out, "\n", 1);
+		free(text);
+	}
+	snprintf(index, sizeof(index), "%llu",
+	    (unsigned long long)events_last(c->sv->events));
+	evhttp_add_header(h, "Content-Type", "application/json");
+	evhttp_add_header(h, "X-Berth-Index", index);
+	evhttp_send_reply(c->req, code, status_text(code), NULL);
+}
+
+static void
+verror(struct api_call *c, int code, json_t *extra, const char *fmt,
+    va_list ap)
+{
+	char msg[1024];
+	json_t *root;
+
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	root = extra != NULL ? extra : json_object();
+	json_object_set_new(root, "code", json_integer(code));
+	json_object_set_new(root, "error", json_string(msg));
+	api_reply(c, code, root);
+}
+
+void
+api_error(struct api_call *c, int code, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verror(c, code, NULL, fmt, ap);
+	va_end(ap);
+}
+
+void
+api_error_with(struct api_call *c, int code, json_t *extra, const char *fmt,
+    ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	verror(c, code, extra, fmt, ap);
+	va_end(ap);
+}
+
+const char *
+api_param(struct api_call *c, const char *name)
+{
+	return evhttp_find_header(&c->query, name);
+}
+
+int64_t
+api_uptime_ms(const struct api *api)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (int64_t)(now.tv_sec - api->sv->started.tv_sec) * 1000 +
+	    (now.tv_nsec - api->sv->started.tv_nsec) / 1000000;
+}
+
+/*
+ * Does path match the pattern? A '*' takes one non-empty segment, which
+ * goes to *id (percent-decoded into idbuf).
+ */
+static bool
+match(const char *pattern, const char *path, const char **id, char *idbuf,
+    size_t idlen)
+{
+	const char *p = pattern, *s = path, *end;
+	char *dec;
+
+	while (*p != '\0') {
+		if (*p == '*') {
+			end = strchr(s, '/');
+			if (end == NULL)
+				end = s + strlen(s);
+			if (end == s || (size_t)(end - s) >= idlen)
+				return false;
+			memcpy(idbuf, s, (size_t)(end - s));
+			idbuf[end - s] = '\0';
+			s = end;
+			p++;
+			continue;
+		}
+		if (*p++ != *s++)
+			return false;
+	}
+	if (*s != '\0')
+		return false;
+	if (strchr(pattern, '*') != NULL) {
+		if ((dec = evhttp_uridecode(idbuf, 0, NULL)) == NULL)
+			return false;
+		snprintf(idbuf, idlen, "%s", dec);
+		free(dec);
+		*id = idbuf;
+	}
+	return true;
+}
+
+/* Unknown query parameters are refused rather than ignored. */
+static int
+check_params(struct api_call *c, const struct route *r)
+{
+	struct evkeyval *kv;
+	size_t len;
+	const char *p;
+
+	TAILQ_FOREACH(kv, &c->query, next) {
+		len = strlen(kv->key);
+		for (p = r->params; p != NULL; p = strchr(p, ',')) {
+			if (*p == ',')
+				p++;
+			if (strncmp(p, kv->key, len) == 0 && (p[len] == ',' ||
+			    p[len] == '\0'))
+				break;
+		}
+		if (p == NULL) {
+			api_error(c, 400, "unknown query parameter \"%s\"; "
+			    "%s%s", kv->key, r->params != NULL ? "this route "
+			    "takes: " : "this route takes none", r->params ?
+			    r->params : "");
+			return -1;
+		}
+	}
+	return 0;
+}
+
+/* Root, the supervisor's uid, or a member of the group (SO_PEERGROUPS). */
+static bool
+peer_allowed(struct api *api, struct evhttp_request *req, struct ucred *uc)
+{
+	struct evhttp_connection *con = evhttp_request_get_connection(req);
+	struct bufferevent *bev;
+	gid_t groups[256];
+	socklen_t len = sizeof(*uc);
+	size_t i;
+	int fd;
+
+	memset(uc, 0, sizeof(*uc));
+	uc->uid = (uid_t)-1;
+	if (con == NULL || (bev = evhttp_connection_get_bufferevent(con)) ==
+	    NULL || (fd = bufferevent_getfd(bev)) < 0 ||
+	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, uc, &len) < 0)
+		return false;
+	if (uc->uid == 0 || uc->uid == api->sv->uid || uc->gid == api->group)
+		return true;
+	len = sizeof(groups);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
+		return false;
+	for (i = 0; i < len / sizeof(gid_t); i++)
+		if (groups[i] == api->group)
+			return true;
+	return false;
+}
+
+static void
+serve(struct evhttp_request *req, void *arg)
+{
+	struct api *api = arg;
+	struct api_call c = { api, api->sv, req, NULL, { 0 }, NULL, 0 };
+	enum evhttp_cmd_type m = evhttp_request_get_command(req);
+	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
+	struct evbuffer *in = evhttp_request_get_input_buffer(req);
+	const struct route *r = NULL;
+	char idbuf[512], allow[128], *body = NULL;
+	const char *path, *query, *id = NULL;
+	struct ucred uc;
+	size_t i;
+
+	TAILQ_INIT(&c.query);
+	if (!peer_allowed(api, req, &uc)) {
+		log_warnx("api: refused %s %s from pid %ld uid %ld gid %ld: not "
+		    "root, not uid %ld and not in group %ld", method_name(m),
+		    evhttp_request_get_uri(req), (long)uc.pid, (long)uc.uid,
+		    (long)uc.gid, (long)api->sv->uid, (long)api->group);
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Connection", "close");
+		api_error(&c, 403, "this socket serves root, uid %ld and "
+		    "group %ld; you are uid %ld gid %ld", (long)api->sv->uid,
+		    (long)api->group, (long)uc.uid, (long)uc.gid);
+		return;
+	}
+	path = uri != NULL ? evhttp_uri_get_path(uri) : NULL;
+	if (path == NULL || *path == '\0') {
+		api_error(&c, 400, "the request has no path");
+		return;
+	}
+	allow[0] = '\0';
+	for (i = 0; i < NROUTES; i++) {
+		const char *rid = NULL;
+
+		if (!match(routes[i].pattern, path, &rid, idbuf,
+		    sizeof(idbuf)))
+			continue;
+		if (routes[i].method == m) {
+			r = &routes[i];
+			id = rid;
+			break;
+		}
+		snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow),
+		    "%s%s", allow[0] ? ", " : "",
+		    method_name(routes[i].method));
+	}
+	if (r == NULL && allow[0] != '\0') {
+		evhttp_add_header(evhttp_request_get_output_headers(req),
+		    "Allow", allow);
+		api_error(&c, 405, "%s is not allowed on %s; allowed: %s",
+		    method_name(m), path, allow);
+		return;
+	}
+	if (r == NULL) {
+		api_error(&c, 404, "no such route: %s (the API's routes are "
+		    "under /v1/: status, health, plugins, volumes, "
+		    "allocations, drivers, devices, events, metrics)", path);
+		return;
+	}
+	c.id = id;
+	query = evhttp_uri_get_query(uri);
+	if (query != NULL && evhttp_parse_query_str(query, &c.query) < 0) {
+		api_error(&c, 400, "malformed query string: %s", query);
+		return;
+	}
+	if (check_params(&c, r) < 0)
+		goto out;
+	c.body_len = evbuffer_get_length(in);
+	if (c.body_len > 0 && !r->body) {
+		api_error(&c, 400, "%s %s takes no request body (%zu bytes "
+		    "sent)", method_name(m), r->pattern, c.body_len);
+		goto out;
+	}
+	if (c.body_len > API_MAX_BODY) {
+		api_error(&c, 413, "the request body is %zu bytes, over the "
+		    "limit of %d bytes", c.body_len, API_MAX_BODY);
+		goto out;
+	}
+	if (c.body_len > 0) {
+		if ((body = malloc(c.body_len + 1)) == NULL) {
+			api_error(&c, 500, "out of memory");
+			goto out;
+		}
+		evbuffer_copyout(in, body, c.body_len);
+		body[c.body_len] = '\0';
+		c.body = body;
+	}
+	if (r->handler == NULL)
+		api_error(&c, 501, "%s %s is not available in this build yet: "
+		    "berth's volume manager is not part of it", method_name(m),
+		    r->pattern);
+	else
+		r->handler(&c);
+out:
+	free(body);
+	evhttp_clear_headers(&c.query);
+}
+
+int
+api_listen(const struct berth_config *cfg, uid_t uid, gid_t gid,
+    gid_t *group, char *err, size_t errlen)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct group *gr;
+	struct stat st;
+	mode_t mask;
+	int fd, r;
+
+	*group = gid;
+	if (cfg->api_group[0] != '\0') {
+		errno = 0;
+		if ((gr = getgrnam(cfg->api_group)) == NULL) {
+			snprintf(err, errlen, "config %s: \"api_group\" names "
+			    "group %s, which does not exist: create it or "
+			    "choose another", cfg->path, cfg->api_group);
+			return -1;
+		}
+		*group = gr->gr_gid;
+	}
+	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s",
+	    cfg->run_dir, API_SOCKET_NAME) >= sizeof(sun.sun_path)) {
+		snprintf(err, errlen, "api socket path under %s is too long",
+		    cfg->run_dir);
+		return -1;
+	}
+	/* A socket left by an earlier run goes; anything else stays. */
+	if (lstat(sun.sun_path, &st) == 0) {
+		if (!S_ISSOCK(st.st_mode)) {
+			snprintf(err, errlen, "%s exists and is not a socket: "
+			    "move it away", sun.sun_path);
+			return -1;
+		}
+		(void)unlink(sun.sun_path);
+	}
+	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
+	    0)) < 0) {
+		snprintf(err, errlen, "api socket: %s", strerror(errno));
+		return -1;
+	}
+	/* Never reachable by others, not even between bind and chmod. */
+	mask = umask(0177);
+	r = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
+	umask(mask);
+	if (r < 0 || chown(sun.sun_path, uid, *group) < 0 ||
+	    chmod(sun.sun_path, 0660) < 0 || listen(fd, 64) < 0) {
+		snprintf(err, errlen, "api socket %s: %s", sun.sun_path,
+		    strerror(errno));
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+struct api *
+api_new(struct supervisor *sv, int fd, gid_t group)
+{
+	struct api *api;
+
+	if ((api = calloc(1, sizeof(*api))) == NULL)
+		return NULL;
+	api->sv = sv;
+	api->group = group;
+	TAILQ_INIT(&api->waiters);
+	snprintf(api->path, sizeof(api->path), "%s/%s", sv->cfg.run_dir,
+	    API_SOCKET_NAME);
+	if ((api->http = evhttp_new(sv->base)) == NULL ||
+	    api_events_init(api) < 0) {
+		api_free(api);
+		close(fd);
+		return NULL;
+	}
+	evhttp_set_allowed_methods(api->http, EVHTTP_REQ_GET |
+	    EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
+	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+	evhttp_set_max_body_size(api->http, API_HARD_MAX_BODY);
+	evhttp_set_max_headers_size(api->http, 16 * 1024);
+	evhttp_set_timeout(api->http, 60);
+	evhttp_set_gencb(api->http, serve, api);
+	if (evhttp_accept_socket_with_handle(api->http, fd) == NULL) {
+		api_free(api);
+		close(fd);
+		return NULL;
+	}
+	log_info("api: serving on %s (root, uid %ld, group %ld)", api->path,
+	    (long)sv->uid, (long)group);
+	return api;
+}
+
+void
+api_free(struct api *api)
+{
+	if (api == NULL)
+		return;
+	api_events_free(api);
+	if (api->http != NULL) {
+		evhttp_free(api->http);
+		(void)unlink(api->path);
+	}
+	free(api);
+}

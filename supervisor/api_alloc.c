@@ -1,0 +1,173 @@
+/*
+ * api_alloc.c: /v1/allocations and /v1/allocation/<id>: list, read,
+ * submit (PUT, the allocation document as the body) and stop (DELETE).
+ *
+ * A submitted document is checked whole by alloc.c; with any problem the
+ * answer is 400 with every problem ("problems": ["<path>: <reason>"]).
+ * A good one is handed to the alloc runner, which writes it to alloc_dir
+ * where its watch starts it. Must not: start or stop tasks itself.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "alloc_runner.h"
+#include "api_int.h"
+#include "supervisor.h"
+#include "task_runner.h"
+
+/* "running" once every task runs, "stopping", else "pending". */
+static const char *
+alloc_status(const struct alloc_view *v)
+{
+	size_t i;
+
+	if (v->stopping)
+		return "stopping";
+	for (i = 0; i < v->ntasks; i++)
+		if (strcmp(trun_state(v->tasks[i]), "running") != 0)
+			return "pending";
+	return "running";
+}
+
+static json_t *
+task_json(const struct alloc_task *t, const struct trun *tr, bool events)
+{
+	json_t *o, *list;
+	size_t i;
+	int healthy = trun_plugin_healthy(tr);
+
+	o = json_pack("{s:s, s:s, s:s, s:I, s:I}", "name", t->name, "driver",
+	    alloc_driver_name(t->driver), "state", trun_state(tr), "pid",
+	    (json_int_t)trun_pid(tr), "restarts",
+	    (json_int_t)trun_restarts(tr));
+	if (o == NULL)
+		return NULL;
+	if (t->csi.type != ALLOC_CSI_NONE)
+		json_object_set_new(o, "csi_plugin", json_pack("{s:s?, s:s, "
+		    "s:b}", "id", t->csi.id, "type",
+		    alloc_csi_type_name(t->csi.type), "healthy", healthy == 1));
+	if (!events)
+		return o;
+	list = json_array();
+	for (i = 0; i < trun_nevents(tr); i++) {
+		const struct task_event *e = trun_event(tr, i);
+
+		json_array_append_new(list, json_pack("{s:I, s:s, s:s}",
+		    "time", (json_int_t)e->at, "type", e->type, "message",
+		    e->message));
+	}
+	json_object_set_new(o, "events", list);
+	return o;
+}
+
+static json_t *
+alloc_json(const struct alloc_view *v, bool full)
+{
+	json_t *o, *tasks;
+	char *doc;
+	size_t i;
+
+	o = json_pack("{s:s, s:s, s:s, s:s}", "id", v->doc->id, "namespace",
+	    v->doc->ns, "status", alloc_status(v), "file", v->file);
+	if (o == NULL)
+		return NULL;
+	tasks = json_array();
+	for (i = 0; i < v->ntasks; i++)
+		json_array_append_new(tasks, task_json(&v->doc->tasks[i],
+		    v->tasks[i], full));
+	json_object_set_new(o, "tasks", tasks);
+	if (full && (doc = alloc_to_json(v->doc)) != NULL) {
+		json_object_set_new(o, "document", json_loads(doc, 0, NULL));
+		free(doc);
+	}
+	return o;
+}
+
+void
+api_allocs(struct api_call *c)
+{
+	struct alloc_view v;
+	json_t *list = json_array();
+	size_t i;
+
+	for (i = 0; allocs_get(c->sv->allocs, i, &v); i++)
+		json_array_append_new(list, alloc_json(&v, false));
+	api_reply(c, 200, json_pack("{s:o}", "allocations", list));
+}
+
+void
+api_alloc(struct api_call *c)
+{
+	struct alloc_view v;
+
+	if (!allocs_find(c->sv->allocs, c->id, &v)) {
+		api_error(c, 404, "no allocation %s is running", c->id);
+		return;
+	}
+	api_reply(c, 200, alloc_json(&v, true));
+}
+
+void
+api_alloc_submit(struct api_call *c)
+{
+	struct alloc_problems probs;
+	struct alloc *a = NULL;
+	json_error_t jerr;
+	json_t *root, *list;
+	char why[1024];
+	size_t i;
+	int r;
+
+	if (c->body == NULL) {
+		api_error(c, 400, "the body must be an allocation document "
+		    "(JSON); it is empty");
+		return;
+	}
+	/* Malformed JSON is said as such, with where. */
+	if ((root = json_loadb(c->body, c->body_len, JSON_REJECT_DUPLICATES,
+	    &jerr)) == NULL) {
+		api_error(c, 400, "malformed JSON at line %d column %d: %s",
+		    jerr.line, jerr.column, jerr.text);
+		return;
+	}
+	json_decref(root);
+	if (alloc_parse(c->body, c->body_len, &a, &probs) < 0) {
+		list = json_array();
+		for (i = 0; i < probs.n; i++)
+			json_array_append_new(list,
+			    json_string(probs.items[i]));
+		api_error_with(c, 400, json_pack("{s:o}", "problems", list),
+		    "the allocation was refused, nothing started; %zu "
+		    "problem%s", probs.n + probs.dropped, probs.n +
+		    probs.dropped == 1 ? "" : "s");
+		alloc_problems_free(&probs);
+		return;
+	}
+	alloc_problems_free(&probs);
+	if ((r = allocs_submit(c->sv->allocs, a, why, sizeof(why))) < 0) {
+		api_error(c, r == -EINVAL ? 400 : r == -EEXIST ? 409 :
+		    r == -ENOMEM ? 500 : 503, "%s", why);
+		alloc_free(a);
+		return;
+	}
+	api_reply(c, 200, json_pack("{s:s, s:s+}", "id", a->id, "file", a->id,
+	    ".json"));
+	alloc_free(a);
+}
+
+void
+api_alloc_stop(struct api_call *c)
+{
+	char why[1024];
+	int r;
+
+	if ((r = allocs_stop(c->sv->allocs, c->id, why, sizeof(why))) < 0) {
+		api_error(c, r == -ENOENT ? 404 : r == -EEXIST ? 409 : 503,
+		    "%s", why);
+		return;
+	}
+	api_reply(c, 200, json_pack("{s:s, s:s}", "id", c->id, "status",
+	    "stopping"));
+}

@@ -1,0 +1,88 @@
+/*
+ * api_int.h: what the API's files share (see api.h): the request being
+ * answered, the reply helpers and each area's handlers.
+ */
+#ifndef BERTH_API_INT_H
+#define BERTH_API_INT_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/queue.h>
+
+#include <event2/event.h>
+#include <event2/http.h>
+#include <event2/keyvalq_struct.h>
+#include <jansson.h>
+
+#include "log.h"
+
+struct supervisor;
+
+/* Bodies above this get 413 from us; far above it, from evhttp itself. */
+#define API_MAX_BODY		(256 * 1024)
+#define API_HARD_MAX_BODY	(4 * API_MAX_BODY)
+/* Long polls of /v1/events: default and longest wait, and how many. */
+#define API_POLL_DEFAULT_MS	(30 * 1000)
+#define API_POLL_MAX_MS		(5 * 60 * 1000)
+#define API_POLL_MAX_WAITERS	256
+
+struct api_waiter;
+
+struct api {
+	struct supervisor *sv;
+	struct evhttp *http;
+	gid_t group;
+	char path[512];			/* the socket's, to unlink */
+	struct event *wake;		/* new events: answer the polls */
+	TAILQ_HEAD(, api_waiter) waiters;
+	size_t nwaiters;
+};
+
+/* One request, as a handler sees it. */
+struct api_call {
+	struct api *api;
+	struct supervisor *sv;
+	struct evhttp_request *req;
+	const char *id;			/* the route's '*' segment, or NULL */
+	struct evkeyvalq query;
+	const char *body;		/* NUL-terminated; NULL when empty */
+	size_t body_len;
+};
+
+typedef void (*api_handler)(struct api_call *c);
+
+/* Send root (a reference is taken over) with the HTTP status code. */
+void api_reply(struct api_call *c, int code, json_t *root);
+void api_error(struct api_call *c, int code, const char *fmt, ...)
+    BERTH_PRINTF(3, 4);
+/* Like api_error, with extra fields (a reference is taken over). */
+void api_error_with(struct api_call *c, int code, json_t *extra,
+    const char *fmt, ...) BERTH_PRINTF(4, 5);
+/* A query parameter, or NULL. */
+const char *api_param(struct api_call *c, const char *name);
+/* Milliseconds since the supervisor started. */
+int64_t api_uptime_ms(const struct api *api);
+
+/* api_node.c: the supervisor, its plugins, drivers, devices, metrics */
+void api_status(struct api_call *c);
+void api_health(struct api_call *c);
+void api_plugins(struct api_call *c);
+void api_plugin(struct api_call *c);
+void api_drivers(struct api_call *c);
+void api_devices(struct api_call *c);
+void api_metrics(struct api_call *c);
+
+/* api_alloc.c */
+void api_allocs(struct api_call *c);
+void api_alloc(struct api_call *c);
+void api_alloc_submit(struct api_call *c);
+void api_alloc_stop(struct api_call *c);
+
+/* api_events.c */
+void api_events(struct api_call *c);
+/* The wake-up for waiting polls, hooked to the event log. */
+int api_events_init(struct api *api);
+/* Forget the waiting polls (evhttp_free drops their requests). */
+void api_events_free(struct api *api);
+
+#endif

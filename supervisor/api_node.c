@@ -1,0 +1,326 @@
+/*
+ * api_node.c: what the node has: /v1/status, /v1/health, /v1/plugins,
+ * /v1/plugin/<id>, /v1/drivers, /v1/devices and /v1/metrics.
+ *
+ * A plugin is named by its id (the csi_plugin block's); it has an active
+ * instance per type (node, controller) that the CSI manager follows and
+ * fingerprints, and plugin tasks in allocations that serve it. Must not:
+ * call out (to the registry or a plugin): every answer is read from the
+ * managers' state in this turn of the loop.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <event2/buffer.h>
+
+#include "alloc.h"
+#include "alloc_runner.h"
+#include "api_int.h"
+#include "csimanager.h"
+#include "events.h"
+#include "metrics.h"
+#include "supervisor.h"
+#include "task_runner.h"
+
+#ifndef BERTH_VERSION
+#define BERTH_VERSION "unknown"
+#endif
+
+static json_t *
+peer_json(const struct peer *p)
+{
+	return json_pack("{s:I, s:b, s:b}", "pid", (json_int_t)p->pid,
+	    "ready", p->ready && !p->exited, "exited", p->exited);
+}
+
+struct counts {
+	size_t allocs, tasks, running, plugins, healthy;
+};
+
+static void
+count(struct supervisor *sv, struct counts *n)
+{
+	struct alloc_view v;
+	struct csi_inst *in;
+	size_t i, j;
+
+	memset(n, 0, sizeof(*n));
+	for (i = 0; allocs_get(sv->allocs, i, &v); i++) {
+		n->allocs++;
+		for (j = 0; j < v.ntasks; j++) {
+			n->tasks++;
+			if (strcmp(trun_state(v.tasks[j]), "running") == 0)
+				n->running++;
+		}
+	}
+	for (in = csimgr_first(sv->csimgr); in != NULL; in = csimgr_next(in)) {
+		n->plugins++;
+		if (csi_inst_fingerprint(in)->healthy)
+			n->healthy++;
+	}
+}
+
+void
+api_status(struct api_call *c)
+{
+	struct supervisor *sv = c->sv;
+	struct counts n;
+
+	count(sv, &n);
+	api_reply(c, 200, json_pack("{s:s, s:I, s:I, s:I, s:b, s:{s:o, s:o}, "
+	    "s:{s:I, s:I, s:I, s:I, s:I}, s:I}",
+	    "version", BERTH_VERSION,
+	    "pid", (json_int_t)getpid(),
+	    "uid", (json_int_t)sv->uid,
+	    "uptime_ms", (json_int_t)api_uptime_ms(c->api),
+	    "stopping", sv->stopping,
+	    "helpers", "berth-mounter", peer_json(&sv->mounter),
+	    "berth-registry", peer_json(&sv->registry),
+	    "counts", "allocations", (json_int_t)n.allocs,
+	    "tasks", (json_int_t)n.tasks, "tasks_running",
+	    (json_int_t)n.running, "plugin_instances", (json_int_t)n.plugins,
+	    "plugin_instances_healthy", (json_int_t)n.healthy,
+	    "events_index", (json_int_t)events_last(sv->events)));
+}
+
+void
+api_health(struct api_call *c)
+{
+	struct supervisor *sv = c->sv;
+	const struct peer *p;
+
+	if (sv->stopping) {
+		api_error_with(c, 503, json_pack("{s:b}", "healthy", 0),
+		    "the supervisor is stopping");
+		return;
+	}
+	for (p = &sv->mounter; p != NULL; p = p == &sv->mounter ?
+	    &sv->registry : NULL)
+		if (!p->ready || p->exited) {
+			api_error_with(c, 503, json_pack("{s:b}", "healthy",
+			    0), "%s is %s", p->name, p->exited ? "gone" :
+			    "not ready yet");
+			return;
+		}
+	api_reply(c, 200, json_pack("{s:b}", "healthy", 1));
+}
+
+static json_t *
+fingerprint_json(const struct csi_inst *in)
+{
+	const struct csi_fingerprint *fp = csi_inst_fingerprint(in);
+	json_t *o;
+
+	o = json_pack("{s:s, s:s, s:b, s:b}", "provider", fp->provider,
+	    "version", fp->version, "controller_service",
+	    fp->controller_service, "accessibility", fp->accessibility);
+	if (o == NULL || !fp->done || !fp->healthy)
+		return o;
+	if (csi_inst_type(in) == BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE) {
+		json_object_set_new(o, "node_id", json_string(fp->node_id));
+		json_object_set_new(o, "max_volumes",
+		    json_integer(fp->max_volumes));
+		json_object_set_new(o, "topology", json_string(fp->topology));
+		json_object_set_new(o, "stage_unstage",
+		    json_boolean(fp->stage_unstage));
+		json_object_set_new(o, "volume_stats",
+		    json_boolean(fp->volume_stats));
+	} else {
+		json_object_set_new(o, "create_delete",
+		    json_boolean(fp->create_delete));
+		json_object_set_new(o, "publish_unpublish",
+		    json_boolean(fp->publish_unpublish));
+	}
+	return o;
+}
+
+static json_t *
+instance_json(const struct csi_inst *in)
+{
+	const struct csi_fingerprint *fp = csi_inst_fingerprint(in);
+
+	return json_pack("{s:s, s:s, s:s, s:b, s:s, s:o}", "type",
+	    csi_inst_type_name(in), "alloc", csi_inst_alloc(in), "endpoint",
+	    csi_inst_endpoint(in), "healthy", fp->done && fp->healthy,
+	    "health", fp->health, "fingerprint", fingerprint_json(in));
+}
+
+/* The plugin tasks that serve id, in every running alloc. */
+static json_t *
+plugin_tasks(struct supervisor *sv, const char *id)
+{
+	struct alloc_view v;
+	json_t *list = json_array();
+	size_t i, j;
+
+	for (i = 0; allocs_get(sv->allocs, i, &v); i++)
+		for (j = 0; j < v.ntasks; j++) {
+			const struct alloc_task *t = &v.doc->tasks[j];
+
+			if (t->csi.type == ALLOC_CSI_NONE ||
+			    strcmp(t->csi.id, id) != 0)
+				continue;
+			json_array_append_new(list, json_pack("{s:s, s:s, s:s, "
+			    "s:s, s:b}", "alloc", v.doc->id, "task", t->name,
+			    "type", alloc_csi_type_name(t->csi.type), "state",
+			    trun_state(v.tasks[j]), "healthy",
+			    trun_plugin_healthy(v.tasks[j]) == 1));
+		}
+	return list;
+}
+
+/* One plugin: its active instances and its tasks; NULL when unknown. */
+static json_t *
+plugin_json(struct supervisor *sv, const char *id)
+{
+	struct csi_inst *in;
+	json_t *insts = json_array(), *tasks = plugin_tasks(sv, id);
+	const char *provider = "", *version = "";
+	bool healthy = true;
+
+	for (in = csimgr_first(sv->csimgr); in != NULL; in = csimgr_next(in)) {
+		const struct csi_fingerprint *fp = csi_inst_fingerprint(in);
+
+		if (strcmp(csi_inst_name(in), id) != 0)
+			continue;
+		json_array_append_new(insts, instance_json(in));
+		healthy = healthy && fp->done && fp->healthy;
+		provider = fp->provider;
+		version = fp->version;
+	}
+	if (json_array_size(insts) == 0 && json_array_size(tasks) == 0) {
+		json_decref(insts);
+		json_decref(tasks);
+		return NULL;
+	}
+	return json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "id", id,
+	    "provider", provider, "version", version, "healthy",
+	    healthy && json_array_size(insts) > 0, "instances", insts,
+	    "tasks", tasks);
+}
+
+static bool
+listed(json_t *list, const char *id)
+{
+	json_t *v;
+	size_t i;
+
+	json_array_foreach(list, i, v)
+		if (strcmp(json_string_value(json_object_get(v, "id")), id) ==
+		    0)
+			return true;
+	return false;
+}
+
+void
+api_plugins(struct api_call *c)
+{
+	struct supervisor *sv = c->sv;
+	struct alloc_view v;
+	struct csi_inst *in;
+	json_t *list = json_array(), *p;
+	size_t i, j;
+
+	for (in = csimgr_first(sv->csimgr); in != NULL; in = csimgr_next(in))
+		if (!listed(list, csi_inst_name(in)) &&
+		    (p = plugin_json(sv, csi_inst_name(in))) != NULL)
+			json_array_append_new(list, p);
+	/* Plugins whose tasks run but that are not registered yet. */
+	for (i = 0; allocs_get(sv->allocs, i, &v); i++)
+		for (j = 0; j < v.ntasks; j++) {
+			const char *id = v.doc->tasks[j].csi.id;
+
+			if (v.doc->tasks[j].csi.type != ALLOC_CSI_NONE &&
+			    !listed(list, id) && (p = plugin_json(sv, id)) !=
+			    NULL)
+				json_array_append_new(list, p);
+		}
+	api_reply(c, 200, json_pack("{s:o}", "plugins", list));
+}
+
+void
+api_plugin(struct api_call *c)
+{
+	json_t *p = plugin_json(c->sv, c->id);
+
+	if (p == NULL) {
+		api_error(c, 404, "no plugin %s: no active instance and no "
+		    "plugin task serves it", c->id);
+		return;
+	}
+	api_reply(c, 200, p);
+}
+
+void
+api_drivers(struct api_call *c)
+{
+	struct supervisor *sv = c->sv;
+	bool mounter = sv->mounter.ready && !sv->mounter.exited;
+
+	api_reply(c, 200, json_pack("{s:[{s:s, s:b, s:b, s:s}, {s:s, s:b, "
+	    "s:b, s:s}], s:s}", "drivers",
+	    "name", "exec", "detected", 1, "healthy", 1, "description",
+	    "processes the supervisor starts as its own user, in a session "
+	    "of their own, watched through pidfds",
+	    "name", "privileged", "detected", 1, "healthy", mounter,
+	    "description", mounter ? "root-defined plugins from plugins.d, "
+	    "started by berth-mounter" : "root-defined plugins from "
+	    "plugins.d; berth-mounter is not ready",
+	    "note", "the supervisor's built-in task drivers; external driver "
+	    "plugins and driver_allow/driver_block come with the driver "
+	    "manager"));
+}
+
+void
+api_devices(struct api_call *c)
+{
+	api_reply(c, 200, json_pack("{s:[], s:s}", "devices", "note",
+	    "no device plugins: the device manager is not part of this "
+	    "build"));
+}
+
+void
+api_metrics(struct api_call *c)
+{
+	struct supervisor *sv = c->sv;
+	struct evbuffer *out = evhttp_request_get_output_buffer(c->req);
+	struct csi_inst *in;
+	struct counts n;
+
+	count(sv, &n);
+	evbuffer_add_printf(out, "# HELP berth_up The supervisor answers.\n"
+	    "# TYPE berth_up gauge\n");
+	metrics_line(out, "berth_up", NULL, 1);
+	evbuffer_add_printf(out, "# HELP berth_uptime_seconds Since the "
+	    "supervisor started.\n# TYPE berth_uptime_seconds gauge\n");
+	metrics_line(out, "berth_uptime_seconds", NULL,
+	    (double)api_uptime_ms(c->api) / 1000);
+	evbuffer_add_printf(out, "# HELP berth_plugin_healthy Each active "
+	    "CSI plugin instance: 1 healthy, 0 not.\n"
+	    "# TYPE berth_plugin_healthy gauge\n");
+	for (in = csimgr_first(sv->csimgr); in != NULL; in = csimgr_next(in)) {
+		const char *labels[] = { "plugin", csi_inst_name(in), "type",
+			csi_inst_type_name(in), "alloc", csi_inst_alloc(in),
+			NULL };
+		const struct csi_fingerprint *fp = csi_inst_fingerprint(in);
+
+		metrics_line(out, "berth_plugin_healthy", labels,
+		    fp->done && fp->healthy ? 1 : 0);
+	}
+	evbuffer_add_printf(out, "# HELP berth_allocations Allocations "
+	    "running.\n# TYPE berth_allocations gauge\n");
+	metrics_line(out, "berth_allocations", NULL, (double)n.allocs);
+	evbuffer_add_printf(out, "# HELP berth_tasks_running Tasks "
+	    "running.\n# TYPE berth_tasks_running gauge\n");
+	metrics_line(out, "berth_tasks_running", NULL, (double)n.running);
+	evbuffer_add_printf(out, "# HELP berth_events_index The event log's "
+	    "last index.\n# TYPE berth_events_index counter\n");
+	metrics_line(out, "berth_events_index", NULL,
+	    (double)events_last(sv->events));
+	metrics_write(out);
+	evhttp_add_header(evhttp_request_get_output_headers(c->req),
+	    "Content-Type", "text/plain; version=0.0.4");
+	evhttp_send_reply(c->req, 200, "OK", NULL);
+}

@@ -1,0 +1,44 @@
+/*
+ * metrics.h: the supervisor's counters and histograms, written out in
+ * Prometheus' text format by the API (GET /v1/metrics).
+ *
+ * Owns: counts that only grow (CSI RPC errors by method and gRPC code,
+ * mounter calls by verb and result) and latency histograms (plugin
+ * probes, registry writes). Gauges that describe the present (plugin
+ * health) are read from their owners when the API writes the page.
+ *
+ * Must not: allocate while counting, or block: the hooks are called from
+ * hot paths on the event loop. The state is one per process, on purpose:
+ * the hooks need no handle passed down through the modules that call them.
+ * Label values are copied (truncated to METRICS_LABEL_MAX bytes); past
+ * METRICS_SERIES_MAX series of one family, new label sets are counted
+ * in one "other" series so that a misbehaving peer cannot grow memory.
+ */
+#ifndef BERTH_METRICS_H
+#define BERTH_METRICS_H
+
+#include <stdint.h>
+
+struct evbuffer;
+
+#define METRICS_LABEL_MAX	48
+#define METRICS_SERIES_MAX	64
+
+/* A CSI call ended with a gRPC code other than OK. */
+void metrics_csi_rpc_error(const char *method, const char *code);
+/* One probe of a plugin's socket took ms milliseconds (any outcome). */
+void metrics_probe_latency(double ms);
+/* One mounter request was answered: result "ok" or the error's name. */
+void metrics_mount_op(const char *verb, const char *result);
+/* One registry write was acknowledged (or failed) after ms milliseconds. */
+void metrics_registry_write(const char *verb, double ms);
+
+/* Append every family above, with HELP and TYPE lines. */
+void metrics_write(struct evbuffer *out);
+/* One gauge or counter line with up to three label pairs (NULL ends). */
+void metrics_line(struct evbuffer *out, const char *name,
+    const char *const *labels, double value);
+/* Forget everything (tests). */
+void metrics_reset(void);
+
+#endif
