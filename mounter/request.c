@@ -198,6 +198,10 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		BODY(Berth__CleanupAlloc, r, cleanup_alloc);
 
 		ID(alloc, r->alloc_id, "alloc_id");
+		if (r->plugin_type.len > 0 || r->plugin_id.len > 0) {
+			ID(type, r->plugin_type, "plugin_type");
+			ID(plugin, r->plugin_id, "plugin_id");
+		}
 		PATH(layout_plugin_socket_dir(rq->path2, n, rq->alloc));
 		snprintf(rq->path, n, LAYOUT_ALLOCS_DIR "/%s", rq->alloc);
 		return OK;

@@ -251,6 +251,7 @@ volume_unbind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 struct sweep {
 	const char *alloc;
 	struct mreply *out;
+	int depth, left;	/* prune: how deep, what had to stay */
 };
 
 /* Unmount what is stacked on one entry, then remove it if empty. */
@@ -279,8 +280,28 @@ sweep_dir(int at, const char *dir, const char *leaf, res_each_fn fn,
 		return;
 	fchownat(fd, leaf, 0, 0, AT_SYMLINK_NOFOLLOW);
 	res_each(fd, leaf, fn, s);
-	sweep_entry(fd, leaf, s);
+	if (s->left == 0)
+		sweep_entry(fd, leaf, s);
 	close(fd);
+}
+
+/* Remove an empty tree, deepest first; never enter or remove a mount. */
+static void
+prune(int dirfd, const char *name, void *arg)
+{
+	struct sweep *s = arg;
+
+	if (res_is_mount(dirfd, name) != 0) {
+		s->left++;
+		return;
+	}
+	if (s->depth < 6) {
+		s->depth++;
+		res_each(dirfd, name, prune, s);
+		s->depth--;
+	}
+	if (res_remove(dirfd, name) == 0)
+		s->left++;
 }
 
 /* allocs/<alloc>/<task>/volumes/<name>: berth's binds. */
@@ -324,7 +345,8 @@ Berth__ErrorCode
 volume_cleanup(struct mounter *m, const struct mreq *rq, struct mreply *out,
     char *why)
 {
-	struct sweep s = { rq->alloc, out };
+	struct sweep s = { rq->alloc, out, 0, 0 };
+	char dir[MREQ_PATH];
 
 	/* Tasks first: their binds hold references to the publish mounts. */
 	sweep_dir(m->data_fd, LAYOUT_ALLOCS_DIR, rq->alloc, sweep_task, &s);
@@ -332,5 +354,9 @@ volume_cleanup(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	/* The socket directory: its socket, its self-bind, itself. */
 	sweep_dir(m->data_fd, LAYOUT_PLUGIN_SOCKETS_DIR, rq->alloc,
 	    sweep_entry, &s);
+	/* The plugin's last alloc: its mount root, if nothing is left. */
+	snprintf(dir, sizeof(dir), "csi/%s", rq->type);
+	if (rq->plugin[0] != '\0')
+		sweep_dir(m->data_fd, dir, rq->plugin, prune, &s);
 	return BERTH__ERROR_CODE__ERROR_NONE;
 }

@@ -184,14 +184,23 @@ on_cleaned(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	scan(am);
 }
 
+/*
+ * type and plugin (or NULL): the plugin task this alloc ran, when no
+ * other alloc runs one of that plugin and no volume of it is held: then
+ * its mount root goes too, once nothing is left in it.
+ */
 static void
-cleanup_alloc(struct supervisor *sv, const char *alloc, chan_reply_cb cb,
-    void *arg)
+cleanup_alloc(struct supervisor *sv, const char *alloc, const char *type,
+    const char *plugin, chan_reply_cb cb, void *arg)
 {
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
 	Berth__CleanupAlloc ca = BERTH__CLEANUP_ALLOC__INIT;
 
 	ca.alloc_id = IPC_BYTES(alloc);
+	if (plugin != NULL) {
+		ca.plugin_type = IPC_BYTES(type);
+		ca.plugin_id = IPC_BYTES(plugin);
+	}
 	env.body_case = BERTH__ENVELOPE__BODY_CLEANUP_ALLOC;
 	env.cleanup_alloc = &ca;
 	if (sv->mounter.chan == NULL || chan_request(sv->mounter.chan, &env,
@@ -207,6 +216,7 @@ cleanup_alloc(struct supervisor *sv, const char *alloc, chan_reply_cb cb,
 }
 
 static void volumes_down(struct arun *ar);
+static void last_plugin_cleanup(struct arun *ar);
 
 static void
 arm_retry(struct arun *ar)
@@ -231,7 +241,34 @@ on_unmounted(enum volmgr_status st, const char *why, void *arg)
 		arm_retry(ar);
 		return;
 	}
-	cleanup_alloc(ar->am->sv, ar->doc->id, on_cleaned, ar);
+	last_plugin_cleanup(ar);
+}
+
+/* The mounter cleans up; the plugin's mount root too if this was its last. */
+static void
+last_plugin_cleanup(struct arun *ar)
+{
+	struct allocs *am = ar->am;
+	const struct alloc_task *t = NULL, *u;
+	struct arun *other;
+	size_t i, k;
+
+	for (i = 0; i < ar->doc->ntasks; i++)
+		if (ar->doc->tasks[i].csi.type != ALLOC_CSI_NONE)
+			t = &ar->doc->tasks[i];
+	TAILQ_FOREACH(other, &am->runs, entry)
+		for (k = 0; t != NULL && other != ar && k < other->doc->ntasks;
+		    k++) {
+			u = &other->doc->tasks[k];
+			if (u->csi.type == t->csi.type &&
+			    strcmp(u->csi.id, t->csi.id) == 0)
+				t = NULL;
+		}
+	if (t != NULL && volmgr_uses_plugin(am->sv->volmgr, t->csi.id))
+		t = NULL;
+	cleanup_alloc(am->sv, ar->doc->id, t != NULL ?
+	    alloc_csi_type_name(t->csi.type) : NULL, t != NULL ? t->csi.id :
+	    NULL, on_cleaned, ar);
 }
 
 static void
@@ -666,7 +703,8 @@ stale_done(struct stale *st)
 	    on_stale_forgotten, NULL) < 0)
 		log_warnx("alloc_runner: cannot reach berth-registry");
 	if (find_run(st->am, st->alloc) == NULL)
-		cleanup_alloc(st->am->sv, st->alloc, on_stale_cleaned, NULL);
+		cleanup_alloc(st->am->sv, st->alloc, NULL, NULL,
+		    on_stale_cleaned, NULL);
 	free_stale(st);
 }
 

@@ -78,6 +78,12 @@ void api_alloc(struct api_call *c);
 void api_alloc_submit(struct api_call *c);
 void api_alloc_stop(struct api_call *c);
 
+/* api_volume.c */
+void api_volume(struct api_call *c);
+void api_volume_register(struct api_call *c);
+void api_volume_create(struct api_call *c);
+void api_volume_delete(struct api_call *c);
+
 /* api_events.c */
 void api_events(struct api_call *c);
 /* The wake-up for waiting polls, hooked to the event log. */

@@ -1509,6 +1509,17 @@ volmgr_ready(const struct volmgr *vm)
 	return vm->ready;
 }
 
+bool
+volmgr_uses_plugin(struct volmgr *vm, const char *plugin)
+{
+	struct vpub *p;
+
+	TAILQ_FOREACH(p, &vm->pubs, entry)
+		if (strcmp(p->plugin, plugin) == 0)
+			return true;
+	return false;
+}
+
 void
 volmgr_free(struct volmgr *vm)
 {

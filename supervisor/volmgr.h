@@ -70,6 +70,8 @@ void volmgr_unmount(struct volmgr *vm, const char *alloc,
 void volmgr_each_alloc(struct volmgr *vm, void (*fn)(const char *alloc,
     void *arg), void *arg);
 bool volmgr_ready(const struct volmgr *vm);
+/* Does any alloc hold a volume of this plugin (or a record of one)? */
+bool volmgr_uses_plugin(struct volmgr *vm, const char *plugin);
 
 /* An operator's volume. */
 struct volmgr_spec {

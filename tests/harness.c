@@ -134,11 +134,39 @@ rm_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
 	return 0;
 }
 
+/*
+ * Detach every mount under path, deepest first (a test's mounts, in its
+ * own namespace): plugins and tasks outlive a killed supervisor, and a
+ * mount point left in the tree would leave its directory on disk.
+ */
+static void
+detach_under(const char *path)
+{
+	char line[4096], mp[4096], *mps[512];
+	size_t len = strlen(path), n = 0;
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+
+	while (f != NULL && n < 512 && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
+		    strncmp(mp, path, len) == 0 && (mp[len] == '/' ||
+		    mp[len] == '\0') && (mps[n] = strdup(mp)) != NULL)
+			n++;
+	if (f != NULL)
+		fclose(f);
+	/* Later lines are mounted on top of or below earlier ones. */
+	while (n > 0) {
+		umount2(mps[--n], MNT_DETACH);
+		free(mps[n]);
+	}
+}
+
 void
 harness_rmtree(const char *path)
 {
-	if (path != NULL && strncmp(path, "/tmp/berth-test-", 16) == 0)
+	if (path != NULL && strncmp(path, "/tmp/berth-test-", 16) == 0) {
+		detach_under(path);
 		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
+	}
 }
 
 void

@@ -332,10 +332,21 @@ mc_unbind(struct mclient *c, const char *alloc, const char *task,
 int
 mc_cleanup(struct mclient *c, const char *alloc)
 {
+	return mc_cleanup_plugin(c, alloc, NULL, NULL);
+}
+
+int
+mc_cleanup_plugin(struct mclient *c, const char *alloc, const char *type,
+    const char *plugin)
+{
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
 	Berth__CleanupAlloc r = BERTH__CLEANUP_ALLOC__INIT;
 
 	r.alloc_id = B(alloc);
+	if (type != NULL)
+		r.plugin_type = B(type);
+	if (plugin != NULL)
+		r.plugin_id = B(plugin);
 	env.body_case = BERTH__ENVELOPE__BODY_CLEANUP_ALLOC;
 	env.cleanup_alloc = &r;
 	return mc_call(c, &env, NULL, NULL);

@@ -59,6 +59,9 @@ int mc_prepare_task(struct mclient *c, const char *alloc, const char *task,
 int mc_unbind(struct mclient *c, const char *alloc, const char *task,
     const char *name);
 int mc_cleanup(struct mclient *c, const char *alloc);
+/* With a plugin: its mount root goes too if nothing is left in it. */
+int mc_cleanup_plugin(struct mclient *c, const char *alloc, const char *type,
+    const char *plugin);
 
 /* Prepare a plugin and publish vol as its plugin would (a tmpfs). */
 void mc_publish(struct mclient *c, const char *type, const char *plugin,

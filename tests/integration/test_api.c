@@ -237,10 +237,29 @@ END_TEST
 
 START_TEST(bad_requests_say_what_was_wrong)
 {
-	static const char *volume_routes[][2] = {
-		{ "GET", "/v1/volumes" }, { "GET", "/v1/volume/v1" },
-		{ "PUT", "/v1/volume/v1" }, { "DELETE", "/v1/volume/v1" },
-		{ "PUT", "/v1/volume/v1/create" },
+	/* Volumes: each refusal says what was wrong. */
+	static const char *volume_routes[][5] = {
+		{ "GET", "/v1/volume/v1", NULL, "404", "no volume v1" },
+		{ "DELETE", "/v1/volume/v1", NULL, "404", "no volume v1" },
+		{ "PUT", "/v1/volume/v1", "{}", "400", "plugin_id: required" },
+		{ "PUT", "/v1/volume/v1/create", "{}", "400",
+		    "plugin_id: required" },
+		{ "PUT", "/v1/volume/v1", "{\"plugin_id\": \"p\", "
+		    "\"access_mode\": \"single-node-writer\", "
+		    "\"colour\": 1}", "400", "colour: unknown field" },
+		{ "PUT", "/v1/volume/v1/create", "{\"plugin_id\": \"p\", "
+		    "\"access_mode\": \"some\"}", "400",
+		    "access_mode: \"some\" is not one of" },
+		{ "PUT", "/v1/volume/v1/create", "{\"plugin_id\": \"p\", "
+		    "\"access_mode\": \"single-node-writer\", "
+		    "\"external_id\": \"x\"}", "400",
+		    "external_id: unknown field for create" },
+		{ "PUT", "/v1/volume/v1", "[1]", "400", "must be a JSON object" },
+		{ "PUT", "/v1/volume/v1/create", "{\"plugin_id\": \"p\", "
+		    "\"access_mode\": \"single-node-writer\"}", "400",
+		    "plugin p has no healthy controller instance" },
+		{ "GET", "/v1/volume/a..b%2Fc", NULL, "400", "volume id" },
+		{ "GET", "/v1/volumes", NULL, "501", "volume manager" },
 	};
 	struct berth b;
 	struct answer a;
@@ -276,12 +295,11 @@ START_TEST(bad_requests_say_what_was_wrong)
 	ck_assert_str_eq(a.allow, "GET, DELETE");
 	json_decref(a.json);
 
-	/* Volumes: routed, not in this build yet. */
 	for (i = 0; i < sizeof(volume_routes) / sizeof(volume_routes[0]); i++)
 		json_decref(api_fails(&b, volume_routes[i][0],
-		    volume_routes[i][1], volume_routes[i][0][0] == 'P' ? "{}" :
-		    NULL, volume_routes[i][0][0] == 'P' ? 2 : 0, 501,
-		    "volume manager"));
+		    volume_routes[i][1], volume_routes[i][2],
+		    volume_routes[i][2] != NULL ? strlen(volume_routes[i][2]) :
+		    0, atoi(volume_routes[i][3]), volume_routes[i][4]));
 
 	/* Bodies. */
 	json_decref(api_fails(&b, "PUT", "/v1/allocations", "{\"id\": ", 7,
