@@ -340,6 +340,20 @@ sweep_type(int cfd, const char *type, void *arg)
 		res_each(cfd, type, sweep_plugin, arg);
 }
 
+/* csi/plugins/<alloc>/: its socket, and a root plugin's two logs. */
+static void
+sweep_socket_dir(int dirfd, const char *name, void *arg)
+{
+	size_t len = strlen(name);
+
+	if (len > 7 && (strcmp(name + len - 7, ".stdout") == 0 ||
+	    strcmp(name + len - 7, ".stderr") == 0) &&
+	    unlinkat(dirfd, name, 0) == 0)
+		((struct sweep *)arg)->out->removed++;
+	else
+		sweep_entry(dirfd, name, arg);
+}
+
 /* Best effort: what cannot be unmounted or removed is logged and left. */
 Berth__ErrorCode
 volume_cleanup(struct mounter *m, const struct mreq *rq, struct mreply *out,
@@ -351,9 +365,9 @@ volume_cleanup(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	/* Tasks first: their binds hold references to the publish mounts. */
 	sweep_dir(m->data_fd, LAYOUT_ALLOCS_DIR, rq->alloc, sweep_task, &s);
 	res_each(m->data_fd, "csi", sweep_type, &s);
-	/* The socket directory: its socket, its self-bind, itself. */
+	/* The socket directory: its socket, logs, self-bind, itself. */
 	sweep_dir(m->data_fd, LAYOUT_PLUGIN_SOCKETS_DIR, rq->alloc,
-	    sweep_entry, &s);
+	    sweep_socket_dir, &s);
 	/* The plugin's last alloc: its mount root, if nothing is left. */
 	snprintf(dir, sizeof(dir), "csi/%s", rq->type);
 	if (rq->plugin[0] != '\0')

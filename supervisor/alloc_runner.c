@@ -20,6 +20,7 @@
 
 #include "alloc.h"
 #include "alloc_runner.h"
+#include "layout.h"
 #include "events.h"
 #include "supervisor.h"
 #include "task_runner.h"
@@ -244,6 +245,66 @@ on_unmounted(enum volmgr_status st, const char *why, void *arg)
 	last_plugin_cleanup(ar);
 }
 
+/*
+ * Remove dirfd/name and all under it, as the supervisor's user: never
+ * following a symlink, never entering a mount point (a volume's bind).
+ */
+static void
+remove_tree(int at, const char *name, int depth)
+{
+	struct statx stx;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (statx(at, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx) < 0 ||
+	    (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return;
+	if (!S_ISDIR(stx.stx_mode)) {
+		unlinkat(at, name, 0);
+		return;
+	}
+	if (depth > 32 || (fd = openat(at, name, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") !=
+		    0)
+			remove_tree(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	unlinkat(at, name, AT_REMOVEDIR);
+}
+
+/*
+ * What the alloc's tasks left in their directories (logs, exit status,
+ * their own files) goes; volumes/ is root's and the mounter's to clear.
+ */
+static void
+remove_task_files(struct arun *ar)
+{
+	char path[4400];
+	struct dirent *de;
+	size_t i;
+	DIR *d;
+
+	for (i = 0; i < ar->doc->ntasks; i++) {
+		snprintf(path, sizeof(path), "%s/%s/%s/%s",
+		    ar->am->sv->cfg.data_dir, LAYOUT_ALLOCS_DIR, ar->doc->id,
+		    ar->doc->tasks[i].name);
+		if ((d = opendir(path)) == NULL)
+			continue;
+		while ((de = readdir(d)) != NULL)
+			if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name,
+			    "..") != 0 && strcmp(de->d_name, "volumes") != 0)
+				remove_tree(dirfd(d), de->d_name, 0);
+		closedir(d);
+	}
+}
+
 /* The mounter cleans up; the plugin's mount root too if this was its last. */
 static void
 last_plugin_cleanup(struct arun *ar)
@@ -266,6 +327,7 @@ last_plugin_cleanup(struct arun *ar)
 		}
 	if (t != NULL && volmgr_uses_plugin(am->sv->volmgr, t->csi.id))
 		t = NULL;
+	remove_task_files(ar);
 	cleanup_alloc(am->sv, ar->doc->id, t != NULL ?
 	    alloc_csi_type_name(t->csi.type) : NULL, t != NULL ? t->csi.id :
 	    NULL, on_cleaned, ar);

@@ -218,7 +218,7 @@ struct spec_buf {
 static int
 parse_spec(struct api_call *c, json_t *root, bool create, struct spec_buf *b)
 {
-	static const char *const known[] = { "namespace", "plugin_id",
+	static const char *const known[] = { "id", "namespace", "plugin_id",
 		"external_id", "access_mode", "attachment_mode",
 		"mount_options", "capacity_min", "parameters", NULL };
 	const char *key, *why, *s;
@@ -283,6 +283,13 @@ parse_spec(struct api_call *c, json_t *root, bool create, struct spec_buf *b)
 			return -1;
 		}
 		b->s.attachment = mode;
+	}
+	s = NULL;
+	STR("id", s, false);
+	if (s != NULL && strcmp(s, c->id) != 0) {
+		api_error(c, 400, "id: \"%s\" differs from the path's \"%s\"",
+		    s, c->id);
+		return -1;
 	}
 #undef STR
 	if ((why = ident_problem(b->s.ns, strlen(b->s.ns))) != NULL ||

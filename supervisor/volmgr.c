@@ -749,6 +749,8 @@ mount_step(struct unit *u)
 		/* Mounted already: staged before (by another alloc, or
 		 * before a restart). Never a second stage. */
 		if (u->mounted) {
+			log_info("volmgr: alloc %s: volume %s/%s already staged "
+			    "(%s); kept", p->alloc, p->ns, p->vol, p->usage);
 			p->staged = true;
 			u->step = M_PREP_PUBLISH;
 			unit_step(u);
@@ -772,6 +774,8 @@ mount_step(struct unit *u)
 		return;
 	}
 	case M_STAGED:
+		log_info("volmgr: alloc %s: volume %s/%s staged (%s)", p->alloc,
+		    p->ns, p->vol, p->usage);
 		p->staged = true;
 		put_record(u);
 		return;
@@ -783,6 +787,8 @@ mount_step(struct unit *u)
 		    CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
 
 		if (u->mounted) {
+			log_info("volmgr: alloc %s: volume %s/%s already "
+			    "published; kept", p->alloc, p->ns, p->vol);
 			p->published = true;
 			u->step = M_DONE;
 			put_record(u);
@@ -811,6 +817,8 @@ mount_step(struct unit *u)
 		return;
 	}
 	case M_PUBLISHED:
+		log_info("volmgr: alloc %s: volume %s/%s published", p->alloc,
+		    p->ns, p->vol);
 		p->published = true;
 		put_record(u);
 		return;

@@ -52,6 +52,8 @@ struct hostpath {
 	int fault_slow_probe;		/* this probe (1-based) is slow ... */
 	int fault_slow_probe_ms;	/* ... by this much */
 	const char *fault_exit_in;	/* method name: exit while serving it */
+	const char *fault_slow_reply;	/* method name: done, then answer ... */
+	int fault_slow_reply_ms;	/* ... this much later */
 };
 
 /* What a handler answers: a status, a message and a packed reply. */

@@ -26,6 +26,7 @@ usage(void)
 	    "    [--fault-probe-no-ready] [--fault-validate-no-confirmed]\n"
 	    "    [--fault-unknown-capabilities] [--fault-exit-in RPCNAME]\n"
 	    "    [--fault-minimal] [--fault-slow-probe N:MS]\n"
+	    "    [--fault-slow-reply RPCNAME:MS]\n"
 	    "CSI_ENDPOINT=unix:///path/csi.sock in the environment names "
 	    "the socket.\n");
 	exit(EX_USAGE);
@@ -47,7 +48,7 @@ number(const char *flag, const char *s)
 enum {
 	OPT_NODE_ID = 256, OPT_STATE_DIR, OPT_MODE, OPT_SLOW_START,
 	OPT_PROBE_FAIL_AFTER, OPT_PROBE_NO_READY, OPT_VALIDATE_NO_CONFIRMED,
-	OPT_UNKNOWN_CAPS, OPT_EXIT_IN, OPT_MINIMAL, OPT_SLOW_PROBE,
+	OPT_UNKNOWN_CAPS, OPT_EXIT_IN, OPT_MINIMAL, OPT_SLOW_PROBE, OPT_SLOW_REPLY,
 };
 
 static const struct option options[] = {
@@ -64,6 +65,7 @@ static const struct option options[] = {
 	{ "fault-exit-in", required_argument, NULL, OPT_EXIT_IN },
 	{ "fault-minimal", no_argument, NULL, OPT_MINIMAL },
 	{ "fault-slow-probe", required_argument, NULL, OPT_SLOW_PROBE },
+	{ "fault-slow-reply", required_argument, NULL, OPT_SLOW_REPLY },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -131,6 +133,18 @@ main(int argc, char *argv[])
 			hp.fault_slow_probe = number("--fault-slow-probe",
 			    optarg);
 			hp.fault_slow_probe_ms = number("--fault-slow-probe",
+			    colon + 1);
+			break;
+		}
+		case OPT_SLOW_REPLY: {
+			char *colon = strrchr(optarg, ':');
+
+			if (colon == NULL)
+				fatalx("--fault-slow-reply %s: write RPCNAME:MS, "
+				    "for example NodePublishVolume:2000", optarg);
+			*colon = '\0';
+			hp.fault_slow_reply = optarg;
+			hp.fault_slow_reply_ms = number("--fault-slow-reply",
 			    colon + 1);
 			break;
 		}

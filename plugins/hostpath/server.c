@@ -240,6 +240,13 @@ rpc_dispatch(struct server *s, struct rpc *rpc)
 	log_debug("%s", m->name);
 	m->handler(hp, req, r);
 	protobuf_c_message_free_unpacked(req, NULL);
+	if (hp->fault_slow_reply != NULL && strcmp(hp->fault_slow_reply,
+	    m->name) == 0) {
+		log_info("%s done; answering %d ms later, as "
+		    "--fault-slow-reply asks", m->name,
+		    hp->fault_slow_reply_ms);
+		usleep((useconds_t)hp->fault_slow_reply_ms * 1000);
+	}
 	if (r->status != GRPC_STATUS_OK && strncmp(r->message, m->name,
 	    strlen(m->name)) == 0)
 		log_info("%s", r->message);
@@ -361,6 +368,9 @@ server_run(struct hostpath *hp, const char *endpoint)
 	if (hp->fault_exit_in != NULL && !method_known(hp->fault_exit_in))
 		fatalx("--fault-exit-in %s: no such RPC (give its name, as "
 		    "NodeGetInfo)", hp->fault_exit_in);
+	if (hp->fault_slow_reply != NULL && !method_known(hp->fault_slow_reply))
+		fatalx("--fault-slow-reply %s: no such RPC (give its name, as "
+		    "NodePublishVolume)", hp->fault_slow_reply);
 	if ((path = endpoint_path(endpoint)) == NULL)
 		fatalx("CSI_ENDPOINT %s: not unix:///absolute/path of at most "
 		    "%d bytes", endpoint, SOCKET_PATH_MAX);

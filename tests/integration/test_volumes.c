@@ -1,0 +1,408 @@
+/*
+ * test_volumes.c: volumes end to end, with the real three processes and
+ * berth-csi-hostpath as a privileged plugin confined by the mounter: a
+ * volume created through the API (berthctl), allocations whose tasks
+ * write and read it through real bind mounts, a second writer refused,
+ * the supervisor killed in the middle of a publish, and after every case
+ * nothing of berth's left in /proc/self/mountinfo or on disk.
+ */
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/prctl.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include <check.h>
+
+#include "harness.h"
+
+struct berth {
+	char *dir;
+	char cfg[512], allocs[512], sock[512];
+	struct proc sv;
+	pid_t mounter, registry;
+};
+
+static void
+berth_setup(struct berth *b, const char *faults)
+{
+	char path[1024], text[4096];
+
+	harness_private_mounts();
+	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
+	b->dir = harness_tmpdir("volumes");
+	snprintf(b->cfg, sizeof(b->cfg), "%s/berth.json", b->dir);
+	snprintf(b->allocs, sizeof(b->allocs), "%s/allocs", b->dir);
+	snprintf(b->sock, sizeof(b->sock), "%s/run/api.sock", b->dir);
+	ck_assert_int_eq(mkdir(b->allocs, 0755), 0);
+	snprintf(path, sizeof(path), "%s/defs", b->dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	/* Root's definition: the sample plugin, a monolith, may mount. */
+	snprintf(path, sizeof(path), "%s/defs/hostpath.conf", b->dir);
+	snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n1\n"
+	    "arg --state-dir\narg %s/hpstate\narg --mode\narg monolith\n%s"
+	    "cap CAP_SYS_ADMIN\n", harness_bin("berth-csi-hostpath"), b->dir,
+	    faults != NULL ? faults : "");
+	harness_write(path, text);
+	snprintf(text, sizeof(text), "{\"data_dir\": \"%s/data\", "
+	    "\"run_dir\": \"%s/run\", \"alloc_dir\": \"%s\", "
+	    "\"plugins_dir\": \"%s/defs\", \"plugin_heartbeat\": \"1s\", "
+	    "\"plugin_resync\": \"2s\"}", b->dir, b->dir, b->allocs, b->dir);
+	harness_write(b->cfg, text);
+}
+
+static void
+berth_start(struct berth *b)
+{
+	char *argv[] = { (char *)harness_bin("berth-supervisor"), "-c", b->cfg,
+		NULL };
+
+	proc_start(&b->sv, argv, -1);
+	ck_assert_msg(proc_wait_log(&b->sv, "ready:", 10000),
+	    "supervisor never became ready:\n%s", b->sv.log);
+	b->mounter = log_pid(b->sv.log, "berth-mounter");
+	b->registry = log_pid(b->sv.log, "berth-registry");
+	harness_track_pid(b->mounter);
+	harness_track_pid(b->registry);
+}
+
+static void
+wait_log(struct berth *b, const char *text, int ms)
+{
+	ck_assert_msg(proc_wait_log(&b->sv, text, ms), "no \"%s\" in:\n%s",
+	    text, b->sv.log);
+}
+
+static int
+count(struct berth *b, const char *text)
+{
+	const char *p = b->sv.log;
+	int n = 0;
+
+	proc_drain(&b->sv);
+	while ((p = strstr(p, text)) != NULL) {
+		n++;
+		p += strlen(text);
+	}
+	return n;
+}
+
+/* Every task pid the log names dies with the test. */
+static void
+track_tasks(struct berth *b)
+{
+	const char *p = b->sv.log, *key = "message=\"pid ";
+
+	proc_drain(&b->sv);
+	while ((p = strstr(p, key)) != NULL) {
+		p += strlen(key);
+		harness_track_pid((pid_t)atol(p));
+	}
+}
+
+static void
+put_alloc(struct berth *b, const char *name, const char *doc)
+{
+	char tmp[1024], path[1024];
+
+	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", b->allocs, name);
+	snprintf(path, sizeof(path), "%s/%s.json", b->allocs, name);
+	harness_write(tmp, doc);
+	ck_assert_int_eq(rename(tmp, path), 0);
+}
+
+static void
+stop_alloc(struct berth *b, const char *name)
+{
+	char path[1024], text[256];
+
+	snprintf(path, sizeof(path), "%s/%s.json", b->allocs, name);
+	ck_assert_int_eq(unlink(path), 0);
+	snprintf(text, sizeof(text), "alloc %s: stopped", name);
+	wait_log(b, text, 15000);
+}
+
+static void
+plugin_up(struct berth *b)
+{
+	put_alloc(b, "plugin", "{\"id\": \"plugin\", \"tasks\": [{\"name\": "
+	    "\"hostpath\", \"driver\": \"privileged\", \"config\": {"
+	    "\"plugin\": \"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", "
+	    "\"type\": \"monolith\"}}]}");
+	wait_log(b, "csi: plugin=hp type=node alloc=plugin health=healthy",
+	    15000);
+	wait_log(b, "csi: plugin=hp type=controller alloc=plugin "
+	    "health=healthy", 15000);
+	track_tasks(b);
+}
+
+/* berthctl's exit code; its stdout in out (at most n bytes). */
+static int
+ctl(struct berth *b, char *out, size_t n, const char *a1, const char *a2,
+    const char *a3)
+{
+	int pipefd[2], status;
+	ssize_t got, len = 0;
+	pid_t pid;
+
+	ck_assert_int_eq(pipe(pipefd), 0);
+	if ((pid = fork()) == 0) {
+		dup2(pipefd[1], 1);
+		close(pipefd[0]);
+		execl(harness_bin("berthctl"), "berthctl", "--socket", b->sock,
+		    "--json", a1, a2, a3, (char *)NULL);
+		_exit(127);
+	}
+	close(pipefd[1]);
+	while ((size_t)len + 1 < n && (got = read(pipefd[0], out + len,
+	    n - len - 1)) > 0)
+		len += got;
+	out[len] = '\0';
+	close(pipefd[0]);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static void
+create_volume(struct berth *b, const char *id, const char *access)
+{
+	char path[1024], text[512], out[4096];
+
+	snprintf(path, sizeof(path), "%s/%s.vol.json", b->dir, id);
+	snprintf(text, sizeof(text), "{\"id\": \"%s\", \"plugin_id\": \"hp\", "
+	    "\"access_mode\": \"%s\", \"attachment_mode\": \"file-system\"}",
+	    id, access);
+	harness_write(path, text);
+	ck_assert_msg(ctl(b, out, sizeof(out), "volume", "create", path) == 0,
+	    "volume create %s: %s", id, out);
+}
+
+/* An alloc of one exec task that mounts volume vol at "data". */
+static void
+task_alloc(struct berth *b, const char *id, const char *vol,
+    const char *access, bool ro, const char *script)
+{
+	char doc[4096];
+
+	snprintf(doc, sizeof(doc), "{\"id\": \"%s\", \"volumes\": {\"data\": "
+	    "{\"type\": \"csi\", \"source\": \"%s\", \"access_mode\": \"%s\", "
+	    "\"attachment_mode\": \"file-system\", \"read_only\": %s}}, "
+	    "\"tasks\": [{\"name\": \"t\", \"driver\": \"exec\", \"config\": {"
+	    "\"command\": \"/bin/sh\", \"args\": [\"-c\", \"%s\"]}, "
+	    "\"kill_timeout\": \"1s\", \"volume_mounts\": [{\"volume\": "
+	    "\"data\", \"destination\": \"data\", \"read_only\": %s}]}]}", id,
+	    vol, access, ro ? "true" : "false", script, ro ? "true" : "false");
+	put_alloc(b, id, doc);
+}
+
+/* Wait until a task's stdout.log holds text. */
+static void
+wait_stdout(struct berth *b, const char *alloc, const char *text)
+{
+	char path[1024], buf[4096];
+	ssize_t n;
+	int fd, i;
+
+	snprintf(path, sizeof(path), "%s/data/allocs/%s/t/stdout.log", b->dir,
+	    alloc);
+	for (i = 0; i < 100; i++) {
+		buf[0] = '\0';
+		if ((fd = open(path, O_RDONLY)) >= 0) {
+			n = read(fd, buf, sizeof(buf) - 1);
+			buf[n > 0 ? n : 0] = '\0';
+			close(fd);
+		}
+		if (strstr(buf, text) != NULL)
+			return;
+		usleep(100000);
+	}
+	ck_abort_msg("%s: no \"%s\" in \"%s\"; log:\n%s", path, text, buf,
+	    b->sv.log);
+}
+
+/* Mount points under the test's data dir, and those matching part. */
+static int
+mounts(struct berth *b, const char *part)
+{
+	char line[4096], mp[4096], data[600];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	int n = 0;
+
+	snprintf(data, sizeof(data), "%s/data/", b->dir);
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
+		    strncmp(mp, data, strlen(data)) == 0 && (part == NULL ||
+		    strstr(mp, part) != NULL))
+			n++;
+	if (f != NULL)
+		fclose(f);
+	return n;
+}
+
+/* Nothing mounted, no directory of an alloc or a plugin left. */
+static void
+nothing_left(struct berth *b)
+{
+	char path[1024];
+
+	ck_assert_msg(mounts(b, NULL) == 0, "%d mounts left; log:\n%s",
+	    mounts(b, NULL), b->sv.log);
+	snprintf(path, sizeof(path), "%s/data/csi/monolith/hp", b->dir);
+	ck_assert_msg(access(path, F_OK) < 0, "%s is left", path);
+	snprintf(path, sizeof(path), "%s/data/csi/plugins/plugin", b->dir);
+	ck_assert_msg(access(path, F_OK) < 0, "%s is left", path);
+	snprintf(path, sizeof(path), "%s/data/allocs", b->dir);
+	ck_assert_int_eq(rmdir(path), 0);	/* it is empty */
+}
+
+static int
+claims(struct berth *b, const char *vol)
+{
+	char out[8192];
+	const char *p;
+	int n = 0;
+
+	ck_assert_int_eq(ctl(b, out, sizeof(out), "volume", "status", vol), 0);
+	for (p = out; (p = strstr(p, "\"alloc\"")) != NULL; p++)
+		n++;
+	return n;
+}
+
+static void
+berth_stop(struct berth *b)
+{
+	proc_kill(&b->sv);
+	ck_assert(pid_wait_gone(b->mounter, 3000));
+	ck_assert(pid_wait_gone(b->registry, 3000));
+	harness_rmtree(b->dir);
+	free(b->dir);
+}
+
+#define WRITER "echo hello from w > volumes/data/greeting && sleep 600"
+#define READER "cat volumes/data/greeting; if echo x > volumes/data/x; " \
+	"then echo WROTE; else echo READONLY; fi; sleep 600"
+
+START_TEST(writer_readers_and_a_refused_second_writer)
+{
+	struct berth b;
+	char out[8192];
+
+	berth_setup(&b, NULL);
+	berth_start(&b);
+	plugin_up(&b);
+	create_volume(&b, "shared", "multi-node-single-writer");
+	create_volume(&b, "solo", "single-node-writer");
+
+	task_alloc(&b, "w", "shared", "multi-node-single-writer", false,
+	    WRITER);
+	wait_log(&b, "alloc w: 1 volume in place", 15000);
+	track_tasks(&b);
+	task_alloc(&b, "r1", "shared", "multi-node-single-writer", true,
+	    "sleep 1; " READER);
+	task_alloc(&b, "r2", "shared", "multi-node-single-writer", true,
+	    "sleep 1; " READER);
+	wait_stdout(&b, "r1", "hello from w");
+	wait_stdout(&b, "r1", "READONLY");
+	wait_stdout(&b, "r2", "hello from w");
+	wait_stdout(&b, "r2", "READONLY");
+	track_tasks(&b);
+	/* Staged once for the writer and once for the readers (two
+	 * usages), published once per alloc. */
+	ck_assert_int_eq(count(&b, "volume default/shared staged"), 2);
+	ck_assert_int_eq(count(&b, "volume default/shared published"), 3);
+	ck_assert_int_eq(claims(&b, "shared"), 3);
+
+	/* single-node-writer: the second writer is refused, and undone. */
+	task_alloc(&b, "a1", "solo", "single-node-writer", false, WRITER);
+	wait_log(&b, "alloc a1: 1 volume in place", 15000);
+	task_alloc(&b, "a2", "solo", "single-node-writer", false, WRITER);
+	wait_log(&b, "alloc a2: volumes failed", 15000);
+	wait_log(&b, "already holds its write claim", 1);
+	wait_log(&b, "alloc a2: stopped", 15000);
+	track_tasks(&b);
+	ck_assert_int_eq(count(&b, "alloc=a2 task=t type=Started"), 0);
+	ck_assert_int_eq(claims(&b, "solo"), 1);
+	/* A refused version is not tried again until its file changes. */
+	usleep(2500000);
+	ck_assert_int_eq(count(&b, "alloc a2: volumes failed"), 1);
+	/* A claimed volume cannot be deleted. */
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "delete", "solo"),
+	    1);
+
+	stop_alloc(&b, "a2");
+	stop_alloc(&b, "a1");
+	stop_alloc(&b, "r1");
+	stop_alloc(&b, "w");
+	stop_alloc(&b, "r2");
+	ck_assert_int_eq(claims(&b, "shared"), 0);
+	ck_assert_int_eq(mounts(&b, "/staging/"), 0);
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "delete",
+	    "shared"), 0);
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "delete", "solo"),
+	    0);
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "status",
+	    "solo"), 1);
+	stop_alloc(&b, "plugin");
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
+/*
+ * The supervisor killed with SIGKILL while the plugin holds a publish
+ * (done, its answer delayed), then started again: no leaked mount, no
+ * second stage, the claim matches the mount, and the task starts once.
+ */
+START_TEST(sigkill_in_the_middle_of_a_publish)
+{
+	struct berth b;
+
+	berth_setup(&b, "arg --fault-slow-reply\narg NodePublishVolume:3000\n");
+	berth_start(&b);
+	plugin_up(&b);
+	create_volume(&b, "v", "single-node-writer");
+	task_alloc(&b, "a", "v", "single-node-writer", false, WRITER);
+	wait_log(&b, "volume default/v staged", 15000);
+	/* The plugin has published; its answer is 3 s away. */
+	for (int i = 0; i < 50 && mounts(&b, "/per-alloc/a/") == 0; i++)
+		usleep(50000);
+	ck_assert_int_eq(mounts(&b, "/per-alloc/a/"), 1);
+	ck_assert_int_eq(count(&b, "volume default/v published"), 0);
+	proc_kill(&b.sv);
+	ck_assert(pid_wait_gone(b.mounter, 3000));
+	ck_assert(pid_wait_gone(b.registry, 3000));
+
+	berth_start(&b);
+	wait_log(&b, "alloc a: 1 volume in place", 20000);
+	wait_log(&b, "volume default/v already staged", 1);
+	wait_log(&b, "volume default/v already published", 1);
+	ck_assert_int_eq(count(&b, "volume default/v staged"), 0);
+	wait_log(&b, "alloc=a task=t type=Started", 10000);
+	track_tasks(&b);
+	ck_assert_int_eq(count(&b, "alloc=a task=t type=Started"), 1);
+	ck_assert_int_eq(mounts(&b, "/staging/default/v/"), 1);
+	ck_assert_int_eq(mounts(&b, "/per-alloc/a/"), 1);
+	ck_assert_int_eq(mounts(&b, "/allocs/a/t/volumes/data"), 1);
+	ck_assert_int_eq(claims(&b, "v"), 1);
+	stop_alloc(&b, "a");
+	ck_assert_int_eq(claims(&b, "v"), 0);
+	stop_alloc(&b, "plugin");
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
+int
+main(void)
+{
+	TCase *tc = tcase_create("volumes");
+
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, writer_readers_and_a_refused_second_writer);
+	tcase_add_test(tc, sigkill_in_the_middle_of_a_publish);
+	return harness_run("volumes", tc);
+}
