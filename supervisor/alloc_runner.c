@@ -549,9 +549,8 @@ stop_stale(struct allocs *am, const struct kept *k)
 	st->am = am;
 	TAILQ_INSERT_TAIL(&am->stale, st, entry);
 	st->tp = taskproc_adopt(am->sv->drv, strcmp(k->driver, "exec") == 0 ?
-	    TASKDRV_EXEC : TASKDRV_PRIVILEGED, k->th != NULL ? k->th->pid : 0,
-	    k->th != NULL ? k->th->start_time : 0, on_stale_adopted,
-	    on_stale_exited, st);
+	    TASKDRV_EXEC : TASKDRV_PRIVILEGED, k->alloc, k->task, k->th,
+	    on_stale_adopted, on_stale_exited, st);
 	if (st->tp == NULL)
 		stale_done(st);
 }

@@ -250,9 +250,9 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 		}
 		if (adopted) {
 			/* It ended while we were away: start it as new. */
-			tr_event(tr, "Terminated", "pid %ld ended while the "
-			    "supervisor was not running (%s); status unknown",
-			    (long)tr->handle.pid, why);
+			tr_event(tr, "Terminated", "pid %ld %s while the "
+			    "supervisor was not running", (long)tr->handle.pid,
+			    why);
 			tr->have_adopt = false;
 			start(tr);
 			return;
@@ -263,8 +263,7 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 	}
 	tr->state = TR_RUNNING;
 	clock_gettime(CLOCK_MONOTONIC, &tr->started);
-	tr->handle.pid = taskproc_pid(tp);
-	tr->handle.start_time = taskproc_start_time(tp);
+	taskproc_handle(tp, &tr->handle);
 	if (adopted)
 		log_info("task_runner: alloc %s task %s: adopted pid %ld, "
 		    "running since before this supervisor started", tr->a->id,
@@ -379,9 +378,8 @@ start(struct trun *tr)
 		tr->state = TR_STARTING;
 		tr->steps = 0;
 		if ((tr->proc = taskproc_adopt(tr->sv->drv, exec ?
-		    TASKDRV_EXEC : TASKDRV_PRIVILEGED, tr->handle.pid,
-		    tr->handle.start_time, on_started, on_exited, tr)) ==
-		    NULL) {
+		    TASKDRV_EXEC : TASKDRV_PRIVILEGED, tr->a->id, tr->t->name,
+		    &tr->handle, on_started, on_exited, tr)) == NULL) {
 			tr->have_adopt = false;
 			start(tr);
 		}
@@ -481,6 +479,8 @@ trun_new(struct supervisor *sv, const struct alloc *a,
 		tr->handle.started_at_ms = adopt->started_at_ms;
 		tr->handle.plugin_healthy = adopt->plugin_healthy;
 		tr->handle.restarts = adopt->restarts;
+		tr->handle.shim_pid = adopt->shim_pid;
+		tr->handle.shim_start_time = adopt->shim_start_time;
 		tr->have_adopt = adopt->pid > 0;
 	}
 	if ((tr->timer = evtimer_new(sv->base, on_timer, tr)) == NULL)
