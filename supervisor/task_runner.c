@@ -302,6 +302,8 @@ launch(struct trun *tr)
 		spec.nargs = tr->t->nargs;
 		spec.env = tr->t->env;
 		spec.nenv = tr->t->nenv;
+		spec.log_max_bytes = (int64_t)tr->t->log_max_file_mb << 20;
+		spec.log_max_files = tr->t->log_max_files;
 	} else {
 		spec.kind = TASKDRV_PRIVILEGED;
 		spec.definition = tr->t->plugin;
