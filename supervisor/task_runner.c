@@ -241,7 +241,11 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 	bool adopted = tr->adopting;
 
 	tr->adopting = false;
+	tr->have_adopt = false;		/* a restart starts it anew */
 	if (err != 0) {
+		/* why lives in tp: keep it past the free. */
+		snprintf(tr->why, sizeof(tr->why), "%s", why);
+		why = tr->why;
 		taskproc_free(tp);
 		tr->proc = NULL;
 		if (tr->stop_asked) {

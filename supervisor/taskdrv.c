@@ -10,6 +10,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -200,17 +201,24 @@ tell_exited(struct taskproc *tp, const struct task_exit *ex)
 	tp->exited_cb(tp, ex, tp->arg);
 }
 
-/* A pidfd for pid if it is still the process that started at start. */
+/*
+ * A pidfd for pid if it is still the process that started at start and
+ * has not exited (a zombie, not reaped yet by init, has ended).
+ */
 static int
 open_verified(pid_t pid, uint64_t start)
 {
+	struct pollfd pfd;
 	uint64_t now;
 	int fd;
 
 	/* The pidfd first: then a matching start time proves the process. */
 	if (pid <= 0 || (fd = pidfd_open(pid, 0)) < 0)
 		return -1;
-	if (proc_start_time(pid, &now) < 0 || now != start) {
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	if (proc_start_time(pid, &now) < 0 || now != start ||
+	    poll(&pfd, 1, 0) != 0) {
 		close(fd);
 		return -1;
 	}
