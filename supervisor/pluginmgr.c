@@ -32,8 +32,9 @@ struct plugin {
 	char why[DESC_MAX];
 	bool stats_running;
 	unsigned nstarts, nstats;
-	int64_t backoff_ms, last_backoff_ms;
-	int64_t stats_backoff_ms, stats_last_backoff_ms;
+	/* The next wait; the armed one; the one before the latest start. */
+	int64_t backoff_ms, wait_ms, last_backoff_ms;
+	int64_t stats_backoff_ms, stats_wait_ms, stats_last_backoff_ms;
 	struct event *retry, *stats_retry, *react;
 	TAILQ_ENTRY(plugin) entry;
 };
@@ -158,7 +159,7 @@ stream_failed(struct plugin *p)
 		wait = next_backoff(m, &p->backoff_ms);
 		log_warnx("%s: %s failed: %s; retrying in %lld ms", m->name,
 		    p->name, p->why, (long long)wait);
-		p->last_backoff_ms = wait;
+		p->wait_ms = wait;
 		arm(p->retry, wait);
 	}
 	if (changed)
@@ -178,6 +179,8 @@ on_retry(evutil_socket_t fd, short ev, void *arg)
 	if (m->stopping || p->running)
 		return;
 	p->nstarts++;
+	p->last_backoff_ms = p->wait_ms;
+	p->wait_ms = 0;
 	p->failed = false;
 	p->starting = true;
 	r = p->ops->start(p);
@@ -210,6 +213,8 @@ start_stats(struct plugin *p)
 	    evtimer_pending(p->stats_retry, NULL))
 		return;
 	p->nstats++;
+	p->stats_last_backoff_ms = p->stats_wait_ms;
+	p->stats_wait_ms = 0;
 	if (p->ops->stats(p) == 0) {
 		p->stats_running = true;
 		return;
@@ -217,7 +222,7 @@ start_stats(struct plugin *p)
 	wait = next_backoff(m, &p->stats_backoff_ms);
 	log_warnx("%s: %s: stats did not start; retrying in %lld ms",
 	    m->name, p->name, (long long)wait);
-	p->stats_last_backoff_ms = wait;
+	p->stats_wait_ms = wait;
 	arm(p->stats_retry, wait);
 }
 
@@ -489,7 +494,7 @@ plugin_stats_failed(struct plugin *p, const char *fmt, ...)
 	wait = next_backoff(p->m, &p->stats_backoff_ms);
 	log_warnx("%s: %s: stats failed: %s; retrying in %lld ms", p->m->name,
 	    p->name, why, (long long)wait);
-	p->stats_last_backoff_ms = wait;
+	p->stats_wait_ms = wait;
 	arm(p->stats_retry, wait);
 }
 

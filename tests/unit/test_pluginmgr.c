@@ -10,8 +10,6 @@
  * The test plugin plays a script: one report per turn of the loop, then
  * the test's `done` action.
  */
-#include <errno.h>
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -224,37 +222,6 @@ stop_loop(struct tplug *t)
 	event_base_loopbreak(base);
 }
 
-/* stderr into a file, so that the log lines can be read back. */
-static int saved_stderr = -1, log_fd = -1;
-
-static void
-capture_log(void)
-{
-	char path[] = "/tmp/berth-test-pluginmgr-XXXXXX";
-
-	ck_assert_int_ge(log_fd = mkstemp(path), 0);
-	unlink(path);
-	ck_assert_int_ge(saved_stderr = dup(STDERR_FILENO), 0);
-	ck_assert_int_ge(dup2(log_fd, STDERR_FILENO), 0);
-}
-
-static char *
-captured_log(void)
-{
-	static char buf[65536];
-	ssize_t n;
-
-	ck_assert_int_ge(dup2(saved_stderr, STDERR_FILENO), 0);
-	close(saved_stderr);
-	ck_assert_int_eq(lseek(log_fd, 0, SEEK_SET), 0);
-	n = read(log_fd, buf, sizeof(buf) - 1);
-	ck_assert_int_ge(n, 0);
-	buf[n] = '\0';
-	close(log_fd);
-	fputs(buf, stderr);
-	return buf;
-}
-
 static unsigned
 count(const char *hay, const char *needle)
 {
@@ -281,7 +248,7 @@ START_TEST(transitions_and_state_line)
 	const char *log, *a, *b, *c, *d;
 	size_t i;
 
-	capture_log();
+	harness_capture_stderr();
 	manager(1000, 8000, NULL, NULL);
 	add(&t[0], "exec", &tp_ops);
 	add(&t[1], "quiet", &tp_ops);
@@ -300,7 +267,7 @@ START_TEST(transitions_and_state_line)
 	ck_assert_int_eq(plugin_get_state(t[1].p), PLUGIN_UNDETECTED);
 	release(t, 2);
 
-	log = captured_log();
+	log = harness_captured_stderr();
 	/* Once at start, then once per change: repeats are not changes. */
 	ck_assert_uint_eq(count(log, "]: test: "), 5);
 	ck_assert_ptr_nonnull(a = strstr(log,
@@ -473,7 +440,7 @@ START_TEST(allow_and_block_lists)
 	char line[256];
 	const char *log;
 
-	capture_log();
+	harness_capture_stderr();
 	manager(10, 40, allow, block);
 	add(&t[0], "exec", &tp_ops);
 	add(&t[1], "privileged", &tp_ops);
@@ -493,7 +460,7 @@ START_TEST(allow_and_block_lists)
 	ck_assert_str_eq(line,
 	    "test: exec=healthy privileged=blocked raw_exec=blocked");
 	release(t, 3);
-	log = captured_log();
+	log = harness_captured_stderr();
 	ck_assert_ptr_nonnull(strstr(log,
 	    "]: test: exec=undetected privileged=blocked raw_exec=blocked\n"));
 
