@@ -23,6 +23,7 @@
 #include "alloc_runner.h"
 #include "csi_client.h"
 #include "csimanager.h"
+#include "devmgr.h"
 #include "layout.h"
 #include "privdrop.h"
 #include "taskdrv.h"
@@ -49,6 +50,7 @@ supervisor_peer_ready(struct supervisor *sv)
 	    (long)sv->registry.pid, (long)getuid());
 	evtimer_add(sv->ping, &tv);
 	csimgr_start(sv->csimgr);
+	devmgr_start(sv->devmgr);
 	allocs_start(sv->allocs);
 }
 
@@ -321,7 +323,8 @@ main(int argc, char **argv)
 	    (sv.watcher = watcher_new(sv.base)) == NULL ||
 	    (sv.drv = taskdrv_new(&sv)) == NULL ||
 	    (sv.allocs = allocs_new(&sv)) == NULL ||
-	    (sv.csimgr = csimgr_new(&sv)) == NULL)
+	    (sv.csimgr = csimgr_new(&sv)) == NULL ||
+	    (sv.devmgr = devmgr_new(sv.base, &sv.cfg)) == NULL)
 		fatalx("main: cannot set up the plugin managers");
 
 	event_base_dispatch(sv.base);
@@ -329,6 +332,7 @@ main(int argc, char **argv)
 	/* Tasks and plugins keep running: a new supervisor adopts them. */
 	allocs_free(sv.allocs);
 	csimgr_free(sv.csimgr);
+	devmgr_free(sv.devmgr);
 	taskdrv_free(sv.drv);
 	csi_client_free(sv.csi);
 	watcher_free(sv.watcher);

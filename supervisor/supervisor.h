@@ -23,6 +23,7 @@ struct watcher;
 struct taskdrv;
 struct allocs;
 struct csimgr;
+struct devmgr;
 
 /* The supervisor's link to one helper process. */
 struct peer {
@@ -49,6 +50,7 @@ struct supervisor {
 	struct taskdrv *drv;		/* plugin tasks' processes */
 	struct allocs *allocs;		/* allocations and their tasks */
 	struct csimgr *csimgr;		/* the active plugins, fingerprinted */
+	struct devmgr *devmgr;		/* devices, their stats, reservations */
 	uid_t uid;			/* after the drop: our user */
 	gid_t gid;
 	struct event *sigterm, *sigint, *sigchld, *ping, *stop_timer;
