@@ -259,8 +259,9 @@ main(int argc, char **argv)
 	ssize_t n;
 	pid_t pid;
 
-	while ((ch = getopt(argc, argv, "+d:s:n:")) != -1) {
+	while ((ch = getopt(argc, argv, "+Vd:s:n:")) != -1) {
 		switch (ch) {
+		case 'V': return 0;	/* the exec driver's fingerprint */
 		case 'd': dir = optarg; break;
 		case 's': max_bytes = strtoll(optarg, &end, 10);
 			if (*end != '\0' || max_bytes < 1)

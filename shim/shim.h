@@ -3,7 +3,10 @@
  * agree on: the command line, the start report, and the status file.
  *
  *	berth-shim -d DIR [-s MAX_BYTES] [-n MAX_FILES] -- COMMAND [ARG...]
+ *	berth-shim -V
  *
+ * -V exits 0 at once: the exec driver's fingerprint runs it to prove that
+ * a process starts.
  * The shim's environment is the task's. Descriptor 3 is a pipe on which
  * the shim writes one struct shim_report and closes it: err 0 means the
  * task runs, with the pids and start times given; else err is an errno

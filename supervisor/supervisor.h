@@ -24,6 +24,7 @@ struct taskdrv;
 struct allocs;
 struct csimgr;
 struct devmgr;
+struct drivermgr;
 
 /* The supervisor's link to one helper process. */
 struct peer {
@@ -48,6 +49,7 @@ struct supervisor {
 	struct csi_client *csi;		/* every plugin's gRPC connections */
 	struct watcher *watcher;	/* the one inotify descriptor */
 	struct taskdrv *drv;		/* plugin tasks' processes */
+	struct drivermgr *drivers;	/* the drivers' health, task events */
 	struct allocs *allocs;		/* allocations and their tasks */
 	struct csimgr *csimgr;		/* the active plugins, fingerprinted */
 	struct devmgr *devmgr;		/* devices, their stats, reservations */

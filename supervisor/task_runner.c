@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "drivermgr.h"
 #include "duration.h"
 #include "layout.h"
 #include "plugin_supervisor.h"
@@ -40,6 +41,7 @@ struct trun {
 	enum tr_state state;
 	struct taskproc *proc;
 	struct plugsup *ps;
+	struct drv_handler *dh;		/* its driver's events */
 	struct event *timer;		/* restart wait, or kill timeout */
 	bool have_adopt, adopting, stop_asked, restart_asked;
 	Berth__TaskHandle handle;	/* what the registry keeps */
@@ -510,6 +512,10 @@ trun_new(struct supervisor *sv, const struct alloc *a,
 		if ((tr->ps = plugsup_new(sv, &pc, &plugin_ops, tr)) == NULL)
 			goto fail;
 	}
+	if ((tr->dh = drivermgr_handler(sv->drivers, alloc_driver_name(
+	    t->driver), a->id, t->name, plugin_event, tr)) == NULL)
+		log_warnx("task_runner: alloc %s task %s: out of memory; its "
+		    "driver's events are not heard", a->id, t->name);
 	return tr;
 fail:
 	if (tr->timer != NULL)
@@ -558,6 +564,7 @@ trun_free(struct trun *tr)
 	if (tr->proc != NULL)
 		taskproc_free(tr->proc);
 	plugsup_free(tr->ps);
+	drv_handler_free(tr->dh);
 	chan_forget(tr->sv->mounter.chan, tr);
 	event_free(tr->timer);
 	free(tr);

@@ -3,7 +3,9 @@
  * end with the real processes: a task outlives a supervisor SIGKILL and
  * its exit code still reaches a Terminated event, whether it ends after
  * the restart or while no supervisor runs; a shim that dies takes its
- * task with it; logs rotate at their limit and keep only so many files.
+ * task with it; logs rotate at their limit and keep only so many files;
+ * both drivers fingerprint healthy, and a driver blocked while the
+ * supervisor was down has its stale task stopped, not adopted.
  */
 #include <errno.h>
 #include <signal.h>
@@ -211,9 +213,9 @@ START_TEST(a_lost_shim_takes_its_task_along)
 	shim = parent_of(pid);
 	harness_track_pid(shim);
 	ck_assert_int_eq(kill(shim, SIGKILL), 0);
-	snprintf(want, sizeof(want), "taskdrv: alloc w task t: berth-shim "
-	    "(pid %ld) ended without a status; its task (pid %ld) was "
-	    "killed", (long)shim, (long)pid);
+	snprintf(want, sizeof(want), "alloc=w task=t type=ShimLost "
+	    "message=\"berth-shim (pid %ld) ended without a status; its task "
+	    "(pid %ld) was killed\"", (long)shim, (long)pid);
 	wait_log(&b, want, 10000);
 	snprintf(want, sizeof(want), "type=Terminated message=\"pid %ld "
 	    "ended (status unknown: its shim ended without writing it)\"",
@@ -260,6 +262,39 @@ START_TEST(logs_rotate_at_their_limit)
 }
 END_TEST
 
+START_TEST(a_blocked_driver_has_its_stale_task_stopped)
+{
+	struct berth b;
+	char want[256];
+	pid_t pid, shim;
+
+	berth_config(&b, "1s", NULL);
+	berth_start(&b);
+	wait_log(&b, "drivers: exec=healthy privileged=healthy", 10000);
+	exec_alloc(&b, "w", WAITING, NULL);
+	pid = started(&b, "w");
+	shim = parent_of(pid);
+	harness_track_pid(shim);
+	berth_kill(&b);
+	berth_reconfig(&b, "1s", ", \"driver_block\": [\"exec\"]");
+	berth_start(&b);
+	wait_log(&b, "drivers: exec=blocked privileged=healthy", 10000);
+	wait_log(&b, "alloc file w.json refused: task t uses driver exec, "
+	    "which driver_allow or driver_block in the config does not allow",
+	    10000);
+	wait_log(&b, "alloc w task t: driver exec is blocked by the config "
+	    "now", 10000);
+	snprintf(want, sizeof(want), "alloc w task t: the stale task (pid %ld) "
+	    "was killed by signal 15 (SIGTERM)", (long)pid);
+	wait_log(&b, want, 10000);
+	ck_assert(pid_wait_gone(pid, 5000));
+	ck_assert(pid_wait_gone(shim, 5000));
+	ck_assert_int_eq(task_pids(&b, NULL), 0);
+	ck_assert_int_eq(count(&b, "adopted pid"), 0);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -271,5 +306,6 @@ main(void)
 	tcase_add_test(tc, a_signal_while_no_supervisor_runs_is_kept_too);
 	tcase_add_test(tc, a_lost_shim_takes_its_task_along);
 	tcase_add_test(tc, logs_rotate_at_their_limit);
+	tcase_add_test(tc, a_blocked_driver_has_its_stale_task_stopped);
 	return harness_run("drivers", tc);
 }
