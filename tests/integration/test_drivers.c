@@ -110,19 +110,30 @@ parent_of(pid_t pid)
 	return (pid_t)atol(buf);
 }
 
+/* A berth running alloc w, whose task waits for "go": its pid and shim. */
+static pid_t
+waiting_task(struct berth *b, pid_t *shim)
+{
+	pid_t pid;
+
+	berth_config(b, "1s", NULL);
+	berth_start(b);
+	wait_log(b, "drivers: exec=healthy privileged=healthy", 10000);
+	exec_alloc(b, "w", WAITING, NULL);
+	pid = started(b, "w");
+	*shim = parent_of(pid);
+	harness_track_pid(*shim);
+	return pid;
+}
+
 START_TEST(exit_code_collected_after_a_supervisor_sigkill)
 {
 	struct berth b;
 	char want[256];
 	pid_t pid, shim;
 
-	berth_config(&b, "1s", NULL);
-	berth_start(&b);
-	exec_alloc(&b, "w", WAITING, NULL);
-	pid = started(&b, "w");
+	pid = waiting_task(&b, &shim);
 	/* The shim left the supervisor's tree: its parent is the subreaper. */
-	shim = parent_of(pid);
-	harness_track_pid(shim);
 	ck_assert_int_ne(shim, b.sv.pid);
 	ck_assert_int_eq(parent_of(shim), getpid());
 	berth_kill(&b);
@@ -149,12 +160,7 @@ START_TEST(exit_code_kept_when_the_task_ends_with_no_supervisor)
 	struct stat st;
 	pid_t pid, shim;
 
-	berth_config(&b, "1s", NULL);
-	berth_start(&b);
-	exec_alloc(&b, "w", WAITING, NULL);
-	pid = started(&b, "w");
-	shim = parent_of(pid);
-	harness_track_pid(shim);
+	pid = waiting_task(&b, &shim);
 	berth_kill(&b);
 	go(&b, "w", "9");
 	ck_assert(pid_wait_gone(pid, 5000));
@@ -181,13 +187,9 @@ START_TEST(a_signal_while_no_supervisor_runs_is_kept_too)
 {
 	struct berth b;
 	char want[256];
-	pid_t pid;
+	pid_t pid, shim;
 
-	berth_config(&b, "1s", NULL);
-	berth_start(&b);
-	exec_alloc(&b, "w", WAITING, NULL);
-	pid = started(&b, "w");
-	harness_track_pid(parent_of(pid));
+	pid = waiting_task(&b, &shim);
 	berth_kill(&b);
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	ck_assert(pid_wait_gone(pid, 5000));
@@ -206,12 +208,7 @@ START_TEST(a_lost_shim_takes_its_task_along)
 	char want[256];
 	pid_t pid, shim;
 
-	berth_config(&b, "1s", NULL);
-	berth_start(&b);
-	exec_alloc(&b, "w", WAITING, NULL);
-	pid = started(&b, "w");
-	shim = parent_of(pid);
-	harness_track_pid(shim);
+	pid = waiting_task(&b, &shim);
 	ck_assert_int_eq(kill(shim, SIGKILL), 0);
 	snprintf(want, sizeof(want), "alloc=w task=t type=ShimLost "
 	    "message=\"berth-shim (pid %ld) ended without a status; its task "
@@ -268,13 +265,7 @@ START_TEST(a_blocked_driver_has_its_stale_task_stopped)
 	char want[256];
 	pid_t pid, shim;
 
-	berth_config(&b, "1s", NULL);
-	berth_start(&b);
-	wait_log(&b, "drivers: exec=healthy privileged=healthy", 10000);
-	exec_alloc(&b, "w", WAITING, NULL);
-	pid = started(&b, "w");
-	shim = parent_of(pid);
-	harness_track_pid(shim);
+	pid = waiting_task(&b, &shim);
 	berth_kill(&b);
 	berth_reconfig(&b, "1s", ", \"driver_block\": [\"exec\"]");
 	berth_start(&b);

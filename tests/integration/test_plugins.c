@@ -237,6 +237,7 @@ START_TEST(privileged_plugin_through_the_mounter)
 		snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"",
 		    defs);
 		berth_config(&b, "1s", extra);
+		free(defs);	/* the harness removes the directory at exit */
 	}
 	berth_start(&b);
 	snprintf(path, sizeof(path), "%s/p.json", b.allocs);
