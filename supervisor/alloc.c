@@ -865,12 +865,62 @@ task_volume_mounts(struct walk *w, json_t *v, void *dst)
 		each_element(w, v, task_mount, t);
 }
 
+/* A whole number from 1 to max; 0 after a problem. */
+static int
+take_count(struct walk *w, json_t *v, int max)
+{
+	json_int_t n;
+
+	if (!json_is_integer(v)) {
+		problem(w, "must be a whole number, not %s", type_name(v));
+		return 0;
+	}
+	if ((n = json_integer_value(v)) < 1 || n > max) {
+		problem(w, "must be from 1 to %d, not %lld", max, (long long)n);
+		return 0;
+	}
+	return (int)n;
+}
+
+static void
+logs_max_files(struct walk *w, json_t *v, void *dst)
+{
+	((struct alloc_task *)dst)->log_max_files = take_count(w, v,
+	    ALLOC_MAX_LOG_FILES);
+}
+
+static void
+logs_max_file_size(struct walk *w, json_t *v, void *dst)
+{
+	((struct alloc_task *)dst)->log_max_file_mb = take_count(w, v,
+	    ALLOC_MAX_LOG_FILE_MB);
+}
+
+static const struct field logs_fields[] = {
+	FN("max_files", false, logs_max_files),
+	FN("max_file_size", false, logs_max_file_size),
+};
+
+static void
+task_logs(struct walk *w, json_t *v, void *dst)
+{
+	/* The mounter, not a shim, keeps a privileged plugin's output. */
+	if (w->driver == ALLOC_DRIVER_PRIVILEGED) {
+		problem(w, "is not allowed with the \"privileged\" driver; "
+		    "remove it");
+		return;
+	}
+	if (object_of(w, v))
+		walk_fields(w, v, logs_fields, NFIELDS(logs_fields), dst);
+}
+
 static const struct field task_fields[] = {
 	FN("name", true, task_name),
 	FN("driver", true, task_driver),
 	FN("config", true, task_config),
 	FN("env", false, task_env),
 	FN("kill_timeout", false, task_kill_timeout),
+	FN("logs", false, task_logs),
 	FN("csi_plugin", false, task_csi_plugin),
 	FN("volume_mounts", false, task_volume_mounts),
 };
@@ -883,6 +933,8 @@ alloc_task(struct walk *w, json_t *v, size_t i, void *ctx)
 	size_t old;
 
 	t->kill_timeout_ms = ALLOC_DEFAULT_KILL_TIMEOUT_MS;
+	t->log_max_files = ALLOC_DEFAULT_LOG_FILES;
+	t->log_max_file_mb = ALLOC_DEFAULT_LOG_FILE_MB;
 	if (!object_of(w, v))
 		return;
 	w->task = t;

@@ -42,6 +42,12 @@
 #define ALLOC_DEFAULT_KILL_TIMEOUT_MS	(5 * 1000)
 #define ALLOC_MAX_KILL_TIMEOUT_MS	(5 * 60 * 1000)
 #define ALLOC_DEFAULT_HEALTH_TIMEOUT_MS	(30 * 1000)
+/* An exec task's "logs": files kept per stream (the current one too),
+ * and the size of one, in MiB (Nomad's max_files and max_file_size). */
+#define ALLOC_DEFAULT_LOG_FILES	5
+#define ALLOC_MAX_LOG_FILES	100
+#define ALLOC_DEFAULT_LOG_FILE_MB	10
+#define ALLOC_MAX_LOG_FILE_MB	1024
 /* Problems listed; more are counted in dropped and summed up in a line. */
 #define ALLOC_PROBLEMS_MAX	64
 
@@ -80,6 +86,8 @@ struct alloc_task {
 	char **env;		/* "K=V", sorted by name; never CSI_ENDPOINT */
 	size_t nenv;
 	int64_t kill_timeout_ms;
+	int log_max_files;	/* exec: "logs" */
+	int log_max_file_mb;
 	struct alloc_csi_plugin csi;
 	struct alloc_mount *mounts;
 	size_t nmounts;

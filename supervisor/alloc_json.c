@@ -134,6 +134,9 @@ task(const struct alloc_task *t, bool *ok)
 	if (t->nenv > 0)
 		put(o, "env", task_env(t, ok), ok);
 	put(o, "kill_timeout", duration(t->kill_timeout_ms), ok);
+	if (t->driver == ALLOC_DRIVER_EXEC)
+		put(o, "logs", json_pack("{s:i, s:i}", "max_files",
+		    t->log_max_files, "max_file_size", t->log_max_file_mb), ok);
 	if (t->csi.type != ALLOC_CSI_NONE)
 		put(o, "csi_plugin", task_csi(&t->csi, ok), ok);
 	if (t->nmounts > 0)

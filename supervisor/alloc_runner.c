@@ -22,6 +22,7 @@
 #include "alloc_runner.h"
 #include "layout.h"
 #include "events.h"
+#include "drivermgr.h"
 #include "supervisor.h"
 #include "task_runner.h"
 #include "taskdrv.h"
@@ -527,6 +528,27 @@ refused_still(struct allocs *am, const char *file, const char *sig)
 	return false;
 }
 
+/* A driver the config blocks runs nothing; its stale tasks are stopped. */
+static int
+drivers_allowed(struct allocs *am, const struct alloc *a, const char *file,
+    const char *sig)
+{
+	const char *name;
+	size_t i;
+
+	for (i = 0; i < a->ntasks; i++) {
+		name = alloc_driver_name(a->tasks[i].driver);
+		if (drivermgr_allowed(am->sv->drivers, name))
+			continue;
+		if (!refused_before(am, file, sig))
+			log_warnx("alloc file %s refused: task %s uses driver %s, "
+			    "which driver_allow or driver_block in the config "
+			    "does not allow", file, a->tasks[i].name, name);
+		return -1;
+	}
+	return 0;
+}
+
 static void
 start_run(struct allocs *am, const char *file, const char *sig)
 {
@@ -561,8 +583,11 @@ start_run(struct allocs *am, const char *file, const char *sig)
 		alloc_free(doc);
 		return;
 	}
-	if (other != NULL || runnable(doc, why, sizeof(why)) < 0) {
-		if (other == NULL && !refused_before(am, file, sig))
+	why[0] = '\0';
+	if (other != NULL || runnable(doc, why, sizeof(why)) < 0 ||
+	    drivers_allowed(am, doc, file, sig) < 0) {
+		if (other == NULL && why[0] != '\0' &&
+		    !refused_before(am, file, sig))
 			log_warnx("alloc file %s refused: %s", file, why);
 		alloc_free(doc);
 		return;
@@ -848,10 +873,13 @@ stop_stale(struct allocs *am, const struct kept *k)
 	}
 	st->am = am;
 	TAILQ_INSERT_TAIL(&am->stale, st, entry);
+	if (!drivermgr_allowed(am->sv->drivers, k->driver))
+		log_info("alloc %s task %s: driver %s is blocked by the config "
+		    "now; its task, if still running, is stopped", k->alloc,
+		    k->task, k->driver);
 	st->tp = taskproc_adopt(am->sv->drv, strcmp(k->driver, "exec") == 0 ?
-	    TASKDRV_EXEC : TASKDRV_PRIVILEGED, k->th != NULL ? k->th->pid : 0,
-	    k->th != NULL ? k->th->start_time : 0, on_stale_adopted,
-	    on_stale_exited, st);
+	    TASKDRV_EXEC : TASKDRV_PRIVILEGED, k->alloc, k->task, k->th,
+	    on_stale_adopted, on_stale_exited, st);
 	if (st->tp == NULL)
 		stale_done(st);
 }

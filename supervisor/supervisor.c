@@ -25,6 +25,8 @@
 #include "csi_client.h"
 #include "csimanager.h"
 #include "events.h"
+#include "devmgr.h"
+#include "drivermgr.h"
 #include "layout.h"
 #include "privdrop.h"
 #include "taskdrv.h"
@@ -53,6 +55,8 @@ supervisor_peer_ready(struct supervisor *sv)
 	evtimer_add(sv->ping, &tv);
 	csimgr_start(sv->csimgr);
 	volmgr_start(sv->volmgr);
+	devmgr_start(sv->devmgr);
+	drivermgr_start(sv->drivers);
 	allocs_start(sv->allocs);
 }
 
@@ -214,6 +218,24 @@ prepare_dirs(const struct berth_config *cfg, const struct priv_user *ru,
 	return 0;
 }
 
+/* The driver manager hears the task driver's events about tasks. */
+static struct drivermgr *
+drivers_new(struct supervisor *sv)
+{
+	struct drivermgr_conf dc = { 0 };
+
+	dc.shim = taskdrv_shim_path(sv->drv);
+	dc.mounter = sv->mounter.chan;
+	dc.fingerprint_ms = sv->cfg.plugin_heartbeat_ms;
+	dc.retry_initial_ms = sv->cfg.plugin_retry_initial_ms;
+	dc.retry_max_ms = sv->cfg.plugin_retry_max_ms;
+	dc.allow = sv->cfg.driver_allow;
+	dc.block = sv->cfg.driver_block;
+	if ((sv->drivers = drivermgr_new(sv->base, &dc)) != NULL)
+		taskdrv_on_event(sv->drv, drivermgr_task_event, sv->drivers);
+	return sv->drivers;
+}
+
 static void
 start_helper(struct peer *p, char *const argv[])
 {
@@ -334,9 +356,12 @@ main(int argc, char **argv)
 	    (sv.csi = csi_client_new(sv.base)) == NULL ||
 	    (sv.watcher = watcher_new(sv.base)) == NULL ||
 	    (sv.drv = taskdrv_new(&sv)) == NULL ||
+	    drivers_new(&sv) == NULL ||
 	    (sv.allocs = allocs_new(&sv)) == NULL ||
 	    (sv.csimgr = csimgr_new(&sv)) == NULL ||
-	    (sv.volmgr = volmgr_new(&sv)) == NULL)
+	    (sv.volmgr = volmgr_new(&sv)) == NULL ||
+
+	    (sv.devmgr = devmgr_new(sv.base, &sv.cfg)) == NULL)
 		fatalx("main: cannot set up the plugin managers");
 	if ((sv.api = api_new(&sv, api_fd, api_group)) == NULL)
 		fatalx("main: cannot serve the API");
@@ -348,6 +373,8 @@ main(int argc, char **argv)
 	allocs_free(sv.allocs);
 	volmgr_free(sv.volmgr);
 	csimgr_free(sv.csimgr);
+	devmgr_free(sv.devmgr);
+	drivermgr_free(sv.drivers);
 	taskdrv_free(sv.drv);
 	csi_client_free(sv.csi);
 	watcher_free(sv.watcher);

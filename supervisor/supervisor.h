@@ -27,6 +27,8 @@ struct csimgr;
 struct volmgr;
 struct events;
 struct api;
+struct devmgr;
+struct drivermgr;
 
 /* The supervisor's link to one helper process. */
 struct peer {
@@ -51,12 +53,14 @@ struct supervisor {
 	struct csi_client *csi;		/* every plugin's gRPC connections */
 	struct watcher *watcher;	/* the one inotify descriptor */
 	struct taskdrv *drv;		/* plugin tasks' processes */
+	struct drivermgr *drivers;	/* the drivers' health, task events */
 	struct allocs *allocs;		/* allocations and their tasks */
 	struct csimgr *csimgr;		/* the active plugins, fingerprinted */
 	struct volmgr *volmgr;		/* claims, stage, publish, binds */
 	struct events *events;		/* the event log the API serves */
 	struct api *api;		/* the operator API on api.sock */
 	struct timespec started;	/* CLOCK_MONOTONIC, for the uptime */
+	struct devmgr *devmgr;		/* devices, their stats, reservations */
 	uid_t uid;			/* after the drop: our user */
 	gid_t gid;
 	struct event *sigterm, *sigint, *sigchld, *ping, *stop_timer;

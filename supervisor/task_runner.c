@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "drivermgr.h"
 #include "duration.h"
 #include "events.h"
 #include "layout.h"
@@ -41,6 +42,7 @@ struct trun {
 	enum tr_state state;
 	struct taskproc *proc;
 	struct plugsup *ps;
+	struct drv_handler *dh;		/* its driver's events */
 	struct event *timer;		/* restart wait, or kill timeout */
 	bool have_adopt, adopting, stop_asked, restart_asked;
 	Berth__TaskHandle handle;	/* what the registry keeps */
@@ -248,7 +250,11 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 	bool adopted = tr->adopting;
 
 	tr->adopting = false;
+	tr->have_adopt = false;		/* a restart starts it anew */
 	if (err != 0) {
+		/* why lives in tp: keep it past the free. */
+		snprintf(tr->why, sizeof(tr->why), "%s", why);
+		why = tr->why;
 		taskproc_free(tp);
 		tr->proc = NULL;
 		if (tr->stop_asked) {
@@ -257,9 +263,9 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 		}
 		if (adopted) {
 			/* It ended while we were away: start it as new. */
-			tr_event(tr, "Terminated", "pid %ld ended while the "
-			    "supervisor was not running (%s); status unknown",
-			    (long)tr->handle.pid, why);
+			tr_event(tr, "Terminated", "pid %ld %s while the "
+			    "supervisor was not running", (long)tr->handle.pid,
+			    why);
 			tr->have_adopt = false;
 			start(tr);
 			return;
@@ -270,8 +276,7 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 	}
 	tr->state = TR_RUNNING;
 	clock_gettime(CLOCK_MONOTONIC, &tr->started);
-	tr->handle.pid = taskproc_pid(tp);
-	tr->handle.start_time = taskproc_start_time(tp);
+	taskproc_handle(tp, &tr->handle);
 	if (adopted)
 		log_info("task_runner: alloc %s task %s: adopted pid %ld, "
 		    "running since before this supervisor started", tr->a->id,
@@ -310,6 +315,8 @@ launch(struct trun *tr)
 		spec.nargs = tr->t->nargs;
 		spec.env = tr->t->env;
 		spec.nenv = tr->t->nenv;
+		spec.log_max_bytes = (int64_t)tr->t->log_max_file_mb << 20;
+		spec.log_max_files = tr->t->log_max_files;
 	} else {
 		spec.kind = TASKDRV_PRIVILEGED;
 		spec.definition = tr->t->plugin;
@@ -386,9 +393,8 @@ start(struct trun *tr)
 		tr->state = TR_STARTING;
 		tr->steps = 0;
 		if ((tr->proc = taskproc_adopt(tr->sv->drv, exec ?
-		    TASKDRV_EXEC : TASKDRV_PRIVILEGED, tr->handle.pid,
-		    tr->handle.start_time, on_started, on_exited, tr)) ==
-		    NULL) {
+		    TASKDRV_EXEC : TASKDRV_PRIVILEGED, tr->a->id, tr->t->name,
+		    &tr->handle, on_started, on_exited, tr)) == NULL) {
 			tr->have_adopt = false;
 			start(tr);
 		}
@@ -488,6 +494,8 @@ trun_new(struct supervisor *sv, const struct alloc *a,
 		tr->handle.started_at_ms = adopt->started_at_ms;
 		tr->handle.plugin_healthy = adopt->plugin_healthy;
 		tr->handle.restarts = adopt->restarts;
+		tr->handle.shim_pid = adopt->shim_pid;
+		tr->handle.shim_start_time = adopt->shim_start_time;
 		tr->have_adopt = adopt->pid > 0;
 	}
 	if ((tr->timer = evtimer_new(sv->base, on_timer, tr)) == NULL)
@@ -511,6 +519,10 @@ trun_new(struct supervisor *sv, const struct alloc *a,
 		if ((tr->ps = plugsup_new(sv, &pc, &plugin_ops, tr)) == NULL)
 			goto fail;
 	}
+	if ((tr->dh = drivermgr_handler(sv->drivers, alloc_driver_name(
+	    t->driver), a->id, t->name, plugin_event, tr)) == NULL)
+		log_warnx("task_runner: alloc %s task %s: out of memory; its "
+		    "driver's events are not heard", a->id, t->name);
 	return tr;
 fail:
 	if (tr->timer != NULL)
@@ -559,6 +571,7 @@ trun_free(struct trun *tr)
 	if (tr->proc != NULL)
 		taskproc_free(tr->proc);
 	plugsup_free(tr->ps);
+	drv_handler_free(tr->dh);
 	chan_forget(tr->sv->mounter.chan, tr);
 	event_free(tr->timer);
 	for (int i = 0; i < TRUN_EVENTS; i++)

@@ -1,15 +1,18 @@
 /*
  * taskdrv.c: start, adopt, signal and watch plugin tasks (see taskdrv.h).
  *
- * Owns: the processes of exec tasks (fork and exec in a session of their
- * own), the supervisor's side of the mounter's StartPlugin, AdoptPlugin,
- * SignalPlugin and PluginExited for privileged ones, and one pidfd per
- * exec task. Must not: reap any pid but its own tasks' (the supervisor
- * reaps its helpers by pid), or leave a descriptor open in a task.
+ * Owns: the start of exec tasks through berth-shim (fork, exec, its start
+ * report), their shims' pidfds and status files, the supervisor's side of
+ * the mounter's StartPlugin, AdoptPlugin, SignalPlugin and PluginExited
+ * for privileged ones. Must not: reap any pid but the shim's first
+ * process (the supervisor reaps its helpers by pid), or leave a
+ * descriptor open in a task.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -23,6 +26,11 @@
 #define P_PIDFD 3
 #endif
 
+#include "ident.h"
+#include "layout.h"
+#include "procstat.h"
+#include "shim.h"
+#include "spawn.h"
 #include "supervisor.h"
 #include "taskdrv.h"
 
@@ -34,9 +42,16 @@ struct taskproc {
 	enum taskdrv_kind kind;
 	pid_t pid;
 	uint64_t start_time;
-	int pidfd;			/* exec tasks */
+	pid_t shim_pid;			/* exec tasks; 0 for a legacy handle */
+	uint64_t shim_start;
+	int pidfd;			/* exec: the shim's (legacy: the task's) */
+	int task_pidfd;			/* exec: the task's, for signals */
 	struct event *ev;		/* pidfd readable */
 	struct event *later;		/* delivers the started callback */
+	struct task_exit pending;	/* ended before it was watched */
+	bool has_pending;
+	char alloc[BERTH_IDENT_MAX + 1], task[BERTH_IDENT_MAX + 1];
+	char dir[4096];			/* exec: the task directory */
 	int err;
 	char why[256];
 	bool started_told, exited;
@@ -49,41 +64,18 @@ struct taskproc {
 
 struct taskdrv {
 	struct supervisor *sv;
+	char shim[4096];
+	taskdrv_event_cb event;
+	void *event_arg;
 	TAILQ_HEAD(, taskproc) procs;
 };
-
-int
-proc_start_time(pid_t pid, uint64_t *start)
-{
-	char path[64], buf[1024], *p;
-	unsigned long long v;
-	ssize_t n;
-	int fd, i;
-
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
-		return -EIO;
-	buf[n] = '\0';
-	/* comm may hold anything, even ") ": the last one ends it. */
-	if ((p = strrchr(buf, ')')) == NULL)
-		return -EIO;
-	for (i = 0; i < 20 && p != NULL; i++)
-		p = strchr(p + 1, ' ');
-	if (p == NULL || sscanf(p + 1, "%llu", &v) != 1)
-		return -EIO;
-	*start = v;
-	return 0;
-}
 
 void
 task_exit_describe(const struct task_exit *ex, char *buf, size_t n)
 {
 	if (!ex->status_known)
-		snprintf(buf, n, "ended (status unknown: it was adopted)");
+		snprintf(buf, n, "ended (status unknown: %s)", ex->unknown !=
+		    NULL ? ex->unknown : "it was adopted");
 	else if (ex->signaled)
 		snprintf(buf, n, "was killed by signal %d (SIG%s)", ex->code,
 		    sigabbrev_np(ex->code) ? sigabbrev_np(ex->code) : "?");
@@ -100,7 +92,43 @@ taskdrv_new(struct supervisor *sv)
 		return NULL;
 	drv->sv = sv;
 	TAILQ_INIT(&drv->procs);
+	/* A missing shim is the exec driver's fingerprint to report. */
+	if (spawn_helper_path(SHIM_NAME, drv->shim, sizeof(drv->shim)) ==
+	    -ENAMETOOLONG || drv->shim[0] == '\0')
+		snprintf(drv->shim, sizeof(drv->shim), "%s", SHIM_NAME);
 	return drv;
+}
+
+void
+taskdrv_on_event(struct taskdrv *drv, taskdrv_event_cb cb, void *arg)
+{
+	drv->event = cb;
+	drv->event_arg = arg;
+}
+
+const char *
+taskdrv_shim_path(const struct taskdrv *drv)
+{
+	return drv->shim;
+}
+
+static void
+tp_event(struct taskproc *tp, const char *type, const char *fmt, ...)
+    BERTH_PRINTF(3, 4);
+
+static void
+tp_event(struct taskproc *tp, const char *type, const char *fmt, ...)
+{
+	char msg[480];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof(msg), fmt, ap);
+	va_end(ap);
+	log_info("taskdrv: alloc %s task %s: %s", tp->alloc, tp->task, msg);
+	if (tp->drv->event != NULL)
+		tp->drv->event(tp->drv->event_arg, tp->kind == TASKDRV_EXEC ?
+		    "exec" : "privileged", tp->alloc, tp->task, type, msg);
 }
 
 void
@@ -116,8 +144,9 @@ taskdrv_free(struct taskdrv *drv)
 }
 
 static struct taskproc *
-tp_new(struct taskdrv *drv, enum taskdrv_kind kind, taskproc_started_cb
-    started, taskproc_exited_cb exited, void *arg);
+tp_new(struct taskdrv *drv, enum taskdrv_kind kind, const char *alloc,
+    const char *task, taskproc_started_cb started, taskproc_exited_cb exited,
+    void *arg);
 
 static void
 tell_started(struct taskproc *tp)
@@ -129,12 +158,19 @@ tell_started(struct taskproc *tp)
 	tp->started(tp, tp->err, tp->why, tp->arg);
 }
 
+static void tell_exited(struct taskproc *tp, const struct task_exit *ex);
+
 static void
 on_later(evutil_socket_t fd, short ev, void *arg)
 {
+	struct taskproc *tp = arg;
+
 	(void)fd;
 	(void)ev;
-	tell_started(arg);
+	if (tp->has_pending)
+		tell_exited(tp, &tp->pending);	/* started, then ended */
+	else
+		tell_started(tp);
 }
 
 /* Fail or succeed from the event loop, never from within the call. */
@@ -165,27 +201,109 @@ tell_exited(struct taskproc *tp, const struct task_exit *ex)
 	tp->exited_cb(tp, ex, tp->arg);
 }
 
+/*
+ * A pidfd for pid if it is still the process that started at start and
+ * has not exited (a zombie, not reaped yet by init, has ended).
+ */
+static int
+open_verified(pid_t pid, uint64_t start)
+{
+	struct pollfd pfd;
+	uint64_t now;
+	int fd;
+
+	/* The pidfd first: then a matching start time proves the process. */
+	if (pid <= 0 || (fd = pidfd_open(pid, 0)) < 0)
+		return -1;
+	pfd.fd = fd;
+	pfd.events = POLLIN;
+	if (proc_start_time(pid, &now) < 0 || now != start ||
+	    poll(&pfd, 1, 0) != 0) {
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/* The shim's status line for this run of the task; false if none. */
+static bool
+read_status(struct taskproc *tp, struct task_exit *ex)
+{
+	unsigned long long start;
+	char path[4200], buf[160], how[16];
+	long pid;
+	ssize_t n;
+	int fd, code;
+
+	snprintf(path, sizeof(path), "%s/%s", tp->dir, SHIM_STATUS_FILE);
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	if (n <= 0)
+		return false;
+	buf[n] = '\0';
+	if (sscanf(buf, "pid %ld start %llu %15s %d", &pid, &start, how,
+	    &code) != 4 || pid != (long)tp->pid || start != tp->start_time ||
+	    (strcmp(how, "exited") != 0 && strcmp(how, "signaled") != 0))
+		return false;
+	ex->status_known = true;
+	ex->signaled = strcmp(how, "signaled") == 0;
+	ex->code = code;
+	return true;
+}
+
+/*
+ * The shim has ended: its status file says how the task ended. Without
+ * one the shim was killed, and its task, which lost its logs and its
+ * witness, is killed too rather than left to run unseen.
+ */
+static void
+shim_ended(struct taskproc *tp, struct task_exit *ex)
+{
+	if (read_status(tp, ex))
+		return;
+	ex->status_known = false;
+	ex->unknown = "its shim ended without writing it";
+	if (tp->task_pidfd < 0)
+		tp->task_pidfd = open_verified(tp->pid, tp->start_time);
+	if (tp->task_pidfd >= 0 && pidfd_send_signal(tp->task_pidfd, SIGKILL,
+	    NULL, 0) == 0)
+		tp_event(tp, "ShimLost", "berth-shim (pid %ld) ended without "
+		    "a status; its task (pid %ld) was killed",
+		    (long)tp->shim_pid, (long)tp->pid);
+	else
+		tp_event(tp, "ShimLost", "berth-shim (pid %ld) ended without "
+		    "a status", (long)tp->shim_pid);
+}
+
 static void
 on_pidfd(evutil_socket_t fd, short ev, void *arg)
 {
 	struct taskproc *tp = arg;
 	struct task_exit ex = { 0 };
-	siginfo_t si = { 0 };
 
+	(void)fd;
 	(void)ev;
-	/* A status only for our own children; an adoptee just ends. */
-	ex.status_known = waitid(P_PIDFD, (id_t)fd, &si, WEXITED | WNOHANG) ==
-	    0 && si.si_pid == tp->pid;
-	ex.signaled = ex.status_known && si.si_code != CLD_EXITED;
-	ex.code = ex.status_known ? si.si_status : 0;
+	if (tp->shim_pid > 0)
+		shim_ended(tp, &ex);
 	tell_exited(tp, &ex);
 }
 
+/* Watch the shim (a legacy handle: the task), or -ESRCH: it has ended. */
 static int
-watch_pidfd(struct taskproc *tp)
+watch(struct taskproc *tp)
 {
-	if ((tp->pidfd = pidfd_open(tp->pid, 0)) < 0)
-		return -errno;
+	pid_t pid = tp->shim_pid > 0 ? tp->shim_pid : tp->pid;
+
+	if ((tp->pidfd = open_verified(pid, tp->shim_pid > 0 ?
+	    tp->shim_start : tp->start_time)) < 0)
+		return -ESRCH;
+	if (tp->shim_pid > 0)
+		tp->task_pidfd = open_verified(tp->pid, tp->start_time);
+	else
+		tp->task_pidfd = dup(tp->pidfd);
 	if ((tp->ev = event_new(tp->drv->sv->base, tp->pidfd, EV_READ,
 	    on_pidfd, tp)) == NULL || event_add(tp->ev, NULL) < 0)
 		return -ENOMEM;
@@ -194,16 +312,13 @@ watch_pidfd(struct taskproc *tp)
 
 /* argv and envp for execve, built before fork: the child only execs. */
 static char **
-build_vec(const char *first, char *const *items, size_t n, char **extra,
-    size_t nextra)
+build_vec(char *const *items, size_t n, char *const *extra, size_t nextra)
 {
 	char **v;
 	size_t i, k = 0;
 
-	if ((v = calloc(n + nextra + 2, sizeof(*v))) == NULL)
+	if ((v = calloc(n + nextra + 1, sizeof(*v))) == NULL)
 		return NULL;
-	if (first != NULL)
-		v[k++] = (char *)first;
 	for (i = 0; i < n; i++)
 		v[k++] = items[i];
 	for (i = 0; i < nextra; i++)
@@ -223,52 +338,107 @@ env_has(char *const *env, size_t n, const char *name)
 }
 
 /*
- * The child: a session of its own, the task's directory, its log files
- * as stdout and stderr, nothing else open, default signal handling.
- * Only async-signal-safe calls: the supervisor has threads (gRPC).
+ * The child: berth-shim, with the report pipe as descriptor 3 and
+ * nothing else open but /dev/null. Only async-signal-safe calls: the
+ * supervisor has threads (gRPC).
  */
 static void __attribute__((noreturn))
-exec_child(const struct task_spec *spec, char **argv, char **envp, int out,
-    int err, int report)
+exec_child(const char *shim, char **argv, char **envp, int report)
 {
+	struct shim_report rep = { 0 };
 	sigset_t none;
-	int e, devnull;
+	int devnull;
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
 	signal(SIGPIPE, SIG_DFL);
-	if (setsid() < 0 || chdir(spec->dir) < 0 ||
-	    (devnull = open("/dev/null", O_RDONLY)) < 0 ||
-	    dup2(devnull, 0) < 0 || dup2(out, 1) < 0 || dup2(err, 2) < 0 ||
-	    dup3(report, 3, O_CLOEXEC) < 0 ||
-	    close_range(4, ~0U, 0) < 0)
+	if (setsid() < 0 || (devnull = open("/dev/null", O_RDWR)) < 0 ||
+	    dup2(devnull, 0) < 0 || dup2(devnull, 1) < 0 ||
+	    dup2(devnull, 2) < 0)
 		goto fail;
-	execve(spec->command, argv, envp);
+	if (report == SHIM_REPORT_FD ? fcntl(report, F_SETFD, 0) < 0 :
+	    dup2(report, SHIM_REPORT_FD) < 0)
+		goto fail;
+	report = SHIM_REPORT_FD;
+	if (close_range(SHIM_REPORT_FD + 1, ~0U, 0) < 0)
+		goto fail;
+	execve(shim, argv, envp);
 fail:
-	e = errno;
-	(void)!write(3, &e, sizeof(e));
+	rep.err = errno;
+	rep.stage = SHIM_STAGE_SHIM;
+	(void)!write(report, &rep, sizeof(rep));
 	_exit(127);
 }
 
-static int
-open_log(const char *dir, const char *name)
+static void
+describe_failure(struct taskproc *tp, const struct task_spec *spec,
+    const struct shim_report *rep)
 {
-	char path[4096];
+	const char *e = strerror(rep->err);
 
-	snprintf(path, sizeof(path), "%s/%s", dir, name);
-	return open(path, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC |
-	    O_NOFOLLOW, 0640);
+	if (rep->stage == SHIM_STAGE_SHIM)
+		snprintf(tp->why, sizeof(tp->why), "cannot run %.160s: %s",
+		    tp->drv->shim, e);
+	else if (rep->stage == SHIM_STAGE_EXEC)
+		snprintf(tp->why, sizeof(tp->why), "cannot run %s: %s",
+		    spec->command, e);
+	else
+		snprintf(tp->why, sizeof(tp->why), "berth-shim could not set "
+		    "up the task in %s: %s", spec->dir, e);
+}
+
+/* Run the shim; its report says whether the task runs. */
+static int
+run_shim(struct taskproc *tp, const struct task_spec *spec, char **argv,
+    char **envp)
+{
+	struct shim_report rep = { 0 };
+	int pipefd[2];
+	ssize_t n;
+	pid_t pid;
+
+	if (pipe2(pipefd, O_CLOEXEC) < 0)
+		return -errno;
+	if ((pid = fork()) < 0) {
+		snprintf(tp->why, sizeof(tp->why), "fork: %s", strerror(errno));
+		close(pipefd[0]);
+		close(pipefd[1]);
+		return -EAGAIN;
+	}
+	if (pid == 0)
+		exec_child(tp->drv->shim, argv, envp, pipefd[1]);
+	close(pipefd[1]);
+	do
+		n = read(pipefd[0], &rep, sizeof(rep));
+	while (n < 0 && errno == EINTR);
+	close(pipefd[0]);
+	/* Its first process exits as soon as it has forked the shim. */
+	while (waitpid(pid, NULL, 0) < 0 && errno == EINTR)
+		;
+	if (n != sizeof(rep)) {
+		snprintf(tp->why, sizeof(tp->why), "berth-shim ended without "
+		    "saying whether %s runs", spec->command);
+		return -EIO;
+	}
+	if (rep.err != 0) {
+		describe_failure(tp, spec, &rep);
+		return -rep.err;
+	}
+	tp->pid = rep.task_pid;
+	tp->start_time = rep.task_start;
+	tp->shim_pid = rep.shim_pid;
+	tp->shim_start = rep.shim_start;
+	return 0;
 }
 
 static int
 start_exec(struct taskproc *tp, const struct task_spec *spec)
 {
-	char endpoint[600], alloc[160], task[160], taskdir[4200],
-	    *extra[5], **argv = NULL, **envp = NULL;
-	int out = -1, err = -1, pipefd[2] = { -1, -1 }, e = 0, r = 0;
+	char endpoint[600], alloc[160], task[160], taskdir[4200], size[32],
+	    files[16], *extra[5], *opts[9], **argv = NULL, **envp = NULL;
+	struct task_exit ex = { 0 };
 	size_t nextra = 0;
-	ssize_t n;
-	pid_t pid;
+	int r;
 
 	snprintf(alloc, sizeof(alloc), "BERTH_ALLOC_ID=%s", spec->alloc);
 	snprintf(task, sizeof(task), "BERTH_TASK_NAME=%s", spec->task);
@@ -283,61 +453,41 @@ start_exec(struct taskproc *tp, const struct task_spec *spec)
 	}
 	if (!env_has(spec->env, spec->nenv, "PATH"))
 		extra[nextra++] = "PATH=/usr/local/bin:/usr/bin:/bin";
-	if ((argv = build_vec(spec->command, spec->args, spec->nargs, NULL,
-	    0)) == NULL || (envp = build_vec(NULL, spec->env, spec->nenv,
-	    extra, nextra)) == NULL) {
+	snprintf(size, sizeof(size), "%lld", spec->log_max_bytes > 0 ?
+	    (long long)spec->log_max_bytes : SHIM_DEFAULT_MAX_BYTES);
+	snprintf(files, sizeof(files), "%d", spec->log_max_files > 0 ?
+	    spec->log_max_files : SHIM_DEFAULT_MAX_FILES);
+	opts[0] = SHIM_NAME;
+	opts[1] = "-d";
+	opts[2] = (char *)spec->dir;
+	opts[3] = "-s";
+	opts[4] = size;
+	opts[5] = "-n";
+	opts[6] = files;
+	opts[7] = "--";
+	opts[8] = (char *)spec->command;
+	snprintf(tp->dir, sizeof(tp->dir), "%s", spec->dir);
+	if ((argv = build_vec(opts, 9, spec->args, spec->nargs)) == NULL ||
+	    (envp = build_vec(spec->env, spec->nenv, extra, nextra)) ==
+	    NULL) {
 		r = -ENOMEM;
 		goto out;
 	}
-	if ((out = open_log(spec->dir, "stdout.log")) < 0 ||
-	    (err = open_log(spec->dir, "stderr.log")) < 0) {
-		r = -errno;
-		snprintf(tp->why, sizeof(tp->why), "cannot open its log files "
-		    "in %s: %s", spec->dir, strerror(errno));
+	if ((r = run_shim(tp, spec, argv, envp)) < 0)
 		goto out;
-	}
-	if (pipe2(pipefd, O_CLOEXEC) < 0) {
-		r = -errno;
-		goto out;
-	}
-	if ((pid = fork()) < 0) {
-		r = -errno;
-		snprintf(tp->why, sizeof(tp->why), "fork: %s", strerror(errno));
-		goto out;
-	}
-	if (pid == 0)
-		exec_child(spec, argv, envp, out, err, pipefd[1]);
-	close(pipefd[1]);
-	pipefd[1] = -1;
-	/* Nothing to read: exec worked (the pipe closed on exec). */
-	do
-		n = read(pipefd[0], &e, sizeof(e));
-	while (n < 0 && errno == EINTR);
-	tp->pid = pid;
-	if (n == sizeof(e)) {
-		waitpid(pid, NULL, 0);
-		tp->pid = 0;
-		r = -e;
-		snprintf(tp->why, sizeof(tp->why), "cannot run %s: %s",
-		    spec->command, strerror(e));
-		goto out;
-	}
-	if ((r = proc_start_time(pid, &tp->start_time)) < 0 ||
-	    (r = watch_pidfd(tp)) < 0)
-		snprintf(tp->why, sizeof(tp->why), "cannot watch pid %ld: %s",
-		    (long)pid, strerror(-r));
+	/* So quick that it has ended already: its status is in the file. */
+	if ((r = watch(tp)) == -ESRCH) {
+		shim_ended(tp, &ex);
+		tp->pending = ex;
+		tp->has_pending = true;
+		r = 0;
+	} else if (r < 0)
+		snprintf(tp->why, sizeof(tp->why), "cannot watch berth-shim "
+		    "(pid %ld): %s", (long)tp->shim_pid, strerror(-r));
 out:
 	if (r < 0 && tp->why[0] == '\0')
 		snprintf(tp->why, sizeof(tp->why), "cannot start %s: %s",
 		    spec->command, strerror(-r));
-	if (pipefd[0] >= 0)
-		close(pipefd[0]);
-	if (pipefd[1] >= 0)
-		close(pipefd[1]);
-	if (out >= 0)
-		close(out);
-	if (err >= 0)
-		close(err);
 	free(argv);
 	free(envp);
 	return r;
@@ -411,8 +561,9 @@ start_privileged(struct taskproc *tp, const struct task_spec *spec)
 }
 
 static struct taskproc *
-tp_new(struct taskdrv *drv, enum taskdrv_kind kind, taskproc_started_cb
-    started, taskproc_exited_cb exited, void *arg)
+tp_new(struct taskdrv *drv, enum taskdrv_kind kind, const char *alloc,
+    const char *task, taskproc_started_cb started, taskproc_exited_cb exited,
+    void *arg)
 {
 	struct taskproc *tp;
 
@@ -425,6 +576,9 @@ tp_new(struct taskdrv *drv, enum taskdrv_kind kind, taskproc_started_cb
 	tp->drv = drv;
 	tp->kind = kind;
 	tp->pidfd = -1;
+	tp->task_pidfd = -1;
+	snprintf(tp->alloc, sizeof(tp->alloc), "%s", alloc);
+	snprintf(tp->task, sizeof(tp->task), "%s", task);
 	tp->started = started;
 	tp->exited_cb = exited;
 	tp->arg = arg;
@@ -439,7 +593,8 @@ taskproc_start(struct taskdrv *drv, const struct task_spec *spec,
 	struct taskproc *tp;
 	int r;
 
-	if ((tp = tp_new(drv, spec->kind, started, exited, arg)) == NULL)
+	if ((tp = tp_new(drv, spec->kind, spec->alloc, spec->task, started,
+	    exited, arg)) == NULL)
 		return NULL;
 	if (spec->kind == TASKDRV_EXEC)
 		r = start_exec(tp, spec);
@@ -458,7 +613,11 @@ on_plugin_adopted(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	if (fd >= 0)
 		close(fd);
 	tp->waiting = false;
-	if (mounter_failed(tp, env, "to adopt the plugin")) {
+	if (env->error != NULL) {
+		snprintf(tp->why, sizeof(tp->why), "ended (status unknown: "
+		    "berth-mounter could not adopt it: %s: %s)",
+		    ipc_error_name(env->error->code), env->error->message ?
+		    env->error->message : "");
 		fail_now(tp, -ESRCH);
 		return;
 	}
@@ -467,24 +626,29 @@ on_plugin_adopted(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 }
 
 struct taskproc *
-taskproc_adopt(struct taskdrv *drv, enum taskdrv_kind kind, pid_t pid,
-    uint64_t start_time, taskproc_started_cb started,
-    taskproc_exited_cb exited, void *arg)
+taskproc_adopt(struct taskdrv *drv, enum taskdrv_kind kind,
+    const char *alloc, const char *task, const Berth__TaskHandle *th,
+    taskproc_started_cb started, taskproc_exited_cb exited, void *arg)
 {
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
 	Berth__AdoptPlugin ap = BERTH__ADOPT_PLUGIN__INIT;
 	Berth__PluginHandle h = BERTH__PLUGIN_HANDLE__INIT;
+	struct task_exit ex = { 0 };
 	struct taskproc *tp;
-	uint64_t now;
-	int r = 0;
+	char rel[512];
 
-	if ((tp = tp_new(drv, kind, started, exited, arg)) == NULL)
+	if ((tp = tp_new(drv, kind, alloc, task, started, exited, arg)) ==
+	    NULL)
 		return NULL;
-	tp->pid = pid;
-	tp->start_time = start_time;
+	if (th != NULL) {
+		tp->pid = th->pid;
+		tp->start_time = th->start_time;
+		tp->shim_pid = th->shim_pid;
+		tp->shim_start = th->shim_start_time;
+	}
 	if (kind == TASKDRV_PRIVILEGED) {
-		h.pid = (uint32_t)pid;
-		h.start_time = start_time;
+		h.pid = (uint32_t)tp->pid;
+		h.start_time = tp->start_time;
 		ap.handle = &h;
 		env.body_case = BERTH__ENVELOPE__BODY_ADOPT_PLUGIN;
 		env.adopt_plugin = &ap;
@@ -494,30 +658,36 @@ taskproc_adopt(struct taskdrv *drv, enum taskdrv_kind kind, pid_t pid,
 			tp->waiting = true;
 			return tp;
 		}
-		snprintf(tp->why, sizeof(tp->why), "cannot ask berth-mounter "
-		    "to adopt pid %ld", (long)pid);
+		snprintf(tp->why, sizeof(tp->why), "ended (status unknown: "
+		    "berth-mounter could not be asked to adopt it)");
 		finish_later(tp, -EPIPE);
 		return tp;
 	}
-	/* The pidfd first: then a matching start time proves the process. */
-	if (pid <= 0 || (r = watch_pidfd(tp)) < 0 ||
-	    (r = proc_start_time(pid, &now)) < 0 || now != start_time) {
-		r = r < 0 ? r : -ESRCH;
-		snprintf(tp->why, sizeof(tp->why), "pid %ld is gone%s", (long)pid,
-		    r == -ESRCH && pid > 0 ? " (or is another process now)" :
-		    "");
-		if (tp->ev != NULL) {
-			event_free(tp->ev);
-			tp->ev = NULL;
-		}
-		if (tp->pidfd >= 0) {
-			close(tp->pidfd);
-			tp->pidfd = -1;
-		}
-		r = -ESRCH;
+	if (layout_task_dir(rel, sizeof(rel), alloc, task) < 0 ||
+	    layout_abs(tp->dir, sizeof(tp->dir), drv->sv->cfg.data_dir,
+	    rel) < 0)
+		tp->dir[0] = '\0';
+	if (tp->pid > 0 && watch(tp) == 0) {
+		finish_later(tp, 0);
+		return tp;
 	}
-	finish_later(tp, r);
+	/* It ended while no supervisor watched: how, its shim kept. */
+	if (tp->shim_pid > 0)
+		shim_ended(tp, &ex);
+	else
+		ex.unknown = "it is gone, or is another process now";
+	task_exit_describe(&ex, tp->why, sizeof(tp->why));
+	finish_later(tp, -ESRCH);
 	return tp;
+}
+
+void
+taskproc_handle(const struct taskproc *tp, Berth__TaskHandle *h)
+{
+	h->pid = tp->pid;
+	h->start_time = tp->start_time;
+	h->shim_pid = tp->shim_pid;
+	h->shim_start_time = tp->shim_start;
 }
 
 static void
@@ -543,8 +713,8 @@ taskproc_signal(struct taskproc *tp, int sig)
 	if (tp->exited || tp->pid <= 0)
 		return -ESRCH;
 	if (tp->kind == TASKDRV_EXEC)
-		return pidfd_send_signal(tp->pidfd, sig, NULL, 0) < 0 ?
-		    -errno : 0;
+		return tp->task_pidfd < 0 ? -ESRCH : pidfd_send_signal(
+		    tp->task_pidfd, sig, NULL, 0) < 0 ? -errno : 0;
 	h.pid = (uint32_t)tp->pid;
 	h.start_time = tp->start_time;
 	sp.handle = &h;
@@ -587,6 +757,8 @@ taskproc_free(struct taskproc *tp)
 		event_free(tp->ev);
 	if (tp->pidfd >= 0)
 		close(tp->pidfd);
+	if (tp->task_pidfd >= 0)
+		close(tp->task_pidfd);
 	event_free(tp->later);
 	/* A mounter answer still on its way finds a dead callback arg. */
 	if (tp->waiting)

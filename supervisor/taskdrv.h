@@ -1,17 +1,20 @@
 /*
  * taskdrv.h: the task driver that runs plugin tasks (issue 5's part of
  * the driver manager): "exec" tasks are processes the supervisor starts
- * as its own user; "privileged" tasks are plugins defined by root in
- * plugins.d, which berth-mounter starts and watches for us.
+ * as its own user through berth-shim; "privileged" tasks are plugins
+ * defined by root in plugins.d, which berth-mounter starts and watches
+ * for us.
  *
- * A task survives a restart of the supervisor: exec tasks are started in
- * their own session with nothing tying them to us, and are adopted again
- * by pid and start time (a reused pid never matches). Every process is
- * watched through a pidfd, so a task that is our child reports its exit
- * status and an adopted one reports that it ended, status unknown.
+ * A task survives a restart of the supervisor. An exec task runs under
+ * its shim, which left the supervisor's process tree, keeps the task's
+ * logs and writes its exit status to a file in the task directory when
+ * it ends; the supervisor watches the shim through a pidfd and reads the
+ * status file when the shim is gone, even a supervisor that started
+ * after the task ended. Both are adopted again by pid and start time (a
+ * reused pid never matches).
  *
  * Must not: know about allocations, plugins or the registry. The caller
- * persists the handle (pid, start time) and decides about restarts.
+ * persists the handle (taskproc_handle()) and decides about restarts.
  */
 #ifndef BERTH_TASKDRV_H
 #define BERTH_TASKDRV_H
@@ -20,6 +23,8 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sys/types.h>
+
+#include "driver.pb-c.h"
 
 struct supervisor;
 struct taskdrv;
@@ -44,14 +49,22 @@ struct task_spec {
 	const char *definition, *plugin_type, *plugin_id;
 	/* "unix:///..." for CSI_ENDPOINT (exec; the mounter sets its own) */
 	const char *endpoint;
+	/* exec: log rotation, 0 for the shim's defaults */
+	int64_t log_max_bytes;
+	int log_max_files;
 };
 
 struct task_exit {
 	bool status_known, signaled;
 	int code;			/* exit status or signal number */
+	const char *unknown;		/* why the status is not known */
 };
 
-/* err 0: running (pid and start time are known); else why says. */
+/*
+ * err 0: running (pid and start time are known); else why says. An
+ * adoption that finds the task ended says how, as task_exit_describe()
+ * does ("exited with status 3").
+ */
 typedef void (*taskproc_started_cb)(struct taskproc *tp, int err,
     const char *why, void *arg);
 typedef void (*taskproc_exited_cb)(struct taskproc *tp,
@@ -69,9 +82,12 @@ void taskdrv_free(struct taskdrv *drv);
 struct taskproc *taskproc_start(struct taskdrv *drv,
     const struct task_spec *spec, taskproc_started_cb started,
     taskproc_exited_cb exited, void *arg);
+/* h may be NULL (nothing to adopt: it fails). */
 struct taskproc *taskproc_adopt(struct taskdrv *drv, enum taskdrv_kind kind,
-    pid_t pid, uint64_t start_time, taskproc_started_cb started,
-    taskproc_exited_cb exited, void *arg);
+    const char *alloc, const char *task, const Berth__TaskHandle *h,
+    taskproc_started_cb started, taskproc_exited_cb exited, void *arg);
+/* Set in h what identifies the running task: pids and start times. */
+void taskproc_handle(const struct taskproc *tp, Berth__TaskHandle *h);
 /* 0, or -errno; privileged tasks are signalled through the mounter. */
 int taskproc_signal(struct taskproc *tp, int sig);
 pid_t taskproc_pid(const struct taskproc *tp);
@@ -83,7 +99,16 @@ void taskproc_free(struct taskproc *tp);
 bool taskdrv_mounter_notice(struct taskdrv *drv, const void *envelope);
 /* "exited with status 3", "was killed by signal 9 (SIGKILL)", ... */
 void task_exit_describe(const struct task_exit *ex, char *buf, size_t n);
-/* /proc/<pid>/stat field 22; 0 or -errno. */
-int proc_start_time(pid_t pid, uint64_t *start);
+
+/*
+ * What the driver has to say about a task beyond its start and exit (its
+ * shim lost, say), for the driver manager to hand to the task's handler.
+ */
+typedef void (*taskdrv_event_cb)(void *arg, const char *driver,
+    const char *alloc, const char *task, const char *type,
+    const char *message);
+void taskdrv_on_event(struct taskdrv *drv, taskdrv_event_cb cb, void *arg);
+/* berth-shim's path, next to berth-supervisor. */
+const char *taskdrv_shim_path(const struct taskdrv *drv);
 
 #endif

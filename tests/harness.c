@@ -180,6 +180,40 @@ harness_write(const char *path, const char *text)
 	fclose(f);
 }
 
+static int saved_stderr = -1, capture_fd = -1;
+
+void
+harness_capture_stderr(void)
+{
+	char path[] = "/tmp/berth-test-stderr-XXXXXX";
+
+	if ((capture_fd = mkstemp(path)) < 0)
+		ck_abort_msg("mkstemp: %s", strerror(errno));
+	unlink(path);
+	if ((saved_stderr = dup(STDERR_FILENO)) < 0 ||
+	    dup2(capture_fd, STDERR_FILENO) < 0)
+		ck_abort_msg("redirecting stderr: %s", strerror(errno));
+}
+
+const char *
+harness_captured_stderr(void)
+{
+	static char buf[65536];
+	ssize_t n;
+
+	ck_assert_int_ge(capture_fd, 0);
+	if (dup2(saved_stderr, STDERR_FILENO) < 0 ||
+	    lseek(capture_fd, 0, SEEK_SET) != 0 ||
+	    (n = read(capture_fd, buf, sizeof(buf) - 1)) < 0)
+		ck_abort_msg("reading captured stderr: %s", strerror(errno));
+	buf[n] = '\0';
+	close(saved_stderr);
+	close(capture_fd);
+	saved_stderr = capture_fd = -1;
+	fputs(buf, stderr);
+	return buf;
+}
+
 void
 proc_start(struct proc *p, char *const argv[], int extra_fd)
 {

@@ -31,6 +31,15 @@ void harness_rmtree(const char *path);
 /* Write a file with the given contents. */
 void harness_write(const char *path, const char *text);
 
+/*
+ * This process's own log lines (a module under test logs to stderr):
+ * capture sends stderr to an unlinked temporary file; captured puts
+ * stderr back, echoes the text to it and returns it (valid until the
+ * next call).
+ */
+void harness_capture_stderr(void);
+const char *harness_captured_stderr(void);
+
 /* A started process with its stderr captured through a pipe. */
 struct proc {
 	pid_t pid;

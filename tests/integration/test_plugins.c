@@ -10,107 +10,18 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/prctl.h>
-#include <sys/stat.h>
 
 #include <check.h>
 
-#include "harness.h"
-
-struct berth {
-	char *dir;
-	char cfg[512], allocs[512];
-	struct proc sv;
-	pid_t mounter, registry;
-};
-
-static void
-berth_config(struct berth *b, const char *heartbeat, const char *extra)
-{
-	char text[2048];
-
-	harness_private_mounts();
-	/* Tasks outlive a killed supervisor: they come to us, and we reap. */
-	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
-	b->dir = harness_tmpdir("plugins");
-	snprintf(b->cfg, sizeof(b->cfg), "%s/berth.json", b->dir);
-	snprintf(b->allocs, sizeof(b->allocs), "%s/allocs", b->dir);
-	ck_assert_int_eq(mkdir(b->allocs, 0755), 0);
-	snprintf(text, sizeof(text), "{\"data_dir\": \"%s/data\", "
-	    "\"run_dir\": \"%s/run\", \"alloc_dir\": \"%s\", "
-	    "\"plugin_heartbeat\": \"%s\", \"plugin_resync\": \"2s\"%s}",
-	    b->dir, b->dir, b->allocs, heartbeat, extra ? extra : "");
-	harness_write(b->cfg, text);
-}
-
-static void
-berth_start(struct berth *b)
-{
-	harness_start_berth(&b->sv, b->cfg, &b->mounter, &b->registry);
-}
-
-/* Every task pid the log names, tracked so that it dies with the test. */
-static pid_t
-task_pids(struct berth *b, pid_t *last)
-{
-	const char *p = b->sv.log, *key = "type=Started message=\"pid ";
-	pid_t pid = 0;
-	int n = 0;
-
-	proc_drain(&b->sv);
-	while ((p = strstr(p, key)) != NULL) {
-		p += strlen(key);
-		pid = (pid_t)atol(p);
-		harness_track_pid(pid);
-		n++;
-	}
-	if (last != NULL)
-		*last = pid;
-	return n;
-}
-
-static int
-count(struct berth *b, const char *text)
-{
-	const char *p = b->sv.log;
-	int n = 0;
-
-	proc_drain(&b->sv);
-	while ((p = strstr(p, text)) != NULL) {
-		n++;
-		p += strlen(text);
-	}
-	return n;
-}
-
-static void
-wait_log(struct berth *b, const char *text, int ms)
-{
-	ck_assert_msg(proc_wait_log(&b->sv, text, ms), "no \"%s\" in:\n%s",
-	    text, b->sv.log);
-}
-
-static void
-berth_stop(struct berth *b)
-{
-	pid_t pid;
-
-	task_pids(b, &pid);
-	proc_kill(&b->sv);
-	ck_assert(pid_wait_gone(b->mounter, 3000));
-	ck_assert(pid_wait_gone(b->registry, 3000));
-	harness_rmtree(b->dir);
-	free(b->dir);
-}
+#include "svtest.h"
 
 /* An alloc running berth-csi-hostpath as an exec task. */
 static void
 hostpath_alloc(struct berth *b, const char *file, const char *alloc,
     const char *id, const char *type, const char *timeout, const char *faults)
 {
-	char path[1024], text[4096];
+	char text[4096];
 
-	snprintf(path, sizeof(path), "%s/.%s.tmp", b->allocs, file);
 	snprintf(text, sizeof(text), "{\"id\": \"%s\", \"tasks\": [{\"name\": "
 	    "\"plugin\", \"driver\": \"exec\", \"config\": {\"command\": "
 	    "\"%s\", \"args\": [\"--node-id\", \"n1\", \"--state-dir\", "
@@ -118,19 +29,8 @@ hostpath_alloc(struct berth *b, const char *file, const char *alloc,
 	    "\"%s\", \"type\": \"%s\", \"health_timeout\": \"%s\"}}]}", alloc,
 	    harness_bin("berth-csi-hostpath"), type, faults ? faults : "", id,
 	    type, timeout);
-	harness_write(path, text);
 	/* Renamed into place, as an operator's tool would. */
-	snprintf(text, sizeof(text), "%s/%s", b->allocs, file);
-	ck_assert_int_eq(rename(path, text), 0);
-}
-
-static void
-remove_alloc(struct berth *b, const char *file)
-{
-	char path[1024];
-
-	snprintf(path, sizeof(path), "%s/%s", b->allocs, file);
-	ck_assert_int_eq(unlink(path), 0);
+	berth_alloc(b, file, text);
 }
 
 /* Optional fields left out, unknown capability types: healthy anyway. */
@@ -292,9 +192,7 @@ START_TEST(supervisor_sigkill_readopts_plugins)
 	hostpath_alloc(&b, "a1.json", "a1", "hp", "monolith", "10s", NULL);
 	wait_log(&b, "csi: plugin=hp type=node alloc=a1 health=healthy", 10000);
 	ck_assert_int_eq(task_pids(&b, &pid), 1);
-	proc_kill(&b.sv);
-	ck_assert(pid_wait_gone(b.mounter, 3000));
-	ck_assert(pid_wait_gone(b.registry, 3000));
+	berth_kill(&b);
 	ck_assert(pid_alive(pid));
 	berth_start(&b);
 	mark = 0;
@@ -324,16 +222,23 @@ START_TEST(privileged_plugin_through_the_mounter)
 {
 	struct berth b;
 	char extra[600], path[1024], text[2048];
-	/* Root's plugin definitions, in a directory of their own. */
-	char *defs = harness_tmpdir("plugindefs");
 
-	snprintf(path, sizeof(path), "%s/hostpath.conf", defs);
-	snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n9\n"
-	    "arg --state-dir\narg %s/state\narg --mode\narg node\n",
-	    harness_bin("berth-csi-hostpath"), defs);
-	harness_write(path, text);
-	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"", defs);
-	berth_config(&b, "1s", extra);
+	berth_config(&b, "1s", NULL);
+	free(b.dir);
+	b.dir = NULL;
+	{
+		char *defs = harness_tmpdir("plugindefs");
+
+		snprintf(path, sizeof(path), "%s/hostpath.conf", defs);
+		snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n9\n"
+		    "arg --state-dir\narg %s/state\narg --mode\narg node\n",
+		    harness_bin("berth-csi-hostpath"), defs);
+		harness_write(path, text);
+		snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"",
+		    defs);
+		berth_config(&b, "1s", extra);
+		free(defs);	/* the harness removes the directory at exit */
+	}
 	berth_start(&b);
 	snprintf(path, sizeof(path), "%s/p.json", b.allocs);
 	harness_write(path, "{\"id\": \"p\", \"tasks\": [{\"name\": "
@@ -348,8 +253,6 @@ START_TEST(privileged_plugin_through_the_mounter)
 	remove_alloc(&b, "p.json");
 	wait_log(&b, "alloc p: stopped", 10000);
 	berth_stop(&b);
-	harness_rmtree(defs);
-	free(defs);
 }
 END_TEST
 

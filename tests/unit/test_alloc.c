@@ -93,7 +93,8 @@ refused(const char *doc, const char *want)
 static const char full_doc[] = "{'id':'web-1','namespace':'prod',"
     "'tasks':[{'name':'plugin','driver':'exec','config':{'command':"
     "'/usr/bin/csi','args':['--node','n1','caf\\u00e9']},'env':{'B':'2',"
-    "'A0':'x','A':'1=2'},'kill_timeout':'90s','csi_plugin':{'id':"
+    "'A0':'x','A':'1=2'},'kill_timeout':'90s','logs':{'max_files':3,"
+    "'max_file_size':1},'csi_plugin':{'id':"
     "'hostpath','type':'monolith','health_timeout':'45s'},"
     "'volume_mounts':[{'volume':'logs','destination':'out',"
     "'read_only':true},{'volume':'data','destination':'data'}]},"
@@ -131,6 +132,8 @@ START_TEST(every_field_read_back)
 	ck_assert_str_eq(t->env[1], "A0=x");
 	ck_assert_str_eq(t->env[2], "B=2");
 	ck_assert_int_eq(t->kill_timeout_ms, 90000);
+	ck_assert_int_eq(t->log_max_files, 3);
+	ck_assert_int_eq(t->log_max_file_mb, 1);
 	ck_assert_int_eq(t->csi.type, ALLOC_CSI_MONOLITH);
 	ck_assert_str_eq(t->csi.id, "hostpath");
 	ck_assert_int_eq(t->csi.health_timeout_ms, 45000);
@@ -184,6 +187,8 @@ START_TEST(defaults_applied)
 	ck_assert_uint_eq(t->nargs, 0);
 	ck_assert_uint_eq(t->nenv, 0);
 	ck_assert_int_eq(t->kill_timeout_ms, 5000);
+	ck_assert_int_eq(t->log_max_files, 5);
+	ck_assert_int_eq(t->log_max_file_mb, 10);
 	ck_assert_int_eq(t->csi.health_timeout_ms, 30000);
 	ck_assert(!t->mounts[0].read_only);
 	ck_assert(!a->volumes[0].read_only);
@@ -273,6 +278,21 @@ START_TEST(task_refusals)
 	    "'p'}}", ""), "tasks[0].csi_plugin: is required with the "
 	    "\"privileged\" driver (the mounter starts privileged tasks only "
 	    "as CSI plugins)");
+	refused(DOC(TASK(",'logs':{'max_files':0}"), ""),
+	    "tasks[0].logs.max_files: must be from 1 to 100, not 0");
+	refused(DOC(TASK(",'logs':{'max_file_size':'10MB'}"), ""),
+	    "tasks[0].logs.max_file_size: must be a whole number, not a "
+	    "string");
+	{
+		static const char *const logs[] = {
+			"tasks[0].logs.max_file_size: must be from 1 to 1024, "
+			    "not 1025",
+			"tasks[0].logs.keep: unknown field; remove it",
+		};
+
+		refused_n(DOC(TASK(",'logs':{'max_file_size':1025,'keep':1}"),
+		    ""), logs, 2);
+	}
 	refused(DOC(TASK(",'kill_timeout':'6m'"), ""),
 	    "tasks[0].kill_timeout: must be at most 5m, not \"6m\"");
 	refused(DOC(TASK(",'kill_timeout':'5x'"), ""),
@@ -305,6 +325,10 @@ START_TEST(env_refusals)
 	    "tasks[0].env.A: must be a string, not a number");
 	refused(DOC(TASK(",'env':{'A':'x\\u0000y'}"), ""),
 	    "tasks[0].env.A: contains a NUL byte");
+	refused(DOC("{'name':'t','driver':'privileged','config':{'plugin':"
+	    "'p'},'logs':{'max_files':2},'csi_plugin':{'id':'p','type':"
+	    "'node'}}", ""), "tasks[0].logs: is not allowed with the "
+	    "\"privileged\" driver; remove it");
 	refused(DOC("{'name':'t','driver':'privileged','config':{'plugin':"
 	    "'p'},'env':{'LD_PRELOAD':'/x.so'},'csi_plugin':{'id':'p',"
 	    "'type':'node'}}", ""), "tasks[0].env: is not allowed with the "
@@ -710,6 +734,8 @@ same_task(const struct alloc_task *x, const struct alloc_task *y)
 	same_str(x->plugin, y->plugin);
 	same_strv(x->env, x->nenv, y->env, y->nenv);
 	ck_assert_int_eq(x->kill_timeout_ms, y->kill_timeout_ms);
+	ck_assert_int_eq(x->log_max_files, y->log_max_files);
+	ck_assert_int_eq(x->log_max_file_mb, y->log_max_file_mb);
 	ck_assert_int_eq(x->csi.type, y->csi.type);
 	same_str(x->csi.id, y->csi.id);
 	ck_assert_int_eq(x->csi.health_timeout_ms, y->csi.health_timeout_ms);
@@ -778,7 +804,8 @@ START_TEST(json_round_trip)
 	out = round_trip(sq(DOC(TASK(""), "")));
 	ck_assert_str_eq(out, "{\"id\":\"a1\",\"namespace\":\"default\","
 	    "\"tasks\":[{\"name\":\"t\",\"driver\":\"exec\",\"config\":{"
-	    "\"command\":\"/bin/true\"},\"kill_timeout\":\"5s\"}]}");
+	    "\"command\":\"/bin/true\"},\"kill_timeout\":\"5s\",\"logs\":{"
+	    "\"max_files\":5,\"max_file_size\":10}}]}");
 	free(out);
 	out = round_trip(sq(full_doc));
 	/* Defaults written out, durations in their shortest form. */

@@ -1,0 +1,357 @@
+/*
+ * shim.c: berth-shim, what the exec driver starts in a task's place (its
+ * interface is in shim.h).
+ *
+ * It leaves the supervisor's process tree (a second fork and a session
+ * of its own), so that a supervisor that is killed or restarts takes
+ * nothing with it; starts the task in its directory with the environment
+ * it was given; copies the task's stdout and stderr into log files that
+ * it rotates; and when the task ends, writes its exit status to a file,
+ * which the supervisor reads even if it started after the task ended.
+ *
+ * Runs as the supervisor's user and holds no privilege. Must not:
+ * outlive its task, write anything outside DIR, or let a full disk block
+ * the task (output that cannot be written is dropped, and said so once).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/pidfd.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+
+#include "procstat.h"
+#include "shim.h"
+
+#ifndef P_PIDFD
+#define P_PIDFD 3
+#endif
+
+struct stream {
+	const char *name;	/* the current file; older ones are name.N */
+	int in;			/* the task's pipe; -1 after its end */
+	int fd;			/* the current file; -1 if it cannot be opened */
+	long long size;
+	bool told;		/* a lost write was noted */
+};
+
+static int dfd = -1;
+static long long max_bytes = SHIM_DEFAULT_MAX_BYTES;
+static int max_files = SHIM_DEFAULT_MAX_FILES;
+static struct stream out = { SHIM_STDOUT_LOG, -1, -1, 0, false };
+static struct stream err = { SHIM_STDERR_LOG, -1, -1, 0, false };
+
+static bool
+send_report(const struct shim_report *r)
+{
+	ssize_t n;
+
+	do
+		n = write(SHIM_REPORT_FD, r, sizeof(*r));
+	while (n < 0 && errno == EINTR);
+	close(SHIM_REPORT_FD);
+	return n == sizeof(*r);
+}
+
+static void __attribute__((noreturn))
+fail(enum shim_stage stage, int e)
+{
+	struct shim_report r = { 0 };
+
+	r.err = e;
+	r.stage = stage;
+	(void)send_report(&r);
+	exit(1);
+}
+
+/* O_NONBLOCK: a FIFO planted by the task fails instead of blocking us. */
+static int
+log_open(struct stream *s, bool truncate)
+{
+	struct stat st;
+
+	s->fd = openat(dfd, s->name, O_WRONLY | O_CREAT | O_APPEND |
+	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (truncate ? O_TRUNC : 0),
+	    0640);
+	if (s->fd < 0)
+		return -errno;
+	if (fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+		close(s->fd);
+		s->fd = -1;
+		return -EINVAL;
+	}
+	s->size = st.st_size;
+	return 0;
+}
+
+static void put(struct stream *s, const char *buf, size_t n);
+
+static void
+lost(struct stream *s, int e)
+{
+	char note[160];
+	int n;
+
+	if (s->told)
+		return;
+	s->told = true;
+	n = snprintf(note, sizeof(note), "berth-shim: cannot write %s: %s; "
+	    "output is dropped until it can\n", s->name, strerror(e));
+	if (s != &err && n > 0)
+		put(&err, note, (size_t)n);
+}
+
+static void
+file_name(char *buf, size_t n, const char *name, int i)
+{
+	if (i == 0)
+		snprintf(buf, n, "%s", name);
+	else
+		snprintf(buf, n, "%s.%d", name, i);
+}
+
+/* name.N-2 -> name.N-1, ..., name -> name.1, and a new, empty name. */
+static void
+rotate(struct stream *s)
+{
+	char from[64], to[64];
+	int i;
+
+	if (s->fd >= 0)
+		close(s->fd);
+	s->fd = -1;
+	for (i = max_files - 1; i >= 1; i--) {
+		file_name(from, sizeof(from), s->name, i - 1);
+		file_name(to, sizeof(to), s->name, i);
+		if (renameat(dfd, from, dfd, to) < 0 && errno != ENOENT)
+			lost(s, errno);
+	}
+	if (log_open(s, true) < 0)
+		lost(s, errno);
+}
+
+/* No file grows past max_bytes: a write that would is split. */
+static void
+put(struct stream *s, const char *buf, size_t n)
+{
+	long long room;
+	ssize_t w;
+
+	while (n > 0) {
+		if (s->fd >= 0 && s->size >= max_bytes)
+			rotate(s);
+		if (s->fd < 0 && log_open(s, false) < 0) {
+			lost(s, errno);
+			return;
+		}
+		room = max_bytes - s->size;
+		if ((w = write(s->fd, buf, (long long)n < room ? n :
+		    (size_t)room)) < 0) {
+			if (errno == EINTR)
+				continue;
+			lost(s, errno);
+			return;
+		}
+		s->told = false;
+		s->size += w;
+		buf += w;
+		n -= (size_t)w;
+	}
+}
+
+/* One read (all that is there when draining): the task never waits. */
+static void
+pump(struct stream *s, bool drain)
+{
+	char buf[65536];
+	ssize_t n;
+
+	while (s->in >= 0) {
+		if ((n = read(s->in, buf, sizeof(buf))) > 0) {
+			put(s, buf, (size_t)n);
+			if (!drain)
+				return;
+			continue;
+		}
+		if (n < 0 && errno == EINTR)
+			continue;
+		if (n < 0 && errno == EAGAIN)
+			return;
+		close(s->in);
+		s->in = -1;
+	}
+}
+
+static void __attribute__((noreturn))
+run_task(char **argv, int o, int e, int report)
+{
+	static const int sigs[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM, SIGPIPE };
+	sigset_t none;
+	size_t i;
+	int devnull, x;
+
+	/* Ignored signals stay ignored across exec: the task gets defaults. */
+	for (i = 0; i < sizeof(sigs) / sizeof(sigs[0]); i++)
+		signal(sigs[i], SIG_DFL);
+	sigemptyset(&none);
+	sigprocmask(SIG_SETMASK, &none, NULL);
+	if (fchdir(dfd) < 0 || (devnull = open("/dev/null", O_RDONLY)) < 0 ||
+	    dup2(devnull, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0 ||
+	    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		goto fail;
+	execv(argv[0], argv);
+fail:
+	x = errno;
+	(void)!write(report, &x, sizeof(x));
+	_exit(127);
+}
+
+/* The status line, atomically: a reader sees the whole line or none. */
+static int
+write_status(const struct shim_report *r, const siginfo_t *si)
+{
+	char line[128];
+	int fd, len;
+	bool ok;
+
+	len = snprintf(line, sizeof(line), "pid %ld start %llu %s %d\n",
+	    (long)r->task_pid, (unsigned long long)r->task_start,
+	    si->si_code == CLD_EXITED ? "exited" : "signaled", si->si_status);
+	if ((fd = openat(dfd, SHIM_STATUS_FILE ".tmp", O_WRONLY | O_CREAT |
+	    O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640)) < 0)
+		return -1;
+	ok = write(fd, line, (size_t)len) == len && fsync(fd) == 0;
+	if (close(fd) < 0)
+		ok = false;
+	if (!ok || renameat(dfd, SHIM_STATUS_FILE ".tmp", dfd,
+	    SHIM_STATUS_FILE) < 0 || fsync(dfd) < 0)
+		return -1;
+	return 0;
+}
+
+static void __attribute__((noreturn))
+usage(void)
+{
+	fprintf(stderr, "usage: berth-shim -d DIR [-s MAX_BYTES] "
+	    "[-n MAX_FILES] -- COMMAND [ARG...]\n");
+	fail(SHIM_STAGE_SETUP, EINVAL);
+}
+
+int
+main(int argc, char **argv)
+{
+	static const int quiet[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM,
+		SIGPIPE };
+	struct shim_report r = { 0 };
+	struct pollfd fds[3];
+	const char *dir = NULL;
+	siginfo_t si = { 0 };
+	int ch, po[2], pe[2], px[2], pidfd, x = 0;
+	char *end;
+	size_t i;
+	ssize_t n;
+	pid_t pid;
+
+	while ((ch = getopt(argc, argv, "+Vd:s:n:")) != -1) {
+		switch (ch) {
+		case 'V': return 0;	/* the exec driver's fingerprint */
+		case 'd': dir = optarg; break;
+		case 's': max_bytes = strtoll(optarg, &end, 10);
+			if (*end != '\0' || max_bytes < 1)
+				usage();
+			break;
+		case 'n': max_files = (int)strtol(optarg, &end, 10);
+			if (*end != '\0' || max_files < 1 ||
+			    max_files > SHIM_MAX_FILES)
+				usage();
+			break;
+		default: usage();
+		}
+	}
+	if (dir == NULL || optind >= argc || argv[optind][0] != '/')
+		usage();
+	/* Its life is its task's: only the task's end ends it. */
+	for (i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
+		signal(quiet[i], SIG_IGN);
+	if ((dfd = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		fail(SHIM_STAGE_SETUP, errno);
+	/* The exec driver reaps this first process at once. */
+	if ((pid = fork()) < 0)
+		fail(SHIM_STAGE_SETUP, errno);
+	if (pid > 0)
+		_exit(0);
+	if (setsid() < 0 || (unlinkat(dfd, SHIM_STATUS_FILE, 0) < 0 &&
+	    errno != ENOENT))
+		fail(SHIM_STAGE_SETUP, errno);
+	if ((x = log_open(&out, false)) < 0 || (x = log_open(&err, false)) < 0)
+		fail(SHIM_STAGE_SETUP, -x);
+	if (pipe2(po, O_CLOEXEC) < 0 || pipe2(pe, O_CLOEXEC) < 0 ||
+	    pipe2(px, O_CLOEXEC) < 0 || (pid = fork()) < 0)
+		fail(SHIM_STAGE_SETUP, errno);
+	if (pid == 0)
+		run_task(argv + optind, po[1], pe[1], px[1]);
+	close(po[1]);
+	close(pe[1]);
+	close(px[1]);
+	/* Nothing to read: the exec worked (the pipe closed on exec). */
+	do
+		n = read(px[0], &x, sizeof(x));
+	while (n < 0 && errno == EINTR);
+	close(px[0]);
+	if (n == sizeof(x)) {
+		waitpid(pid, NULL, 0);
+		fail(SHIM_STAGE_EXEC, x);
+	}
+	r.shim_pid = getpid();
+	r.task_pid = pid;
+	if ((pidfd = pidfd_open(pid, 0)) < 0 ||
+	    proc_start_time(r.shim_pid, &r.shim_start) < 0 ||
+	    proc_start_time(pid, &r.task_start) < 0) {
+		x = errno;
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		fail(SHIM_STAGE_SETUP, x);
+	}
+	/* Nobody heard of the task: nobody could adopt it. Stop it. */
+	if (!send_report(&r)) {
+		kill(pid, SIGKILL);
+		waitpid(pid, NULL, 0);
+		return 1;
+	}
+	out.in = po[0];
+	err.in = pe[0];
+	if (fcntl(out.in, F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(err.in, F_SETFL, O_NONBLOCK) < 0)
+		lost(&out, errno);
+	for (;;) {
+		fds[0] = (struct pollfd){ out.in, POLLIN, 0 };
+		fds[1] = (struct pollfd){ err.in, POLLIN, 0 };
+		fds[2] = (struct pollfd){ pidfd, POLLIN, 0 };
+		if (poll(fds, 3, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			break;
+		}
+		if (fds[0].revents != 0)
+			pump(&out, false);
+		if (fds[1].revents != 0)
+			pump(&err, false);
+		if (fds[2].revents != 0)
+			break;
+	}
+	/* What the task wrote before it ended; not what its children still
+	 * write, which could go on for ever. */
+	pump(&out, true);
+	pump(&err, true);
+	while (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0)
+		if (errno != EINTR)
+			return 1;
+	return write_status(&r, &si) < 0 ? 1 : 0;
+}

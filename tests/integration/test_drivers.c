@@ -1,0 +1,302 @@
+/*
+ * test_drivers.c: the exec driver's shim and the driver manager, end to
+ * end with the real processes: a task outlives a supervisor SIGKILL and
+ * its exit code still reaches a Terminated event, whether it ends after
+ * the restart or while no supervisor runs; a shim that dies takes its
+ * task with it; logs rotate at their limit and keep only so many files;
+ * both drivers fingerprint healthy, and a driver blocked while the
+ * supervisor was down has its stale task stopped, not adopted.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <check.h>
+#include <sqlite3.h>
+
+#include "driver.pb-c.h"
+#include "svtest.h"
+
+/* Waits for a file "go" in its directory, then exits with its number. */
+#define WAITING "while [ ! -e go ]; do sleep 0.05; done; exit $(cat go)"
+
+static void
+exec_alloc(struct berth *b, const char *alloc, const char *script,
+    const char *extra)
+{
+	char file[160], text[2048];
+
+	snprintf(file, sizeof(file), "%s.json", alloc);
+	snprintf(text, sizeof(text), "{\"id\": \"%s\", \"tasks\": [{\"name\": "
+	    "\"t\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/sh\", \"args\": [\"-c\", \"%s\"]}, \"kill_timeout\": "
+	    "\"2s\"%s}]}", alloc, script, extra != NULL ? extra : "");
+	berth_alloc(b, file, text);
+}
+
+static void
+task_file(struct berth *b, const char *alloc, const char *name, char *buf,
+    size_t n)
+{
+	snprintf(buf, n, "%s/data/allocs/%s/t/%s", b->dir, alloc, name);
+}
+
+static void
+go(struct berth *b, const char *alloc, const char *code)
+{
+	char path[1024];
+
+	task_file(b, alloc, "go", path, sizeof(path));
+	harness_write(path, code);
+}
+
+/* The pid in the task's handle in the registry's database; 0: none. */
+static pid_t
+handle_pid(struct berth *b, const char *alloc)
+{
+	Berth__TaskHandle *th;
+	sqlite3_stmt *st = NULL;
+	sqlite3 *db = NULL;
+	char path[1024];
+	pid_t pid = 0;
+
+	snprintf(path, sizeof(path), "%s/data/registry/registry.db", b->dir);
+	if (sqlite3_open_v2(path, &db, SQLITE_OPEN_READONLY, NULL) ==
+	    SQLITE_OK && sqlite3_prepare_v2(db, "SELECT state FROM reattach "
+	    "WHERE alloc = ? AND task = 't'", -1, &st, NULL) == SQLITE_OK &&
+	    sqlite3_bind_text(st, 1, alloc, -1, SQLITE_STATIC) == SQLITE_OK &&
+	    sqlite3_step(st) == SQLITE_ROW && (th = berth__task_handle__unpack(
+	    NULL, (size_t)sqlite3_column_bytes(st, 0),
+	    sqlite3_column_blob(st, 0))) != NULL) {
+		ck_assert_int_gt(th->shim_pid, 0);
+		pid = th->pid;
+		berth__task_handle__free_unpacked(th, NULL);
+	}
+	sqlite3_finalize(st);
+	sqlite3_close(db);
+	return pid;
+}
+
+/*
+ * The first task's pid, once it runs and the registry has its handle: a
+ * supervisor killed before that starts it again (see ARCHITECTURE.md).
+ */
+static pid_t
+started(struct berth *b, const char *alloc)
+{
+	char want[256];
+	pid_t pid;
+
+	snprintf(want, sizeof(want), "alloc=%s task=t type=Started", alloc);
+	wait_log(b, want, 10000);
+	ck_assert_int_eq(task_pids(b, &pid), 1);
+	for (int i = 0; i < 100 && handle_pid(b, alloc) != pid; i++)
+		usleep(50000);
+	ck_assert_int_eq(handle_pid(b, alloc), pid);
+	return pid;
+}
+
+static pid_t
+parent_of(pid_t pid)
+{
+	char buf[64];
+
+	ck_assert_ptr_nonnull(proc_status_field(pid, "PPid", buf,
+	    sizeof(buf)));
+	return (pid_t)atol(buf);
+}
+
+/* A berth running alloc w, whose task waits for "go": its pid and shim. */
+static pid_t
+waiting_task(struct berth *b, pid_t *shim)
+{
+	pid_t pid;
+
+	berth_config(b, "1s", NULL);
+	berth_start(b);
+	wait_log(b, "drivers: exec=healthy privileged=healthy", 10000);
+	exec_alloc(b, "w", WAITING, NULL);
+	pid = started(b, "w");
+	*shim = parent_of(pid);
+	harness_track_pid(*shim);
+	return pid;
+}
+
+START_TEST(exit_code_collected_after_a_supervisor_sigkill)
+{
+	struct berth b;
+	char want[256];
+	pid_t pid, shim;
+
+	pid = waiting_task(&b, &shim);
+	/* The shim left the supervisor's tree: its parent is the subreaper. */
+	ck_assert_int_ne(shim, b.sv.pid);
+	ck_assert_int_eq(parent_of(shim), getpid());
+	berth_kill(&b);
+	ck_assert(pid_alive(pid));
+	ck_assert(pid_alive(shim));
+	berth_start(&b);
+	snprintf(want, sizeof(want), "alloc w task t: adopted pid %ld",
+	    (long)pid);
+	wait_log(&b, want, 10000);
+	ck_assert_int_eq(task_pids(&b, NULL), 0);
+	go(&b, "w", "7");
+	snprintf(want, sizeof(want), "alloc=w task=t type=Terminated "
+	    "message=\"pid %ld exited with status 7\"", (long)pid);
+	wait_log(&b, want, 10000);
+	ck_assert(pid_wait_gone(shim, 5000));
+	berth_stop(&b);
+}
+END_TEST
+
+START_TEST(exit_code_kept_when_the_task_ends_with_no_supervisor)
+{
+	struct berth b;
+	char want[256], path[1024];
+	struct stat st;
+	pid_t pid, shim;
+
+	pid = waiting_task(&b, &shim);
+	berth_kill(&b);
+	go(&b, "w", "9");
+	ck_assert(pid_wait_gone(pid, 5000));
+	ck_assert(pid_wait_gone(shim, 5000));
+	/* Written with a rename: no temporary file is left. */
+	task_file(&b, "w", "exit-status.tmp", path, sizeof(path));
+	ck_assert_int_eq(stat(path, &st), -1);
+	task_file(&b, "w", "exit-status", path, sizeof(path));
+	ck_assert_int_eq(stat(path, &st), 0);
+	berth_start(&b);
+	snprintf(want, sizeof(want), "alloc=w task=t type=Terminated "
+	    "message=\"pid %ld exited with status 9 while the supervisor was "
+	    "not running\"", (long)pid);
+	wait_log(&b, want, 10000);
+	/* And it runs again, as a task that ended does. */
+	for (int i = 0; i < 100 && task_pids(&b, NULL) < 1; i++)
+		usleep(100000);
+	ck_assert_int_ge(task_pids(&b, NULL), 1);
+	berth_stop(&b);
+}
+END_TEST
+
+START_TEST(a_signal_while_no_supervisor_runs_is_kept_too)
+{
+	struct berth b;
+	char want[256];
+	pid_t pid, shim;
+
+	pid = waiting_task(&b, &shim);
+	berth_kill(&b);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	ck_assert(pid_wait_gone(pid, 5000));
+	berth_start(&b);
+	snprintf(want, sizeof(want), "message=\"pid %ld was killed by signal "
+	    "9 (SIGKILL) while the supervisor was not running\"", (long)pid);
+	wait_log(&b, want, 10000);
+	berth_stop(&b);
+}
+END_TEST
+
+/* Without its shim a task is not left to run unseen. */
+START_TEST(a_lost_shim_takes_its_task_along)
+{
+	struct berth b;
+	char want[256];
+	pid_t pid, shim;
+
+	pid = waiting_task(&b, &shim);
+	ck_assert_int_eq(kill(shim, SIGKILL), 0);
+	snprintf(want, sizeof(want), "alloc=w task=t type=ShimLost "
+	    "message=\"berth-shim (pid %ld) ended without a status; its task "
+	    "(pid %ld) was killed\"", (long)shim, (long)pid);
+	wait_log(&b, want, 10000);
+	snprintf(want, sizeof(want), "type=Terminated message=\"pid %ld "
+	    "ended (status unknown: its shim ended without writing it)\"",
+	    (long)pid);
+	wait_log(&b, want, 10000);
+	ck_assert(pid_wait_gone(pid, 5000));
+	berth_stop(&b);
+}
+END_TEST
+
+static off_t
+size_of(struct berth *b, const char *name)
+{
+	char path[1024];
+	struct stat st;
+
+	task_file(b, "logs", name, path, sizeof(path));
+	return stat(path, &st) == 0 ? st.st_size : -1;
+}
+
+/* 4.5 MiB through 1 MiB files, 3 kept: two full ones and the current. */
+START_TEST(logs_rotate_at_their_limit)
+{
+	struct berth b;
+	const off_t mib = 1024 * 1024;
+
+	berth_config(&b, "1s", NULL);
+	berth_start(&b);
+	exec_alloc(&b, "logs", "head -c 4718592 /dev/zero; echo written >&2; "
+	    "exec sleep 600", ", \"logs\": {\"max_files\": 3, "
+	    "\"max_file_size\": 1}");
+	started(&b, "logs");
+	for (int i = 0; i < 200 && size_of(&b, "stderr.log") < 8; i++)
+		usleep(50000);
+	ck_assert_int_eq(size_of(&b, "stderr.log"), 8);
+	ck_assert_int_eq(size_of(&b, "stdout.log"), mib / 2);
+	ck_assert_int_eq(size_of(&b, "stdout.log.1"), mib);
+	ck_assert_int_eq(size_of(&b, "stdout.log.2"), mib);
+	ck_assert_int_eq(size_of(&b, "stdout.log.3"), -1);
+	ck_assert_int_eq(size_of(&b, "stderr.log.1"), -1);
+	remove_alloc(&b, "logs.json");
+	wait_log(&b, "alloc logs: stopped", 10000);
+	berth_stop(&b);
+}
+END_TEST
+
+START_TEST(a_blocked_driver_has_its_stale_task_stopped)
+{
+	struct berth b;
+	char want[256];
+	pid_t pid, shim;
+
+	pid = waiting_task(&b, &shim);
+	berth_kill(&b);
+	berth_reconfig(&b, "1s", ", \"driver_block\": [\"exec\"]");
+	berth_start(&b);
+	wait_log(&b, "drivers: exec=blocked privileged=healthy", 10000);
+	wait_log(&b, "alloc file w.json refused: task t uses driver exec, "
+	    "which driver_allow or driver_block in the config does not allow",
+	    10000);
+	wait_log(&b, "alloc w task t: driver exec is blocked by the config "
+	    "now", 10000);
+	snprintf(want, sizeof(want), "alloc w task t: the stale task (pid %ld) "
+	    "was killed by signal 15 (SIGTERM)", (long)pid);
+	wait_log(&b, want, 10000);
+	ck_assert(pid_wait_gone(pid, 5000));
+	ck_assert(pid_wait_gone(shim, 5000));
+	ck_assert_int_eq(task_pids(&b, NULL), 0);
+	ck_assert_int_eq(count(&b, "adopted pid"), 0);
+	berth_stop(&b);
+}
+END_TEST
+
+int
+main(void)
+{
+	TCase *tc = tcase_create("drivers");
+
+	tcase_set_timeout(tc, 90);
+	tcase_add_test(tc, exit_code_collected_after_a_supervisor_sigkill);
+	tcase_add_test(tc, exit_code_kept_when_the_task_ends_with_no_supervisor);
+	tcase_add_test(tc, a_signal_while_no_supervisor_runs_is_kept_too);
+	tcase_add_test(tc, a_lost_shim_takes_its_task_along);
+	tcase_add_test(tc, logs_rotate_at_their_limit);
+	tcase_add_test(tc, a_blocked_driver_has_its_stale_task_stopped);
+	return harness_run("drivers", tc);
+}
