@@ -13,6 +13,7 @@
 #include <string.h>
 #include <sys/queue.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "alloc.h"
@@ -88,6 +89,9 @@ struct job {
 	volmgr_cb cb;
 	void *arg;
 	struct unit *single;		/* an operator's one unit */
+	struct timespec started;
+	double rpc_ms;			/* waiting for the plugin */
+	int rpcs;
 	TAILQ_ENTRY(job) entry;
 };
 
@@ -320,7 +324,18 @@ volume_shared(struct volmgr *vm, const struct vpub *me, bool same_alloc)
 struct vcall {
 	struct volmgr *vm;
 	struct unit *u;		/* NULL once the unit is gone */
+	struct timespec sent;
 };
+
+static double
+ms_since(const struct timespec *t)
+{
+	struct timespec now;
+
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	return (now.tv_sec - t->tv_sec) * 1e3 + (now.tv_nsec - t->tv_nsec) /
+	    1e6;
+}
 
 static struct vcall *
 call_new(struct unit *u)
@@ -331,6 +346,7 @@ call_new(struct unit *u)
 		fatal("call_new");
 	c->vm = u->job->vm;
 	c->u = u;
+	clock_gettime(CLOCK_MONOTONIC, &c->sent);
 	u->call = c;
 	c->vm->inflight++;
 	return c;
@@ -457,6 +473,7 @@ static ProtobufCMessage *csi_reply;
 static void
 on_csi(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 {
+	double ms = ms_since(&((struct vcall *)arg)->sent);
 	struct unit *u = call_end(arg);
 
 	if (u == NULL) {
@@ -464,6 +481,8 @@ on_csi(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 			protobuf_c_message_free_unpacked(reply, NULL);
 		return;
 	}
+	u->job->rpc_ms += ms;
+	u->job->rpcs++;
 	csi_reply = reply;
 	if (res->code != CSI_OK && !(u->kind == U_UNMOUNT && res->code ==
 	    CSI_NOT_FOUND)) {
@@ -1267,6 +1286,12 @@ job_finish(struct job *j)
 {
 	struct volmgr *vm = j->vm;
 
+	if (j->mount && j->status == VOLMGR_OK && j->doc != NULL)
+		log_info("volmgr: alloc %s: %zu volume%s in place in %.1f ms, "
+		    "%.1f ms of it in %d plugin RPC%s", j->alloc,
+		    j->doc->nvolumes, j->doc->nvolumes == 1 ? "" : "s",
+		    ms_since(&j->started), j->rpc_ms, j->rpcs, j->rpcs == 1 ?
+		    "" : "s");
 	if (j->cb != NULL)
 		j->cb(j->status, j->status == VOLMGR_OK ? "" : j->why, j->arg);
 	free(j->alloc);
@@ -1421,6 +1446,7 @@ job_new(struct volmgr *vm, const char *alloc, const struct alloc *a,
 	j->mount = mount;
 	j->cb = cb;
 	j->arg = arg;
+	clock_gettime(CLOCK_MONOTONIC, &j->started);
 	return j;
 }
 
