@@ -4,7 +4,8 @@
  * Spawn mode: started as root, it reads its config, creates berth's
  * directories, starts berth-mounter and berth-registry on socketpairs,
  * then drops to its user with no capability at all before it reads any
- * other input. SIGTERM or SIGINT stops the mounter, then the registry,
+ * other input. Service mode: started by systemd as its own user, it
+ * connects to the helpers' sockets in the run directory (service.h). SIGTERM or SIGINT stops the mounter, then the registry,
  * then itself. A helper that dies or stops answering makes it say which
  * and how, and exit non-zero: a service manager restarts the whole.
  */
@@ -17,6 +18,7 @@
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -24,7 +26,9 @@
 #include "csi_client.h"
 #include "csimanager.h"
 #include "layout.h"
+#include "notify.h"
 #include "privdrop.h"
+#include "service.h"
 #include "taskdrv.h"
 #include "watch.h"
 #include "spawn.h"
@@ -47,6 +51,8 @@ supervisor_peer_ready(struct supervisor *sv)
 	log_info("ready: berth-mounter pid %ld, berth-registry pid %ld, "
 	    "supervisor uid %ld", (long)sv->mounter.pid,
 	    (long)sv->registry.pid, (long)getuid());
+	notify_ready("ready; berth-mounter pid %ld, berth-registry pid %ld",
+	    (long)sv->mounter.pid, (long)sv->registry.pid);
 	evtimer_add(sv->ping, &tv);
 	csimgr_start(sv->csimgr);
 	allocs_start(sv->allocs);
@@ -85,6 +91,7 @@ supervisor_stop(struct supervisor *sv, int exit_code, const char *why)
 		log_errx("supervisor_stop: stopping because %s", why);
 	else
 		log_info("supervisor_stop: stopping (%s)", why);
+	notify_stopping("stopping: %s", why);
 	supervisor_stop_next(sv);
 }
 
@@ -129,7 +136,7 @@ on_sigchld(evutil_socket_t sig, short ev, void *arg)
 	/* Only the helpers: tasks are reaped through their pidfds. */
 	for (p = &sv->mounter; p != NULL; p = p == &sv->mounter ?
 	    &sv->registry : NULL) {
-		if (p->exited || p->pid <= 0)
+		if (p->exited || p->pid <= 0 || !p->spawned)
 			continue;
 		if ((pid = waitpid(p->pid, &status, WNOHANG)) == p->pid)
 			peer_reaped(p, status);
@@ -222,6 +229,42 @@ start_helper(struct peer *p, char *const argv[])
 		    strerror(-r));
 	if ((r = spawn_helper(path, argv, &p->pid, &p->fd)) < 0)
 		fatalx("start_helper: starting %s: %s", path, strerror(-r));
+	p->spawned = true;
+}
+
+/*
+ * Service mode: systemd made us our user; make sure nothing is left to
+ * drop (ambient or inherited capabilities) and that exec cannot gain any.
+ */
+static int
+service_confine(void)
+{
+	cap_t now, none;
+	int same;
+
+	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+		return -1;
+	if ((now = cap_get_proc()) == NULL)
+		return -1;
+	if ((none = cap_init()) == NULL) {
+		cap_free(now);
+		return -1;
+	}
+	same = cap_compare(now, none) == 0;
+	cap_free(now);
+	cap_free(none);
+	return same ? 0 : -1;
+}
+
+/* Service mode: systemd starts the helper when we connect. */
+static void
+connect_helper(struct supervisor *sv, struct peer *p, const char *sock)
+{
+	char err[512];
+
+	if ((p->fd = service_connect(sv->cfg.run_dir, sock, err,
+	    sizeof(err))) < 0)
+		fatalx("connect_helper: %s: %s", p->name, err);
 }
 
 int
@@ -249,12 +292,24 @@ main(int argc, char **argv)
 	}
 	if (strcmp(sv.cfg.log_level, "debug") == 0)
 		log_init("berth-supervisor", verbose = 1);
+	if ((r = notify_init()) < 0)
+		log_warnx("main: NOTIFY_SOCKET: %s; not telling systemd",
+		    strerror(-r));
+	sv.mounter.name = "berth-mounter";
+	sv.mounter.role = BERTH__ROLE__ROLE_MOUNTER;
+	sv.registry.name = "berth-registry";
+	sv.registry.role = BERTH__ROLE__ROLE_REGISTRY;
 	if (geteuid() != 0) {
-		log_errx("main: spawn mode needs root to start berth-mounter; "
-		    "run berth-supervisor as root (it drops to user %s)",
-		    sv.cfg.user);
-		config_free(&sv.cfg);
-		return EX_NOPERM;
+		/* Not root: the helpers must be there already (systemd). */
+		sv.service_mode = true;
+		notify_status("connecting to berth-mounter and berth-registry");
+		connect_helper(&sv, &sv.mounter, SERVICE_MOUNTER_SOCKET);
+		connect_helper(&sv, &sv.registry, SERVICE_REGISTRY_SOCKET);
+		if (service_confine() < 0)
+			fatalx("main: service mode runs with no capability "
+			    "and no_new_privs, but we hold capabilities (check "
+			    "the unit's CapabilityBoundingSet=)");
+		goto unprivileged;
 	}
 	if (priv_lookup_user(sv.cfg.user, &su, err, sizeof(err)) < 0 ||
 	    priv_lookup_user(sv.cfg.registry_user, &ru, err,
@@ -268,10 +323,7 @@ main(int argc, char **argv)
 		return EX_CANTCREAT;
 	}
 
-	sv.mounter.name = "berth-mounter";
-	sv.mounter.role = BERTH__ROLE__ROLE_MOUNTER;
-	sv.registry.name = "berth-registry";
-	sv.registry.role = BERTH__ROLE__ROLE_REGISTRY;
+	notify_status("starting berth-mounter and berth-registry");
 	{
 		char *margv[] = { "berth-mounter", "--spawned", "--data-dir",
 			sv.cfg.data_dir, "--run-dir", sv.cfg.run_dir,
@@ -288,6 +340,7 @@ main(int argc, char **argv)
 	if ((r = priv_drop_to_user(&su)) < 0)
 		fatalx("main: dropping to user %s: %s", su.name, strerror(-r));
 
+unprivileged:
 	sv.uid = getuid();
 	sv.gid = getgid();
 
@@ -309,6 +362,8 @@ main(int argc, char **argv)
 	evsignal_add(sv.sigchld, NULL);
 	/* A helper may have died before the handler existed. */
 	event_active(sv.sigchld, 0, 0);
+	if (notify_watchdog_start(sv.base) < 0)
+		fatalx("main: cannot set up the watchdog timer");
 	if (peer_start(&sv, &sv.mounter, sv.mounter.fd) < 0 ||
 	    peer_start(&sv, &sv.registry, sv.registry.fd) < 0)
 		fatalx("main: cannot talk to the helpers");
@@ -340,6 +395,7 @@ main(int argc, char **argv)
 	event_free(sv.sigchld);
 	event_free(sv.ping);
 	event_free(sv.stop_timer);
+	notify_free();
 	event_base_free(sv.base);
 	if (sv.exit_code == 0)
 		log_info("main: stopped cleanly");
