@@ -10,6 +10,7 @@
 #define BERTH_LOG_H
 
 #include <stdarg.h>
+#include <stddef.h>
 
 #define BERTH_PRINTF(a, b) __attribute__((format(printf, a, b)))
 
@@ -25,5 +26,7 @@ void log_info(const char *fmt, ...) BERTH_PRINTF(1, 2);
 void log_debug(const char *fmt, ...) BERTH_PRINTF(1, 2);
 void fatal(const char *fmt, ...) BERTH_PRINTF(1, 2) __attribute__((noreturn));
 void fatalx(const char *fmt, ...) BERTH_PRINTF(1, 2) __attribute__((noreturn));
+/* src with control characters as \xNN, cut to fit n; returns the length. */
+size_t log_escape(char *dst, size_t n, const char *src);
 
 #endif
