@@ -5,6 +5,11 @@
  * that journald keeps the level, followed by "name[pid]: ". fatal() and
  * fatalx() are for what must never happen; they log and exit(1).
  * The *_warn / fatal variants append strerror(errno).
+ *
+ * One event per line: control characters in a message are escaped. A
+ * message starts with the function (or area) that logs it; values a reader
+ * searches for are written key=value (alloc=, plugin=, peer_pid=). Never
+ * log CSI secrets or mount options, which may hold them.
  */
 #ifndef BERTH_LOG_H
 #define BERTH_LOG_H

@@ -9,6 +9,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -108,35 +109,18 @@ notify_send(const char *head, const char *fmt, va_list ap)
 	notify_write(msg, n);
 }
 
-void
-notify_ready(const char *fmt, ...)
-{
-	va_list ap;
+#define NOTIFYFN(fn, head)                \
+	void fn(const char *fmt, ...)     \
+	{                                 \
+		va_list ap;               \
+		va_start(ap, fmt);        \
+		notify_send(head, fmt, ap); \
+		va_end(ap);               \
+	}
 
-	va_start(ap, fmt);
-	notify_send("READY=1\nSTATUS=", fmt, ap);
-	va_end(ap);
-}
-
-void
-notify_status(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	notify_send("STATUS=", fmt, ap);
-	va_end(ap);
-}
-
-void
-notify_stopping(const char *fmt, ...)
-{
-	va_list ap;
-
-	va_start(ap, fmt);
-	notify_send("STOPPING=1\nSTATUS=", fmt, ap);
-	va_end(ap);
-}
+NOTIFYFN(notify_ready, "READY=1\nSTATUS=")
+NOTIFYFN(notify_status, "STATUS=")
+NOTIFYFN(notify_stopping, "STOPPING=1\nSTATUS=")
 
 static void
 on_watchdog(evutil_socket_t fd, short ev, void *arg)

@@ -57,9 +57,10 @@ service_accept(uid_t peer_uid, pid_t *peer_pid, char *err, size_t errlen)
 		}
 		if (cred.uid == peer_uid)
 			break;
-		log_warnx("service_accept: refused a connection from pid %ld "
-		    "uid %ld: only uid %ld (the supervisor's user) may connect",
-		    (long)cred.pid, (long)cred.uid, (long)peer_uid);
+		log_warnx("service_accept: connection refused: peer_pid=%ld "
+		    "peer_uid=%ld allowed_uid=%ld (only the supervisor's user "
+		    "may connect)", (long)cred.pid, (long)cred.uid,
+		    (long)peer_uid);
 		close(fd);
 	}
 	/* lfd is BERTH_HELPER_FD: the connection takes its place. */

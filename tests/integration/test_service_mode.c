@@ -285,8 +285,8 @@ START_TEST(helper_refuses_another_user)
 	snprintf(path, sizeof(path), "%s/registry.sock", s.run);
 	intruder = connect_as(path, "nobody");
 	ck_assert_ptr_nonnull(pw = getpwnam("nobody"));
-	snprintf(want, sizeof(want), "refused a connection from pid %ld uid "
-	    "%ld", (long)intruder, (long)pw->pw_uid);
+	snprintf(want, sizeof(want), "connection refused: peer_pid=%ld "
+	    "peer_uid=%ld", (long)intruder, (long)pw->pw_uid);
 	ck_assert_msg(proc_wait_log(&s.registry, want, 10000),
 	    "registry did not refuse the intruder: %s", s.registry.log);
 	/* Still waiting for the supervisor, not ready for anyone else. */
