@@ -288,7 +288,7 @@ START_TEST(helper_refuses_another_user)
 	snprintf(want, sizeof(want), "connection refused: peer_pid=%ld "
 	    "peer_uid=%ld", (long)intruder, (long)pw->pw_uid);
 	ck_assert_msg(proc_wait_log(&s.registry, want, 10000),
-	    "registry did not refuse the intruder: %s", s.registry.log);
+	    "registry did not log '%s': %s", want, s.registry.log);
 	/* Still waiting for the supervisor, not ready for anyone else. */
 	ck_assert(!notify_wait(&s.r_n, "READY=1", 300));
 	ck_assert(pid_alive(s.registry.pid));
