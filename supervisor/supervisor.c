@@ -4,10 +4,11 @@
  * Spawn mode: started as root, it reads its config, creates berth's
  * directories, starts berth-mounter and berth-registry on socketpairs,
  * then drops to its user with no capability at all before it reads any
- * other input. Service mode: started by systemd as its own user, it
- * connects to the helpers' sockets in the run directory (service.h). SIGTERM or SIGINT stops the mounter, then the registry,
- * then itself. A helper that dies or stops answering makes it say which
- * and how, and exit non-zero: a service manager restarts the whole.
+ * other input. Service mode (service_mode.c): started by systemd as its
+ * own user, it connects to the helpers' sockets in the run directory.
+ * SIGTERM or SIGINT stops the mounter, then the registry, then itself.
+ * A helper that dies or stops answering makes it say which and how, and
+ * exit non-zero: a service manager restarts the whole.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,7 +19,6 @@
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -28,7 +28,6 @@
 #include "layout.h"
 #include "notify.h"
 #include "privdrop.h"
-#include "service.h"
 #include "taskdrv.h"
 #include "watch.h"
 #include "spawn.h"
@@ -232,41 +231,6 @@ start_helper(struct peer *p, char *const argv[])
 	p->spawned = true;
 }
 
-/*
- * Service mode: systemd made us our user; make sure nothing is left to
- * drop (ambient or inherited capabilities) and that exec cannot gain any.
- */
-static int
-service_confine(void)
-{
-	cap_t now, none;
-	int same;
-
-	if (prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
-		return -1;
-	if ((now = cap_get_proc()) == NULL)
-		return -1;
-	if ((none = cap_init()) == NULL) {
-		cap_free(now);
-		return -1;
-	}
-	same = cap_compare(now, none) == 0;
-	cap_free(now);
-	cap_free(none);
-	return same ? 0 : -1;
-}
-
-/* Service mode: systemd starts the helper when we connect. */
-static void
-connect_helper(struct supervisor *sv, struct peer *p, const char *sock)
-{
-	char err[512];
-
-	if ((p->fd = service_connect(sv->cfg.run_dir, sock, err,
-	    sizeof(err))) < 0)
-		fatalx("connect_helper: %s: %s", p->name, err);
-}
-
 int
 main(int argc, char **argv)
 {
@@ -300,15 +264,8 @@ main(int argc, char **argv)
 	sv.registry.name = "berth-registry";
 	sv.registry.role = BERTH__ROLE__ROLE_REGISTRY;
 	if (geteuid() != 0) {
-		/* Not root: the helpers must be there already (systemd). */
-		sv.service_mode = true;
-		notify_status("connecting to berth-mounter and berth-registry");
-		connect_helper(&sv, &sv.mounter, SERVICE_MOUNTER_SOCKET);
-		connect_helper(&sv, &sv.registry, SERVICE_REGISTRY_SOCKET);
-		if (service_confine() < 0)
-			fatalx("main: service mode runs with no capability "
-			    "and no_new_privs, but we hold capabilities (check "
-			    "the unit's CapabilityBoundingSet=)");
+		/* Not root: service mode, the helpers are systemd's. */
+		service_mode_start(&sv);
 		goto unprivileged;
 	}
 	if (priv_lookup_user(sv.cfg.user, &su, err, sizeof(err)) < 0 ||

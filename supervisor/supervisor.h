@@ -66,6 +66,9 @@ void peer_reaped(struct peer *p, int status);
 /* It is gone ("exited with status 1", "connection closed"). */
 void peer_ended(struct peer *p, const char *how);
 
+/* service_mode.c: connect to the helpers' sockets, or exit. */
+void service_mode_start(struct supervisor *sv);
+
 /* supervisor.c */
 void supervisor_stop(struct supervisor *sv, int exit_code, const char *why);
 void supervisor_peer_ready(struct supervisor *sv);

@@ -11,6 +11,7 @@
 #include <poll.h>
 #include <pwd.h>
 #include <signal.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,50 @@ START_TEST(ready_status_watchdog_and_stop)
 }
 END_TEST
 
+/*
+ * Spawn mode under a service manager (berth-supervisor started as root by
+ * a unit of its own): the supervisor notifies, here on an abstract
+ * socket ("@name"), as systemd's own notify socket may be.
+ */
+START_TEST(spawn_mode_notifies_on_abstract_socket)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	struct notify n = { .fd = -1 };
+	struct proc sv;
+	char *dir, cfg[512], text[1024];
+	char *argv[] = { (char *)harness_bin("berth-supervisor"), "-c", cfg,
+		NULL };
+	socklen_t len;
+
+	harness_private_mounts();
+	dir = harness_tmpdir("notify");
+	snprintf(cfg, sizeof(cfg), "%s/berth.json", dir);
+	snprintf(text, sizeof(text), "{\"data_dir\": \"%s/data\", "
+	    "\"run_dir\": \"%s/run\", \"alloc_dir\": \"%s\"}", dir, dir,
+	    dir);
+	harness_write(cfg, text);
+	snprintf(n.path, sizeof(n.path), "@berth-test-notify-%ld",
+	    (long)getpid());
+	memcpy(sun.sun_path + 1, n.path + 1, strlen(n.path) - 1);
+	len = offsetof(struct sockaddr_un, sun_path) + strlen(n.path);
+	ck_assert_int_ge(n.fd = socket(AF_UNIX, SOCK_DGRAM | SOCK_CLOEXEC, 0),
+	    0);
+	ck_assert_int_eq(bind(n.fd, (struct sockaddr *)&sun, len), 0);
+	start_service(&sv, argv, -1, &n);
+	expect_notified(&n, "supervisor", "STATUS=starting berth-mounter and "
+	    "berth-registry");
+	expect_notified(&n, "supervisor", "READY=1\nSTATUS=ready;");
+	expect_notified(&n, "supervisor", "WATCHDOG=1");
+	kill(sv.pid, SIGTERM);
+	ck_assert(proc_wait_exit(&sv, 15000));
+	ck_assert(WIFEXITED(sv.status) && WEXITSTATUS(sv.status) == 0);
+	expect_notified(&n, "supervisor", "STOPPING=1");
+	close(n.fd);
+	harness_rmtree(dir);
+	free(dir);
+}
+END_TEST
+
 /* A child that connects to path as user name and holds on until killed. */
 static pid_t
 connect_as(const char *path, const char *name)
@@ -326,5 +371,6 @@ main(void)
 	tcase_add_test(tc, ready_status_watchdog_and_stop);
 	tcase_add_test(tc, helper_refuses_another_user);
 	tcase_add_test(tc, helper_without_socket_says_why);
+	tcase_add_test(tc, spawn_mode_notifies_on_abstract_socket);
 	return harness_run("service_mode", tc);
 }
