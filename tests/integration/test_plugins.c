@@ -348,6 +348,7 @@ START_TEST(privileged_plugin_through_the_mounter)
 		harness_write(path, text);
 		snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"",
 		    defs);
+		free(defs);
 		berth_config(&b, "1s", extra);
 	}
 	berth_start(&b);
