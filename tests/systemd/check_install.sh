@@ -59,5 +59,6 @@ for u in berth-supervisor berth-mounter berth-registry; do
 		fail=1
 	fi
 done
-[ $fail -eq 0 ] && echo "installed: $(cd "$dest" && find . -type f | wc -l) files"
+[ $fail -eq 0 ] &&
+    echo "installed: $(cd "$dest" && find . -type f | wc -l) files"
 exit $fail
