@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -43,6 +44,14 @@ service_accept(uid_t peer_uid, pid_t *peer_pid, char *err, size_t errlen)
 	}
 	for (;;) {
 		if ((fd = accept4(lfd, NULL, NULL, SOCK_CLOEXEC)) < 0) {
+			/* A unit with NonBlocking=yes passes it that way. */
+			if (errno == EAGAIN) {
+				struct pollfd pfd = { .fd = lfd,
+					.events = POLLIN };
+
+				(void)poll(&pfd, 1, -1);
+				continue;
+			}
 			if (errno == EINTR || errno == ECONNABORTED)
 				continue;
 			snprintf(err, errlen, "accept on the socket systemd "
