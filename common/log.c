@@ -4,6 +4,11 @@
  * One write(2) per line so that lines from the three processes sharing a
  * stderr never interleave mid-line. No allocation: safe in a child between
  * fork and exec, and under the mounter's seccomp filter (write only).
+ *
+ * One event, one line: messages quote what peers and plugins say (error
+ * texts, names), so a control character in them is written as \xNN. A
+ * newline there would otherwise start a forged line, with a priority
+ * prefix of the writer's choosing, in the journal.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -36,25 +41,52 @@ log_verbose(void)
 	return log_verbosity;
 }
 
+/*
+ * Copy src into dst (room for n bytes, n > 0) with control characters
+ * escaped; returns the length written, always NUL-terminated.
+ */
+size_t
+log_escape(char *dst, size_t n, const char *src)
+{
+	static const char hex[] = "0123456789abcdef";
+	const unsigned char *p = (const unsigned char *)src;
+	size_t o = 0;
+
+	for (; *p != '\0'; p++) {
+		if (*p >= 0x20 && *p != 0x7f) {
+			if (o + 1 >= n)
+				break;
+			dst[o++] = (char)*p;
+			continue;
+		}
+		if (o + 4 >= n)
+			break;
+		dst[o++] = '\\';
+		dst[o++] = 'x';
+		dst[o++] = hex[*p >> 4];
+		dst[o++] = hex[*p & 0xf];
+	}
+	dst[o] = '\0';
+	return o;
+}
+
 static void
 vlog(int pri, int with_errno, const char *fmt, va_list ap)
 {
-	char line[2048];
+	char line[2048], msg[1536];
 	int saved = errno;
-	int n, m;
+	int n;
 
 	if (pri == LOG_DEBUG && !log_verbosity)
 		return;
 	n = snprintf(line, sizeof(line), "<%d>%s[%ld]: ", pri, log_progname,
 	    (long)getpid());
-	if (n < 0 || (size_t)n >= sizeof(line))
+	if (n < 0 || (size_t)n >= sizeof(line) / 4)
 		n = 0;
-	m = vsnprintf(line + n, sizeof(line) - n, fmt, ap);
-	if (m < 0)
-		m = 0;
-	n += m;
-	if ((size_t)n >= sizeof(line) - 64)
-		n = sizeof(line) - 64;
+	if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
+		msg[0] = '\0';
+	/* Room is left for the errno text and the newline. */
+	n += (int)log_escape(line + n, sizeof(line) - n - 160, msg);
 	if (with_errno)
 		n += snprintf(line + n, sizeof(line) - n, ": %s",
 		    strerror(saved));

@@ -19,8 +19,10 @@
 #include <sys/stat.h>
 
 #include "mounter.h"
+#include "notify.h"
 #include "privdrop.h"
 #include "sandbox.h"
+#include "service.h"
 
 Berth__ErrorCode
 fail(char *why, Berth__ErrorCode code, const char *fmt, ...)
@@ -154,9 +156,10 @@ mounter_takes_fd(Berth__Envelope__BodyCase body)
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: berth-mounter --spawned --data-dir DIR --run-dir "
-	    "DIR [--plugins-dir DIR] [--verbose]\n(berth-supervisor starts it; "
-	    "see berth-mounter(8))\n");
+	fprintf(stderr, "usage: berth-mounter [--spawned | --peer-user USER] "
+	    "--data-dir DIR --run-dir DIR [--plugins-dir DIR] [--verbose]\n"
+	    "(berth-supervisor or berth-mounter.socket starts it; see "
+	    "berth-mounter(8))\n");
 	exit(EX_USAGE);
 }
 
@@ -168,11 +171,14 @@ main(int argc, char **argv)
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "run-dir", required_argument, NULL, 'r' },
 		{ "plugins-dir", required_argument, NULL, 'p' },
+		{ "peer-user", required_argument, NULL, 'u' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct mounter m;
 	const char *run_dir = NULL, *plugins_dir = MOUNTER_PLUGINS_DIR;
+	const char *peer_user = SERVICE_PEER_USER;
+	pid_t peer;
 	int spawned = 0, verbose = 0, ch, r;
 	char err[256];
 
@@ -182,25 +188,31 @@ main(int argc, char **argv)
 		case 'd': m.data_dir = optarg; break;
 		case 'r': run_dir = optarg; break;
 		case 'p': plugins_dir = optarg; break;
+		case 'u': peer_user = optarg; break;
 		case 'v': verbose = 1; break;
 		default: usage();
 		}
 	}
-	if (!spawned || m.data_dir == NULL || run_dir == NULL ||
+	if (m.data_dir == NULL || run_dir == NULL ||
 	    optind != argc || m.data_dir[0] != '/')
 		usage();
 	log_init("berth-mounter", verbose);
 	if (geteuid() != 0)
 		fatalx("main: berth-mounter must start as root (it keeps only "
 		    "CAP_SYS_ADMIN); start it through berth-supervisor");
-	if (helper_check_socket(BERTH_HELPER_FD, getppid(), err,
+	/* Spawn mode: the socketpair; service mode: systemd's listener. */
+	if (service_helper_peer(spawned, peer_user, &peer, err,
 	    sizeof(err)) < 0)
 		fatalx("main: %s", err);
-	if ((r = priv_die_with_parent(getppid())) < 0)
+	if (spawned && (r = priv_die_with_parent(peer)) < 0)
 		fatalx("main: cannot tie our life to the supervisor's: %s",
 		    strerror(-r));
 	if ((r = helper_close_inherited(BERTH_HELPER_FD)) < 0)
 		fatalx("main: closing inherited descriptors: %s", strerror(-r));
+	/* Before the environment is cleared and socket(2) is forbidden. */
+	if ((r = notify_init()) < 0)
+		log_warnx("main: NOTIFY_SOCKET: %s; not telling systemd",
+		    strerror(-r));
 	if ((r = sandbox_prepare()) < 0)
 		fatalx("main: sandbox: %s", strerror(-r));
 	umask(022);
@@ -238,9 +250,16 @@ main(int argc, char **argv)
 		fatalx("main: locking the sandbox: %s", strerror(-r));
 	log_info("main: serving; data %s, run %s, plugins %s", m.data_dir,
 	    run_dir, plugins_dir);
+	if (notify_watchdog_start(m.h.base) < 0)
+		fatalx("main: watchdog timer");
+	notify_ready("serving supervisor pid %ld; data %s", (long)peer,
+	    m.data_dir);
 	r = helper_serve(&m.h);
+	notify_stopping("stopping: supervisor pid %ld hung up or asked us to",
+	    (long)peer);
 	close(m.launcher_fd);
 	close(m.data_fd);
+	notify_free();
 	event_base_free(m.h.base);
 	return r;
 }

@@ -4,7 +4,9 @@
  * Started by berth-supervisor as root with its socket as descriptor 3, it
  * drops at once to its own user (no capabilities, no_new_privs) and then
  * serves the supervisor. It never needs a privilege: its database lives in
- * a directory that user owns.
+ * a directory that user owns. In service mode systemd starts it as that
+ * user on berth-registry.socket, and it serves the first connection from
+ * the supervisor's user (service.c).
  *
  * Exit codes: 0 when the supervisor says stop or hangs up; 65 (EX_DATAERR)
  * when the database is corrupt or not the registry's, 78 (EX_CONFIG) when
@@ -19,16 +21,18 @@
 #include <sysexits.h>
 #include <unistd.h>
 
+#include "notify.h"
 #include "privdrop.h"
 #include "registry.h"
+#include "service.h"
 
 static void
 usage(void)
 {
-	fprintf(stderr, "usage: berth-registry --spawned --data-dir DIR "
-	    "[--user NAME] [--verbose]\n"
-	    "berth-registry is started by berth-supervisor; see "
-	    "berth-registry(8).\n");
+	fprintf(stderr, "usage: berth-registry [--spawned | --peer-user USER] "
+	    "--data-dir DIR [--user NAME] [--verbose]\n"
+	    "berth-registry is started by berth-supervisor or "
+	    "berth-registry.socket; see berth-registry(8).\n");
 	exit(EX_USAGE);
 }
 
@@ -46,6 +50,7 @@ main(int argc, char **argv)
 		{ "spawned", no_argument, NULL, 's' },
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "user", required_argument, NULL, 'u' },
+		{ "peer-user", required_argument, NULL, 'p' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -53,8 +58,9 @@ main(int argc, char **argv)
 	struct helper *h = &reg.h;
 	struct priv_user u;
 	const char *data_dir = NULL, *user = NULL;
+	const char *peer_user = SERVICE_PEER_USER;
 	int spawned = 0, verbose = 0, ch, r;
-	pid_t parent = getppid();
+	pid_t parent;
 	char err[256];
 
 	while ((ch = getopt_long(argc, argv, "", opts, NULL)) != -1) {
@@ -62,18 +68,23 @@ main(int argc, char **argv)
 		case 's': spawned = 1; break;
 		case 'd': data_dir = optarg; break;
 		case 'u': user = optarg; break;
+		case 'p': peer_user = optarg; break;
 		case 'v': verbose = 1; break;
 		default: usage();
 		}
 	}
-	if (!spawned || data_dir == NULL || optind != argc)
+	if (data_dir == NULL || optind != argc)
 		usage();
 	log_init("berth-registry", verbose);
-	if (helper_check_socket(BERTH_HELPER_FD, parent, err,
+	/* Spawn mode: the socketpair; service mode: systemd's listener. */
+	if (service_helper_peer(spawned, peer_user, &parent, err,
 	    sizeof(err)) < 0)
 		fatalx("main: %s", err);
 	if ((r = helper_close_inherited(BERTH_HELPER_FD)) < 0)
 		fatalx("main: closing inherited descriptors: %s", strerror(-r));
+	if ((r = notify_init()) < 0)
+		log_warnx("main: NOTIFY_SOCKET: %s; not telling systemd",
+		    strerror(-r));
 	if (geteuid() == 0) {
 		if (user == NULL)
 			fatalx("main: refusing to run as root: name the "
@@ -87,7 +98,7 @@ main(int argc, char **argv)
 			    strerror(-r));
 	}
 	/* After the drop: a credential change resets the parent-death signal. */
-	if ((r = priv_die_with_parent(parent)) < 0)
+	if (spawned && (r = priv_die_with_parent(parent)) < 0)
 		fatalx("main: supervisor pid %ld is gone", (long)parent);
 
 	if ((r = store_open(&reg.store, data_dir, err, sizeof(err))) != 0) {
@@ -113,13 +124,22 @@ main(int argc, char **argv)
 	events_init(&reg);
 	log_info("main: serving as uid %ld; %s at index %llu", (long)getuid(),
 	    reg.store.path, (unsigned long long)reg.store.index);
+	if (notify_watchdog_start(h->base) < 0)
+		fatalx("main: watchdog timer");
+	notify_ready("serving supervisor pid %ld; %s at index %llu",
+	    (long)parent, reg.store.path,
+	    (unsigned long long)reg.store.index);
 	r = helper_serve(h);
+	notify_stopping("stopping at index %llu: supervisor pid %ld hung up "
+	    "or asked us to", (unsigned long long)reg.store.committed,
+	    (long)parent);
 	batch_free(&reg);
 	events_free(&reg);
 	log_info("main: stopping at index %llu after %llu requests in %llu "
 	    "commits", (unsigned long long)reg.store.committed,
 	    (unsigned long long)reg.batched, (unsigned long long)reg.batches);
 	store_close(&reg.store);
+	notify_free();
 	event_base_free(h->base);
 	return r;
 }

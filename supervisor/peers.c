@@ -62,9 +62,12 @@ peer_on_close(struct chan *c, const char *why, void *arg)
 
 	(void)c;
 	/* Its exit status, reaped on SIGCHLD, is the fuller story. */
-	if (!p->sv->stopping)
+	if (!p->sv->stopping && p->spawned)
 		log_warnx("peer_on_close: %s (pid %ld): %s", p->name,
 		    (long)p->pid, why);
+	/* Service mode: not our child; the end of its socket is its end. */
+	if (!p->spawned && !p->exited)
+		peer_ended(p, why);
 }
 
 static bool
@@ -92,12 +95,14 @@ peer_hello_done(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	if (env->body_case != BERTH__ENVELOPE__BODY_HELLO_REPLY ||
 	    env->hello_reply->role != p->role ||
 	    env->hello_reply->protocol_version != BERTH_PROTOCOL_VERSION ||
-	    (pid_t)env->hello_reply->pid != p->pid) {
+	    (p->spawned && (pid_t)env->hello_reply->pid != p->pid)) {
 		log_errx("peer_hello_done: %s (pid %ld) answered the hello "
 		    "with something else (%s)", p->name, (long)p->pid,
 		    ipc_body_name(env->body_case));
 		goto fail;
 	}
+	/* Service mode: systemd started it; its pid is for the logs. */
+	p->pid = (pid_t)env->hello_reply->pid;
 	p->ready = true;
 	supervisor_peer_ready(p->sv);
 	return;
@@ -196,9 +201,14 @@ peer_reaped(struct peer *p, int status)
 {
 	char how[96];
 
-	p->exited = true;
 	p->status = status;
-	spawn_describe_status(status, how, sizeof(how));
+	peer_ended(p, spawn_describe_status(status, how, sizeof(how)));
+}
+
+void
+peer_ended(struct peer *p, const char *how)
+{
+	p->exited = true;
 	if (p->sv->stopping && p->asked_to_stop) {
 		log_info("peer_reaped: %s (pid %ld) %s", p->name, (long)p->pid,
 		    how);

@@ -36,6 +36,12 @@ spawn_helper_path(const char *name, char *buf, size_t n)
 	r = snprintf(buf, n, "%s/%s", dirname(self), name);
 	if (r < 0 || (size_t)r >= n)
 		return -ENAMETOOLONG;
+	if (access(buf, X_OK) == 0)
+		return 0;
+	/* Installed: we are in sbindir, the helpers in libexecdir. */
+	r = snprintf(buf, n, "%s/%s", BERTH_LIBEXECDIR, name);
+	if (r < 0 || (size_t)r >= n)
+		return -ENAMETOOLONG;
 	if (access(buf, X_OK) < 0)
 		return -errno;
 	return 0;

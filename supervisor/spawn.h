@@ -7,7 +7,7 @@
 #include <stddef.h>
 #include <sys/types.h>
 
-/* Where the helper binary name lives: next to our own executable. */
+/* Where helper binary name lives: beside our executable, else libexecdir. */
 int spawn_helper_path(const char *name, char *buf, size_t n);
 /*
  * Start path with argv, a clean environment, its own session, stdin on

@@ -4,9 +4,11 @@
  * Spawn mode: started as root, it reads its config, creates berth's
  * directories, starts berth-mounter and berth-registry on socketpairs,
  * then drops to its user with no capability at all before it reads any
- * other input. SIGTERM or SIGINT stops the mounter, then the registry,
- * then itself. A helper that dies or stops answering makes it say which
- * and how, and exit non-zero: a service manager restarts the whole.
+ * other input. Service mode (service_mode.c): started by systemd as its
+ * own user, it connects to the helpers' sockets in the run directory.
+ * SIGTERM or SIGINT stops the mounter, then the registry, then itself.
+ * A helper that dies or stops answering makes it say which and how, and
+ * exit non-zero: a service manager restarts the whole.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -28,6 +30,7 @@
 #include "devmgr.h"
 #include "drivermgr.h"
 #include "layout.h"
+#include "notify.h"
 #include "privdrop.h"
 #include "taskdrv.h"
 #include "watch.h"
@@ -52,6 +55,8 @@ supervisor_peer_ready(struct supervisor *sv)
 	log_info("ready: berth-mounter pid %ld, berth-registry pid %ld, "
 	    "supervisor uid %ld", (long)sv->mounter.pid,
 	    (long)sv->registry.pid, (long)getuid());
+	notify_ready("ready; berth-mounter pid %ld, berth-registry pid %ld",
+	    (long)sv->mounter.pid, (long)sv->registry.pid);
 	evtimer_add(sv->ping, &tv);
 	csimgr_start(sv->csimgr);
 	volmgr_start(sv->volmgr);
@@ -93,6 +98,7 @@ supervisor_stop(struct supervisor *sv, int exit_code, const char *why)
 		log_errx("supervisor_stop: stopping because %s", why);
 	else
 		log_info("supervisor_stop: stopping (%s)", why);
+	notify_stopping("stopping: %s", why);
 	supervisor_stop_next(sv);
 }
 
@@ -137,7 +143,7 @@ on_sigchld(evutil_socket_t sig, short ev, void *arg)
 	/* Only the helpers: tasks are reaped through their pidfds. */
 	for (p = &sv->mounter; p != NULL; p = p == &sv->mounter ?
 	    &sv->registry : NULL) {
-		if (p->exited || p->pid <= 0)
+		if (p->exited || p->pid <= 0 || !p->spawned)
 			continue;
 		if ((pid = waitpid(p->pid, &status, WNOHANG)) == p->pid)
 			peer_reaped(p, status);
@@ -248,6 +254,7 @@ start_helper(struct peer *p, char *const argv[])
 		    strerror(-r));
 	if ((r = spawn_helper(path, argv, &p->pid, &p->fd)) < 0)
 		fatalx("start_helper: starting %s: %s", path, strerror(-r));
+	p->spawned = true;
 }
 
 int
@@ -276,12 +283,23 @@ main(int argc, char **argv)
 	}
 	if (strcmp(sv.cfg.log_level, "debug") == 0)
 		log_init("berth-supervisor", verbose = 1);
+	if ((r = notify_init()) < 0)
+		log_warnx("main: NOTIFY_SOCKET: %s; not telling systemd",
+		    strerror(-r));
+	sv.mounter.name = "berth-mounter";
+	sv.mounter.role = BERTH__ROLE__ROLE_MOUNTER;
+	sv.registry.name = "berth-registry";
+	sv.registry.role = BERTH__ROLE__ROLE_REGISTRY;
 	if (geteuid() != 0) {
-		log_errx("main: spawn mode needs root to start berth-mounter; "
-		    "run berth-supervisor as root (it drops to user %s)",
-		    sv.cfg.user);
-		config_free(&sv.cfg);
-		return EX_NOPERM;
+		/* Not root: service mode, the helpers are systemd's. */
+		service_mode_start(&sv);
+		if ((api_fd = api_listen(&sv.cfg, getuid(), getgid(),
+		    &api_group, err, sizeof(err))) < 0) {
+			log_errx("%s", err);
+			config_free(&sv.cfg);
+			return EX_CANTCREAT;
+		}
+		goto unprivileged;
 	}
 	if (priv_lookup_user(sv.cfg.user, &su, err, sizeof(err)) < 0 ||
 	    priv_lookup_user(sv.cfg.registry_user, &ru, err,
@@ -302,10 +320,7 @@ main(int argc, char **argv)
 		return EX_CANTCREAT;
 	}
 
-	sv.mounter.name = "berth-mounter";
-	sv.mounter.role = BERTH__ROLE__ROLE_MOUNTER;
-	sv.registry.name = "berth-registry";
-	sv.registry.role = BERTH__ROLE__ROLE_REGISTRY;
+	notify_status("starting berth-mounter and berth-registry");
 	{
 		char *margv[] = { "berth-mounter", "--spawned", "--data-dir",
 			sv.cfg.data_dir, "--run-dir", sv.cfg.run_dir,
@@ -322,6 +337,7 @@ main(int argc, char **argv)
 	if ((r = priv_drop_to_user(&su)) < 0)
 		fatalx("main: dropping to user %s: %s", su.name, strerror(-r));
 
+unprivileged:
 	sv.uid = getuid();
 	sv.gid = getgid();
 	clock_gettime(CLOCK_MONOTONIC, &sv.started);
@@ -344,6 +360,8 @@ main(int argc, char **argv)
 	evsignal_add(sv.sigchld, NULL);
 	/* A helper may have died before the handler existed. */
 	event_active(sv.sigchld, 0, 0);
+	if (notify_watchdog_start(sv.base) < 0)
+		fatalx("main: cannot set up the watchdog timer");
 	if (peer_start(&sv, &sv.mounter, sv.mounter.fd) < 0 ||
 	    peer_start(&sv, &sv.registry, sv.registry.fd) < 0)
 		fatalx("main: cannot talk to the helpers");
@@ -387,6 +405,7 @@ main(int argc, char **argv)
 	event_free(sv.sigchld);
 	event_free(sv.ping);
 	event_free(sv.stop_timer);
+	notify_free();
 	event_base_free(sv.base);
 	if (sv.exit_code == 0)
 		log_info("main: stopped cleanly");

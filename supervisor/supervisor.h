@@ -37,6 +37,7 @@ struct peer {
 	pid_t pid;
 	int status;			/* wait status once exited */
 	int fd;				/* our end of its socket, until peer_start() */
+	bool spawned;			/* our child (spawn mode), reaped by us */
 	bool exited, ready, asked_to_stop;
 	struct chan *chan;
 	struct chan_ops ops;
@@ -65,6 +66,7 @@ struct supervisor {
 	gid_t gid;
 	struct event *sigterm, *sigint, *sigchld, *ping, *stop_timer;
 	bool stopping;
+	bool service_mode;		/* helpers reached through socket units */
 	int exit_code;
 };
 
@@ -73,6 +75,11 @@ int peer_start(struct supervisor *sv, struct peer *p, int fd);
 void peer_ping_all(struct supervisor *sv);
 void peer_ask_stop(struct peer *p, const char *reason);
 void peer_reaped(struct peer *p, int status);
+/* It is gone ("exited with status 1", "connection closed"). */
+void peer_ended(struct peer *p, const char *how);
+
+/* service_mode.c: connect to the helpers' sockets, or exit. */
+void service_mode_start(struct supervisor *sv);
 
 /* supervisor.c */
 void supervisor_stop(struct supervisor *sv, int exit_code, const char *why);

@@ -222,23 +222,16 @@ START_TEST(privileged_plugin_through_the_mounter)
 {
 	struct berth b;
 	char extra[600], path[1024], text[2048];
+	/* Root's plugin definitions, in a directory of their own. */
+	char *defs = harness_tmpdir("plugindefs");
 
-	berth_config(&b, "1s", NULL);
-	free(b.dir);
-	b.dir = NULL;
-	{
-		char *defs = harness_tmpdir("plugindefs");
-
-		snprintf(path, sizeof(path), "%s/hostpath.conf", defs);
-		snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n9\n"
-		    "arg --state-dir\narg %s/state\narg --mode\narg node\n",
-		    harness_bin("berth-csi-hostpath"), defs);
-		harness_write(path, text);
-		snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"",
-		    defs);
-		berth_config(&b, "1s", extra);
-		free(defs);	/* the harness removes the directory at exit */
-	}
+	snprintf(path, sizeof(path), "%s/hostpath.conf", defs);
+	snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n9\n"
+	    "arg --state-dir\narg %s/state\narg --mode\narg node\n",
+	    harness_bin("berth-csi-hostpath"), defs);
+	harness_write(path, text);
+	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"", defs);
+	berth_config(&b, "1s", extra);
 	berth_start(&b);
 	snprintf(path, sizeof(path), "%s/p.json", b.allocs);
 	harness_write(path, "{\"id\": \"p\", \"tasks\": [{\"name\": "
@@ -253,6 +246,8 @@ START_TEST(privileged_plugin_through_the_mounter)
 	remove_alloc(&b, "p.json");
 	wait_log(&b, "alloc p: stopped", 10000);
 	berth_stop(&b);
+	harness_rmtree(defs);
+	free(defs);
 }
 END_TEST
 
