@@ -370,26 +370,33 @@ out:
 }
 
 int
-api_listen(const struct berth_config *cfg, uid_t uid, gid_t gid,
-    gid_t *group, char *err, size_t errlen)
+api_group_id(const struct berth_config *cfg, gid_t dflt, gid_t *group,
+    char *err, size_t errlen)
+{
+	struct group *gr;
+
+	*group = dflt;
+	if (cfg->api_group[0] == '\0')
+		return 0;
+	if ((gr = getgrnam(cfg->api_group)) == NULL) {
+		snprintf(err, errlen, "config %s: \"api_group\" names group %s, "
+		    "which does not exist: create it or choose another",
+		    cfg->path, cfg->api_group);
+		return -1;
+	}
+	*group = gr->gr_gid;
+	return 0;
+}
+
+int
+api_listen(const struct berth_config *cfg, uid_t uid, gid_t group, char *err,
+    size_t errlen)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	struct group *gr;
 	struct stat st;
 	mode_t mask;
 	int fd, r;
 
-	*group = gid;
-	if (cfg->api_group[0] != '\0') {
-		errno = 0;
-		if ((gr = getgrnam(cfg->api_group)) == NULL) {
-			snprintf(err, errlen, "config %s: \"api_group\" names "
-			    "group %s, which does not exist: create it or "
-			    "choose another", cfg->path, cfg->api_group);
-			return -1;
-		}
-		*group = gr->gr_gid;
-	}
 	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s",
 	    cfg->run_dir, API_SOCKET_NAME) >= sizeof(sun.sun_path)) {
 		snprintf(err, errlen, "api socket path under %s is too long",
@@ -414,7 +421,7 @@ api_listen(const struct berth_config *cfg, uid_t uid, gid_t gid,
 	mask = umask(0177);
 	r = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
 	umask(mask);
-	if (r < 0 || chown(sun.sun_path, uid, *group) < 0 ||
+	if (r < 0 || chown(sun.sun_path, uid, group) < 0 ||
 	    chmod(sun.sun_path, 0660) < 0 || listen(fd, 64) < 0) {
 		snprintf(err, errlen, "api socket %s: %s", sun.sun_path,
 		    strerror(errno));

@@ -266,12 +266,17 @@ main(int argc, char **argv)
 		config_free(&sv.cfg);
 		return EX_CONFIG;
 	}
+	if (api_group_id(&sv.cfg, su.gid, &api_group, err, sizeof(err)) < 0) {
+		log_errx("%s", err);
+		config_free(&sv.cfg);
+		return EX_CONFIG;
+	}
 	if (prepare_dirs(&sv.cfg, &ru, &su) < 0) {
 		config_free(&sv.cfg);
 		return EX_CANTCREAT;
 	}
 	/* As root: the socket may go to a group we are not in. */
-	if ((api_fd = api_listen(&sv.cfg, su.uid, su.gid, &api_group, err,
+	if ((api_fd = api_listen(&sv.cfg, su.uid, api_group, err,
 	    sizeof(err))) < 0) {
 		log_errx("%s", err);
 		config_free(&sv.cfg);
