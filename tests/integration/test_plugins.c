@@ -323,13 +323,14 @@ END_TEST
 START_TEST(privileged_plugin_through_the_mounter)
 {
 	struct berth b;
-	char extra[600], path[1024], text[2048];
+	char extra[600], path[1024], text[2048], *defs;
 
 	berth_config(&b, "1s", NULL);
+	harness_rmtree(b.dir);
 	free(b.dir);
 	b.dir = NULL;
 	{
-		char *defs = harness_tmpdir("plugindefs");
+		defs = harness_tmpdir("plugindefs");
 
 		snprintf(path, sizeof(path), "%s/hostpath.conf", defs);
 		snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n9\n"
@@ -354,6 +355,8 @@ START_TEST(privileged_plugin_through_the_mounter)
 	remove_alloc(&b, "p.json");
 	wait_log(&b, "alloc p: stopped", 10000);
 	berth_stop(&b);
+	harness_rmtree(defs);
+	free(defs);
 }
 END_TEST
 
