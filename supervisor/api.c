@@ -23,6 +23,7 @@
 #include "api.h"
 #include "api_int.h"
 #include "events.h"
+#include "ident.h"
 #include "supervisor.h"
 
 #define GET	EVHTTP_REQ_GET
@@ -176,13 +177,15 @@ api_uptime_ms(const struct api *api)
 
 /*
  * Does path match the pattern? A '*' takes one non-empty segment, which
- * goes to *id (percent-decoded into idbuf).
+ * goes to *id (percent-decoded into idbuf); *why is NULL when it is an
+ * identifier, else what is wrong with it.
  */
 static bool
 match(const char *pattern, const char *path, const char **id, char *idbuf,
-    size_t idlen)
+    size_t idlen, const char **why)
 {
 	const char *p = pattern, *s = path, *end;
+	size_t declen;
 	char *dec;
 
 	while (*p != '\0') {
@@ -204,8 +207,10 @@ match(const char *pattern, const char *path, const char **id, char *idbuf,
 	if (*s != '\0')
 		return false;
 	if (strchr(pattern, '*') != NULL) {
-		if ((dec = evhttp_uridecode(idbuf, 0, NULL)) == NULL)
+		if ((dec = evhttp_uridecode(idbuf, 0, &declen)) == NULL)
 			return false;
+		/* "%00" and "%2F" must not slip through: checked as is. */
+		*why = ident_problem(dec, declen);
 		snprintf(idbuf, idlen, "%s", dec);
 		free(dec);
 		*id = idbuf;
@@ -279,7 +284,7 @@ serve(struct evhttp_request *req, void *arg)
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	const struct route *r = NULL;
 	char idbuf[512], allow[128], *body = NULL;
-	const char *path, *query, *id = NULL;
+	const char *path, *query, *id = NULL, *bad_id = NULL;
 	struct ucred uc;
 	size_t i;
 
@@ -303,14 +308,15 @@ serve(struct evhttp_request *req, void *arg)
 	}
 	allow[0] = '\0';
 	for (i = 0; i < NROUTES; i++) {
-		const char *rid = NULL;
+		const char *rid = NULL, *rwhy = NULL;
 
 		if (!match(routes[i].pattern, path, &rid, idbuf,
-		    sizeof(idbuf)))
+		    sizeof(idbuf), &rwhy))
 			continue;
 		if (routes[i].method == m) {
 			r = &routes[i];
 			id = rid;
+			bad_id = rwhy;
 			break;
 		}
 		snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow),
@@ -328,6 +334,11 @@ serve(struct evhttp_request *req, void *arg)
 		api_error(&c, 404, "no such route: %s (the API's routes are "
 		    "under /v1/: status, health, plugins, volumes, "
 		    "allocations, drivers, devices, events, metrics)", path);
+		return;
+	}
+	if (bad_id != NULL) {
+		api_error(&c, 400, "the id in %s is not an identifier (1 to %d "
+		    "of A-Z a-z 0-9 . _ -): %s", path, BERTH_IDENT_MAX, bad_id);
 		return;
 	}
 	c.id = id;

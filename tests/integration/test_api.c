@@ -269,6 +269,13 @@ START_TEST(bad_requests_say_what_was_wrong)
 	    404, "no alloc nope"));
 	json_decref(api_fails(&b, "GET", "/v1/plugin/nope", NULL, 0, 404,
 	    "no plugin nope"));
+	/* Ids are identifiers, after decoding: no way out of alloc_dir. */
+	json_decref(api_fails(&b, "DELETE", "/v1/allocation/..%2F..%2Fx", NULL,
+	    0, 400, "is not an identifier"));
+	json_decref(api_fails(&b, "GET", "/v1/allocation/a%00b", NULL, 0, 400,
+	    "is not an identifier"));
+	json_decref(api_fails(&b, "GET", "/v1/plugin/..", NULL, 0, 400,
+	    "is not an identifier"));
 
 	/* Wrong methods: 405 with Allow. */
 	request(&b, "POST", "/v1/status", NULL, 0, &a);
