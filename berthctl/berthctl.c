@@ -768,11 +768,14 @@ cmd_events(void)
 	char path[128];
 	json_t *j, *e;
 	size_t i;
+	int status;
 
 	for (;;) {
 		snprintf(path, sizeof(path), "/v1/events?index=%llu&timeout=%s",
 		    index, opt_follow ? "60s" : "0");
-		j = get("events", path);
+		/* The server holds a poll up to 60s: wait longer than that. */
+		if ((status = call("GET", path, NULL, 0, 90 * 1000, &j)) >= 400)
+			api_failed("events", status, j);
 		if (json_is_true(json_object_get(j, "lost")))
 			fprintf(stderr, "berthctl: events after %llu are no "
 			    "longer kept; going on from %lld\n", index,
