@@ -290,10 +290,11 @@ serve(struct evhttp_request *req, void *arg)
 
 	TAILQ_INIT(&c.query);
 	if (!peer_allowed(api, req, &uc)) {
-		log_warnx("api: refused %s %s from pid %ld uid %ld gid %ld: not "
-		    "root, not uid %ld and not in group %ld", method_name(m),
-		    evhttp_request_get_uri(req), (long)uc.pid, (long)uc.uid,
-		    (long)uc.gid, (long)api->sv->uid, (long)api->group);
+		log_warnx("api: refused %s %s from pid %ld uid %ld gid %ld: "
+		    "not root, not uid %ld and not in group %ld",
+		    method_name(m), evhttp_request_get_uri(req),
+		    (long)uc.pid, (long)uc.uid, (long)uc.gid,
+		    (long)api->sv->uid, (long)api->group);
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Connection", "close");
 		api_error(&c, 403, "this socket serves root, uid %ld and "
@@ -390,8 +391,8 @@ api_group_id(const struct berth_config *cfg, gid_t dflt, gid_t *group,
 	if (cfg->api_group[0] == '\0')
 		return 0;
 	if ((gr = getgrnam(cfg->api_group)) == NULL) {
-		snprintf(err, errlen, "config %s: \"api_group\" names group %s, "
-		    "which does not exist: create it or choose another",
+		snprintf(err, errlen, "config %s: \"api_group\" names group "
+		    "%s, which does not exist: create it or choose another",
 		    cfg->path, cfg->api_group);
 		return -1;
 	}

@@ -73,7 +73,8 @@ srv_close(struct chan *c, const char *why, void *arg)
 	srv_closed++;
 }
 
-static struct chan_ops srv_ops = { srv_message, srv_close, ping_takes_fd, NULL };
+static struct chan_ops srv_ops = { srv_message, srv_close, ping_takes_fd,
+	NULL };
 
 static void
 setup(void)
