@@ -503,8 +503,8 @@ cmd_volume(const char *verb, const char *arg)
 		body = read_file(arg, &len);
 		if ((doc = json_loads(body, 0, NULL)) == NULL ||
 		    json_string_value(json_object_get(doc, "id")) == NULL)
-			die(EXIT_USAGE, "%s: a volume document is a JSON object "
-			    "with an \"id\"", arg);
+			die(EXIT_USAGE, "%s: a volume document is a JSON "
+			    "object with an \"id\"", arg);
 		path_of(path, sizeof(path), strcmp(verb, "create") == 0 ?
 		    "/v1/volume/%s/create" : "/v1/volume/%s",
 		    json_string_value(json_object_get(doc, "id")));
@@ -768,11 +768,14 @@ cmd_events(void)
 	char path[128];
 	json_t *j, *e;
 	size_t i;
+	int status;
 
 	for (;;) {
 		snprintf(path, sizeof(path), "/v1/events?index=%llu&timeout=%s",
 		    index, opt_follow ? "60s" : "0");
-		j = get("events", path);
+		/* The server holds a poll up to 60s: wait longer than that. */
+		if ((status = call("GET", path, NULL, 0, 90 * 1000, &j)) >= 400)
+			api_failed("events", status, j);
 		if (json_is_true(json_object_get(j, "lost")))
 			fprintf(stderr, "berthctl: events after %llu are no "
 			    "longer kept; going on from %lld\n", index,
@@ -832,8 +835,8 @@ main(int argc, char **argv)
 			opt_index = strtoull(optarg, &end, 10);
 			if (*optarg == '\0' || *optarg == '-' || *end != '\0' ||
 			    errno != 0)
-				die(EXIT_USAGE, "--index: \"%s\" is not a whole "
-				    "number", optarg);
+				die(EXIT_USAGE, "--index: \"%s\" is not a "
+				    "whole number", optarg);
 			break;
 		default: usage();
 		}

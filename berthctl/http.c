@@ -118,7 +118,8 @@ http_request(const char *sock, const char *method, const char *path,
 	    "Content-Length: " : "Content-Length: ", body != NULL ? body_len :
 	    0);
 	if ((r = send_all(fd, head, strlen(head), deadline)) < 0 ||
-	    (body != NULL && (r = send_all(fd, body, body_len, deadline)) < 0)) {
+	    (body != NULL && (r = send_all(fd, body, body_len,
+	    deadline)) < 0)) {
 		/* A refusal may close early: read what it said first. */
 		if (r != -EPIPE && r != -ECONNRESET)
 			goto fail;

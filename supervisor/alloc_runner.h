@@ -52,9 +52,9 @@ const char *allocs_plugin_type(struct allocs *am, const char *alloc,
 /*
  * Write a checked alloc to alloc_dir as "<id>.json" (a temporary file
  * renamed into place); the watch starts it. 0, or -errno with why set:
- * -EEXIST when another file already runs that id, -EINVAL when
- * this supervisor cannot run it (one plugin task per alloc, ...), else the filesystem's error (alloc_dir not
- * writable: -EACCES, -EROFS, -ENOENT).
+ * -EEXIST when another file already runs that id, -EINVAL when this
+ * supervisor cannot run it (one plugin task per alloc, ...), else the
+ * filesystem's error (alloc_dir not writable: -EACCES, -EROFS, -ENOENT).
  */
 int allocs_submit(struct allocs *am, const struct alloc *a, char *why,
     size_t n);

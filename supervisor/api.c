@@ -23,6 +23,7 @@
 #include "api.h"
 #include "api_int.h"
 #include "events.h"
+#include "ident.h"
 #include "supervisor.h"
 
 #define GET	EVHTTP_REQ_GET
@@ -176,13 +177,15 @@ api_uptime_ms(const struct api *api)
 
 /*
  * Does path match the pattern? A '*' takes one non-empty segment, which
- * goes to *id (percent-decoded into idbuf).
+ * goes to *id (percent-decoded into idbuf); *why is NULL when it is an
+ * identifier, else what is wrong with it.
  */
 static bool
 match(const char *pattern, const char *path, const char **id, char *idbuf,
-    size_t idlen)
+    size_t idlen, const char **why)
 {
 	const char *p = pattern, *s = path, *end;
+	size_t declen;
 	char *dec;
 
 	while (*p != '\0') {
@@ -204,8 +207,10 @@ match(const char *pattern, const char *path, const char **id, char *idbuf,
 	if (*s != '\0')
 		return false;
 	if (strchr(pattern, '*') != NULL) {
-		if ((dec = evhttp_uridecode(idbuf, 0, NULL)) == NULL)
+		if ((dec = evhttp_uridecode(idbuf, 0, &declen)) == NULL)
 			return false;
+		/* "%00" and "%2F" must not slip through: checked as is. */
+		*why = ident_problem(dec, declen);
 		snprintf(idbuf, idlen, "%s", dec);
 		free(dec);
 		*id = idbuf;
@@ -279,16 +284,17 @@ serve(struct evhttp_request *req, void *arg)
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	const struct route *r = NULL;
 	char idbuf[512], allow[128], *body = NULL;
-	const char *path, *query, *id = NULL;
+	const char *path, *query, *id = NULL, *bad_id = NULL;
 	struct ucred uc;
 	size_t i;
 
 	TAILQ_INIT(&c.query);
 	if (!peer_allowed(api, req, &uc)) {
-		log_warnx("api: refused %s %s from pid %ld uid %ld gid %ld: not "
-		    "root, not uid %ld and not in group %ld", method_name(m),
-		    evhttp_request_get_uri(req), (long)uc.pid, (long)uc.uid,
-		    (long)uc.gid, (long)api->sv->uid, (long)api->group);
+		log_warnx("api: refused %s %s from pid %ld uid %ld gid %ld: "
+		    "not root, not uid %ld and not in group %ld",
+		    method_name(m), evhttp_request_get_uri(req),
+		    (long)uc.pid, (long)uc.uid, (long)uc.gid,
+		    (long)api->sv->uid, (long)api->group);
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Connection", "close");
 		api_error(&c, 403, "this socket serves root, uid %ld and "
@@ -303,14 +309,15 @@ serve(struct evhttp_request *req, void *arg)
 	}
 	allow[0] = '\0';
 	for (i = 0; i < NROUTES; i++) {
-		const char *rid = NULL;
+		const char *rid = NULL, *rwhy = NULL;
 
 		if (!match(routes[i].pattern, path, &rid, idbuf,
-		    sizeof(idbuf)))
+		    sizeof(idbuf), &rwhy))
 			continue;
 		if (routes[i].method == m) {
 			r = &routes[i];
 			id = rid;
+			bad_id = rwhy;
 			break;
 		}
 		snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow),
@@ -328,6 +335,11 @@ serve(struct evhttp_request *req, void *arg)
 		api_error(&c, 404, "no such route: %s (the API's routes are "
 		    "under /v1/: status, health, plugins, volumes, "
 		    "allocations, drivers, devices, events, metrics)", path);
+		return;
+	}
+	if (bad_id != NULL) {
+		api_error(&c, 400, "the id in %s is not an identifier (1 to %d "
+		    "of A-Z a-z 0-9 . _ -): %s", path, BERTH_IDENT_MAX, bad_id);
 		return;
 	}
 	c.id = id;
@@ -370,26 +382,33 @@ out:
 }
 
 int
-api_listen(const struct berth_config *cfg, uid_t uid, gid_t gid,
-    gid_t *group, char *err, size_t errlen)
+api_group_id(const struct berth_config *cfg, gid_t dflt, gid_t *group,
+    char *err, size_t errlen)
+{
+	struct group *gr;
+
+	*group = dflt;
+	if (cfg->api_group[0] == '\0')
+		return 0;
+	if ((gr = getgrnam(cfg->api_group)) == NULL) {
+		snprintf(err, errlen, "config %s: \"api_group\" names group "
+		    "%s, which does not exist: create it or choose another",
+		    cfg->path, cfg->api_group);
+		return -1;
+	}
+	*group = gr->gr_gid;
+	return 0;
+}
+
+int
+api_listen(const struct berth_config *cfg, uid_t uid, gid_t group, char *err,
+    size_t errlen)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
-	struct group *gr;
 	struct stat st;
 	mode_t mask;
 	int fd, r;
 
-	*group = gid;
-	if (cfg->api_group[0] != '\0') {
-		errno = 0;
-		if ((gr = getgrnam(cfg->api_group)) == NULL) {
-			snprintf(err, errlen, "config %s: \"api_group\" names "
-			    "group %s, which does not exist: create it or "
-			    "choose another", cfg->path, cfg->api_group);
-			return -1;
-		}
-		*group = gr->gr_gid;
-	}
 	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s",
 	    cfg->run_dir, API_SOCKET_NAME) >= sizeof(sun.sun_path)) {
 		snprintf(err, errlen, "api socket path under %s is too long",
@@ -414,7 +433,7 @@ api_listen(const struct berth_config *cfg, uid_t uid, gid_t gid,
 	mask = umask(0177);
 	r = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
 	umask(mask);
-	if (r < 0 || chown(sun.sun_path, uid, *group) < 0 ||
+	if (r < 0 || chown(sun.sun_path, uid, group) < 0 ||
 	    chmod(sun.sun_path, 0660) < 0 || listen(fd, 64) < 0) {
 		snprintf(err, errlen, "api socket %s: %s", sun.sun_path,
 		    strerror(errno));

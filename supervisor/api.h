@@ -27,13 +27,18 @@ struct api;
 #define API_SOCKET_NAME "api.sock"
 
 /*
- * As root, before the drop: bind <run_dir>/api.sock for uid and the
- * group (cfg->api_group, or gid when that is empty), mode 0660, and
- * listen. Returns the descriptor and the group in *group, or -1 with a
- * one-line reason in err.
+ * The group that may use the API: cfg->api_group's id, or dflt when that
+ * is empty. 0, or -1 with a one-line reason in err (no such group).
  */
-int api_listen(const struct berth_config *cfg, uid_t uid, gid_t gid,
-    gid_t *group, char *err, size_t errlen);
+int api_group_id(const struct berth_config *cfg, gid_t dflt, gid_t *group,
+    char *err, size_t errlen);
+/*
+ * As root, before the drop: bind <run_dir>/api.sock for uid and group,
+ * mode 0660, and listen. The descriptor, or -1 with a one-line reason in
+ * err.
+ */
+int api_listen(const struct berth_config *cfg, uid_t uid, gid_t group,
+    char *err, size_t errlen);
 /* Serve on fd (from api_listen); NULL when out of memory. */
 struct api *api_new(struct supervisor *sv, int fd, gid_t group);
 /* Answers nothing more; unlinks the socket when it can. */

@@ -293,8 +293,9 @@ main(int argc, char **argv)
 	if (geteuid() != 0) {
 		/* Not root: service mode, the helpers are systemd's. */
 		service_mode_start(&sv);
-		if ((api_fd = api_listen(&sv.cfg, getuid(), getgid(),
-		    &api_group, err, sizeof(err))) < 0) {
+		if (api_group_id(&sv.cfg, getgid(), &api_group, err,
+		    sizeof(err)) < 0 || (api_fd = api_listen(&sv.cfg, getuid(),
+		    api_group, err, sizeof(err))) < 0) {
 			log_errx("%s", err);
 			config_free(&sv.cfg);
 			return EX_CANTCREAT;
@@ -308,12 +309,17 @@ main(int argc, char **argv)
 		config_free(&sv.cfg);
 		return EX_CONFIG;
 	}
+	if (api_group_id(&sv.cfg, su.gid, &api_group, err, sizeof(err)) < 0) {
+		log_errx("%s", err);
+		config_free(&sv.cfg);
+		return EX_CONFIG;
+	}
 	if (prepare_dirs(&sv.cfg, &ru, &su) < 0) {
 		config_free(&sv.cfg);
 		return EX_CANTCREAT;
 	}
 	/* As root: the socket may go to a group we are not in. */
-	if ((api_fd = api_listen(&sv.cfg, su.uid, su.gid, &api_group, err,
+	if ((api_fd = api_listen(&sv.cfg, su.uid, api_group, err,
 	    sizeof(err))) < 0) {
 		log_errx("%s", err);
 		config_free(&sv.cfg);

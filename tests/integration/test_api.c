@@ -7,6 +7,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <stdarg.h>
 #include <grp.h>
 #include <poll.h>
 #include <pwd.h>
@@ -72,10 +73,19 @@ track_tasks(struct berth *b)
 	}
 }
 
+/*
+ * SIGTERM, and a clean exit: under the sanitizers a leak or an error in
+ * the supervisor (the API's shutdown with polls waiting included) fails
+ * the test here.
+ */
 static void
 berth_stop(struct berth *b)
 {
 	track_tasks(b);
+	ck_assert_int_eq(kill(b->sv.pid, SIGTERM), 0);
+	ck_assert_msg(proc_wait_exit(&b->sv, 20000), "%s", b->sv.log);
+	ck_assert_msg(WIFEXITED(b->sv.status) && WEXITSTATUS(b->sv.status) ==
+	    0, "supervisor exit status %d:\n%s", b->sv.status, b->sv.log);
 	proc_kill(&b->sv);
 	ck_assert(pid_wait_gone(b->mounter, 3000));
 	ck_assert(pid_wait_gone(b->registry, 3000));
@@ -258,7 +268,7 @@ START_TEST(bad_requests_say_what_was_wrong)
 		{ "PUT", "/v1/volume/v1/create", "{\"plugin_id\": \"p\", "
 		    "\"access_mode\": \"single-node-writer\"}", "400",
 		    "plugin p has no healthy controller instance" },
-		{ "GET", "/v1/volume/a..b%2Fc", NULL, "400", "volume id" },
+		{ "GET", "/v1/volume/a..b%2Fc", NULL, "400", "is not an identifier" },
 		{ "GET", "/v1/volumes", NULL, "501", "volume manager" },
 	};
 	struct berth b;
@@ -278,6 +288,13 @@ START_TEST(bad_requests_say_what_was_wrong)
 	    404, "no alloc nope"));
 	json_decref(api_fails(&b, "GET", "/v1/plugin/nope", NULL, 0, 404,
 	    "no plugin nope"));
+	/* Ids are identifiers, after decoding: no way out of alloc_dir. */
+	json_decref(api_fails(&b, "DELETE", "/v1/allocation/..%2F..%2Fx", NULL,
+	    0, 400, "is not an identifier"));
+	json_decref(api_fails(&b, "GET", "/v1/allocation/a%00b", NULL, 0, 400,
+	    "is not an identifier"));
+	json_decref(api_fails(&b, "GET", "/v1/plugin/..", NULL, 0, 400,
+	    "is not an identifier"));
 
 	/* Wrong methods: 405 with Allow. */
 	request(&b, "POST", "/v1/status", NULL, 0, &a);
@@ -596,7 +613,13 @@ START_TEST(allocations_plugins_events_and_metrics)
 	hostpath_doc(doc, sizeof(doc), "a2", "hostpath");
 	json_decref(api_fails(&b, "PUT", "/v1/allocations", doc, strlen(doc),
 	    503, "cannot write into alloc_dir"));
+	/* The supervisor stops cleanly with a poll still waiting. */
+	j = api_ok(&b, "GET", "/v1/events?index=0&timeout=0", NULL);
+	fd = poll_start(&b, (unsigned long long)json_integer_value(
+	    json_object_get(j, "index")));
+	json_decref(j);
 	berth_stop(&b);
+	close(fd);
 }
 END_TEST
 
@@ -699,6 +722,40 @@ ctl(struct berth *b, char *out, size_t outlen, char *err, size_t errlen,
 	return WEXITSTATUS(status);
 }
 
+/* berthctl ARGS... with its stderr on a terminal: what it drew there. */
+static void
+ctl_tty(struct berth *b, char *err, size_t errlen, const char *a1,
+    const char *a2, const char *a3, const char *a4)
+{
+	char *argv[] = { (char *)harness_bin("berthctl"), (char *)a1,
+		(char *)a2, (char *)a3, (char *)a4, NULL };
+	size_t len = 0;
+	ssize_t n;
+	pid_t pid;
+	int m, s, status;
+
+	ck_assert_int_ge(m = posix_openpt(O_RDWR | O_NOCTTY), 0);
+	ck_assert_int_eq(grantpt(m), 0);
+	ck_assert_int_eq(unlockpt(m), 0);
+	ck_assert_int_ge(pid = fork(), 0);
+	if (pid == 0) {
+		setenv("BERTH_API", b->sock, 1);
+		if ((s = open(ptsname(m), O_RDWR | O_NOCTTY)) < 0 ||
+		    dup2(s, 2) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+	fcntl(m, F_SETFL, O_NONBLOCK);
+	while (len < errlen - 1 && (n = read(m, err + len, errlen - 1 - len)) >
+	    0)
+		len += (size_t)n;
+	err[len] = '\0';
+	close(m);
+}
+
 START_TEST(berthctl_drives_the_supervisor)
 {
 	static char out[65536], err[8192];
@@ -727,6 +784,11 @@ START_TEST(berthctl_drives_the_supervisor)
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "plugin",
 	    "status", "hostpath", "--wait-healthy", NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "Healthy   yes\n"));
+	/* On a terminal: one line, redrawn in place. */
+	ctl_tty(&b, err, sizeof(err), "plugin", "status", "hostpath",
+	    "--wait-healthy");
+	ck_assert_msg(strstr(err, "\r\033[K[") != NULL && strstr(err,
+	    "plugin hostpath: healthy") != NULL, "%s", err);
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "plugin",
 	    "list", NULL), 0);
 	ck_assert_msg(strncmp(out, "ID        PROVIDER                VERSION"
@@ -780,11 +842,45 @@ START_TEST(berthctl_drives_the_supervisor)
 	ck_assert_ptr_nonnull(strstr(err, "cannot connect to "
 	    "/nonexistent/api.sock"));
 
-	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "alloc",
-	    "stop", "a1", NULL), 0);
-	ck_assert_str_eq(out, "alloc a1 stopping\n");
-	ck_assert_msg(proc_wait_log(&b.sv, "alloc a1: stopped", 10000), "%s",
-	    b.sv.log);
+	/* events -f follows: the stop's events reach it as they happen. */
+	{
+		char *argv[] = { (char *)harness_bin("berthctl"), "events",
+			"-f", "--index", "3", NULL };
+		char path[600], text[16384];
+		pid_t pid;
+		int fd, i;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "%s/follow.out", b.dir);
+		ck_assert_int_ge(pid = fork(), 0);
+		if (pid == 0) {
+			setenv("BERTH_API", b.sock, 1);
+			if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC,
+			    0644)) < 0 || dup2(fd, 1) < 0)
+				_exit(127);
+			execv(argv[0], argv);
+			_exit(127);
+		}
+		harness_track_pid(pid);
+		ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err),
+		    "alloc", "stop", "a1", NULL), 0);
+		ck_assert_str_eq(out, "alloc a1 stopping\n");
+		ck_assert_msg(proc_wait_log(&b.sv, "alloc a1: stopped", 10000),
+		    "%s", b.sv.log);
+		for (i = 0, text[0] = '\0'; i < 200 && strstr(text,
+		    " AllocStopped ") == NULL; i++) {
+			usleep(50000);
+			ck_assert_ptr_nonnull(f = fopen(path, "r"));
+			text[fread(text, 1, sizeof(text) - 1, f)] = '\0';
+			fclose(f);
+		}
+		ck_assert_msg(strstr(text, " AllocStopped ") != NULL, "%s",
+		    text);
+		/* From index 3 on: event 4 first, nothing before it. */
+		ck_assert_msg(strncmp(text, "4 ", 2) == 0, "%s", text);
+		ck_assert_int_eq(kill(pid, SIGTERM), 0);
+		ck_assert_int_eq(waitpid(pid, &i, 0), pid);
+	}
 	berth_stop(&b);
 }
 END_TEST

@@ -109,6 +109,14 @@ START_TEST(socket_path_too_long)
 }
 END_TEST
 
+START_TEST(missing_api_group)
+{
+	expect_config_error(config("{\"api_group\": \"no-such-berth-group\"}"),
+	    "\"api_group\" names group no-such-berth-group, which does not "
+	    "exist");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -121,5 +129,6 @@ main(void)
 	tcase_add_test(tc, missing_user);
 	tcase_add_test(tc, missing_registry_user);
 	tcase_add_test(tc, socket_path_too_long);
+	tcase_add_test(tc, missing_api_group);
 	return harness_run("config_errors", tc);
 }

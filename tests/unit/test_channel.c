@@ -26,6 +26,9 @@ static int raw = -1;		/* the peer's end, driven by hand */
 /* What the server side saw. */
 static int srv_requests, srv_notices, srv_closed, srv_fd_cloexec;
 static int srv_last_fd = -1;
+/* What a client's on_answer observer saw. */
+static int answers, answers_ok, answers_timeout, answers_closed;
+static Berth__Envelope__BodyCase answered_body;
 
 static bool
 ping_takes_fd(Berth__Envelope__BodyCase body)
@@ -70,7 +73,8 @@ srv_close(struct chan *c, const char *why, void *arg)
 	srv_closed++;
 }
 
-static struct chan_ops srv_ops = { srv_message, srv_close, ping_takes_fd, NULL };
+static struct chan_ops srv_ops = { srv_message, srv_close, ping_takes_fd,
+	NULL };
 
 static void
 setup(void)
@@ -84,6 +88,7 @@ setup(void)
 	ck_assert_ptr_nonnull(srv);
 	raw = sp[1];
 	srv_requests = srv_notices = srv_closed = srv_fd_cloexec = 0;
+	answers = answers_ok = answers_timeout = answers_closed = 0;
 	srv_last_fd = -1;
 }
 
@@ -240,10 +245,28 @@ cli_close(struct chan *c, const char *why, void *arg)
 	closed_cb++;
 }
 
+/* chan_ops.on_answer: what it saw, before each request's callback. */
+static void
+count_answer(struct chan *c, Berth__Envelope__BodyCase request,
+    const Berth__Envelope *answer, void *arg)
+{
+	(void)c;
+	(void)arg;
+	answers++;
+	answered_body = request;
+	if (answer->error == NULL)
+		answers_ok++;
+	else if (answer->error->code == BERTH__ERROR_CODE__ERROR_TIMEOUT)
+		answers_timeout++;
+	else if (answer->error->code == BERTH__ERROR_CODE__ERROR_CLOSED)
+		answers_closed++;
+}
+
 START_TEST(request_reply_between_two_channels)
 {
 	/* Replace the raw end by a second channel: both sides for real. */
-	static struct chan_ops cli_ops = { NULL, NULL, ping_takes_fd, NULL };
+	static struct chan_ops cli_ops = { NULL, NULL, ping_takes_fd,
+		count_answer };
 	chan_reply_cb cb = pong_cb;
 	struct chan *cli;
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
@@ -266,6 +289,9 @@ START_TEST(request_reply_between_two_channels)
 	for (i = 0; i < 2000 && got < 100; i++)
 		pump(1);
 	ck_assert_int_eq(got, 100);
+	ck_assert_int_eq(answers, 100);
+	ck_assert_int_eq(answers_ok, 100);
+	ck_assert_int_eq(answered_body, BERTH__ENVELOPE__BODY_PING);
 	ck_assert_int_eq(code, 0);
 	ck_assert_uint_eq(nonce, 100);
 	ck_assert_int_eq(srv_requests, 100);
@@ -281,7 +307,8 @@ END_TEST
 
 START_TEST(timeout_then_close_fail_pending_requests)
 {
-	static struct chan_ops cli_ops = { NULL, cli_close, NULL, NULL };
+	static struct chan_ops cli_ops = { NULL, cli_close, NULL,
+		count_answer };
 	chan_reply_cb cb = fail_cb;
 	struct chan *cli;
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
@@ -309,6 +336,11 @@ START_TEST(timeout_then_close_fail_pending_requests)
 		pump(1);
 	ck_assert_int_eq(got_closed, 1);
 	ck_assert_int_eq(closed_cb, 1);
+	/* The observer saw both ends, with the request's body. */
+	ck_assert_int_eq(answers, 2);
+	ck_assert_int_eq(answers_timeout, 1);
+	ck_assert_int_eq(answers_closed, 1);
+	ck_assert_int_eq(answered_body, BERTH__ENVELOPE__BODY_SHUTDOWN);
 	ck_assert(chan_closed(cli));
 	/* Sending on a closed channel fails cleanly. */
 	ck_assert_int_eq(chan_request(cli, &env, -1, 100, cb, NULL), -EPIPE);
