@@ -30,7 +30,7 @@
 #include "watch.h"
 
 #define IPC_BYTES(s) ((ProtobufCBinaryData){ strlen(s), (uint8_t *)(s) })
-#define RESCAN_DELAY_MS 20	/* gathers the events of one rename or copy */
+#define RESCAN_DELAY_MS 1	/* one scan for the events of one burst */
 #define MOUNTER_TIMEOUT_MS 30000
 /* Volume steps that may pass are tried again: 1 s doubling to 30 s. */
 #define VOLUME_RETRY_FIRST_MS 1000
