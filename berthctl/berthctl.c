@@ -713,9 +713,9 @@ cmd_driver_list(void)
 static void
 cmd_device_list(void)
 {
-	json_t *j = get_table("device list", "/v1/devices"), *d;
-	struct table t = { 3, 0, 0, NULL };
-	size_t i;
+	json_t *j = get_table("device list", "/v1/devices"), *g, *d;
+	struct table t = { 6, 0, 0, NULL };
+	size_t i, k;
 
 	if (j == NULL)
 		return;
@@ -724,10 +724,13 @@ cmd_device_list(void)
 		    " (" : "", json_object_get(j, "note") ? str(j, "note") :
 		    "", json_object_get(j, "note") ? ")" : "");
 	else {
-		row(&t, "ID", "VENDOR", "HEALTHY");
-		json_array_foreach(json_object_get(j, "devices"), i, d)
-			row(&t, str(d, "id"), str(d, "vendor"), yesno(d,
-			    "healthy"));
+		/* One row per device, under its group (vendor, type, name). */
+		row(&t, "TYPE", "VENDOR", "NAME", "ID", "HEALTHY", "GONE");
+		json_array_foreach(json_object_get(j, "devices"), i, g)
+			json_array_foreach(json_object_get(g, "devices"), k, d)
+				row(&t, str(g, "type"), str(g, "vendor"),
+				    str(g, "name"), str(d, "id"), yesno(d,
+				    "healthy"), yesno(d, "gone"));
 		table_print(&t);
 	}
 	json_decref(j);

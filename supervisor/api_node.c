@@ -18,6 +18,8 @@
 #include "alloc.h"
 #include "alloc_runner.h"
 #include "api_int.h"
+#include "devmgr.h"
+#include "drivermgr.h"
 #include "csimanager.h"
 #include "events.h"
 #include "metrics.h"
@@ -253,32 +255,69 @@ api_plugin(struct api_call *c)
 	api_reply(c, 200, p);
 }
 
+/* The driver manager's view: every driver, its state and fingerprint. */
 void
 api_drivers(struct api_call *c)
 {
-	struct supervisor *sv = c->sv;
-	bool mounter = sv->mounter.ready && !sv->mounter.exited;
+	static const char *const names[] = { "exec", "privileged" };
+	struct drivermgr *dm = c->sv->drivers;
+	json_t *list = json_array();
+	enum plugin_state st;
+	size_t i;
 
-	api_reply(c, 200, json_pack("{s:[{s:s, s:b, s:b, s:s}, {s:s, s:b, "
-	    "s:b, s:s}], s:s}", "drivers",
-	    "name", "exec", "detected", 1, "healthy", 1, "description",
-	    "processes the supervisor starts as its own user, in a session "
-	    "of their own, watched through pidfds",
-	    "name", "privileged", "detected", 1, "healthy", mounter,
-	    "description", mounter ? "root-defined plugins from plugins.d, "
-	    "started by berth-mounter" : "root-defined plugins from "
-	    "plugins.d; berth-mounter is not ready",
-	    "note", "the supervisor's built-in task drivers; external driver "
-	    "plugins and driver_allow/driver_block come with the driver "
-	    "manager"));
+	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
+		st = drivermgr_state(dm, names[i]);
+		json_array_append_new(list, json_pack("{s:s, s:s, s:b, s:b, "
+		    "s:b, s:s}", "name", names[i], "state",
+		    plugin_state_name(st), "detected", st != PLUGIN_UNDETECTED &&
+		    st != PLUGIN_BLOCKED, "healthy", st == PLUGIN_HEALTHY,
+		    "allowed", drivermgr_allowed(dm, names[i]), "description",
+		    drivermgr_desc(dm, names[i])));
+	}
+	api_reply(c, 200, json_pack("{s:o}", "drivers", list));
 }
 
+/* The device manager's catalogue: groups, devices, health, counters. */
 void
 api_devices(struct api_call *c)
 {
-	api_reply(c, 200, json_pack("{s:[], s:s}", "devices", "note",
-	    "no device plugins: the device manager is not part of this "
-	    "build"));
+	struct devmgr *dm = c->sv->devmgr;
+	json_t *groups = json_array(), *plugins = json_array();
+	struct plugin *p;
+	size_t i, k, a;
+
+	for (p = pluginmgr_first(devmgr_plugins(dm)); p != NULL;
+	    p = pluginmgr_next(p))
+		json_array_append_new(plugins, json_pack("{s:s, s:s, s:s}",
+		    "name", plugin_name(p), "state",
+		    plugin_state_name(plugin_get_state(p)), "description",
+		    plugin_desc(p)));
+	for (i = 0; i < devmgr_group_count(dm); i++) {
+		const struct dev_group *g = devmgr_group_at(dm, i);
+		json_t *devs = json_array();
+
+		for (k = 0; k < g->ndevs; k++) {
+			const struct dev_device *d = &g->devs[k];
+			json_t *attrs = json_object(), *ctr = json_object();
+
+			for (a = 0; a < d->nattrs; a++)
+				json_object_set_new(attrs, d->attrs[a].key,
+				    json_string(d->attrs[a].value));
+			for (a = 0; a < d->ncounters; a++)
+				json_object_set_new(ctr, d->counters[a].key,
+				    json_integer((json_int_t)
+				    d->counters[a].value));
+			json_array_append_new(devs, json_pack("{s:s, s:b, s:b, "
+			    "s:s, s:o, s:o}", "id", d->id, "healthy",
+			    d->healthy, "gone", d->gone, "health", d->health,
+			    "attributes", attrs, "counters", ctr));
+		}
+		json_array_append_new(groups, json_pack("{s:s, s:s, s:s, s:s?, "
+		    "s:o}", "vendor", g->vendor, "type", g->type, "name",
+		    g->name, "plugin", g->plugin, "devices", devs));
+	}
+	api_reply(c, 200, json_pack("{s:o, s:o}", "plugins", plugins,
+	    "devices", groups));
 }
 
 void

@@ -52,10 +52,18 @@ berth_start(struct berth *b, const char *extra)
 	ck_assert_int_eq(mkdir(b->allocs, 0755), 0);
 	/* The API writes allocation documents here as the supervisor. */
 	ck_assert_int_eq(chown(b->allocs, pw->pw_uid, pw->pw_gid), 0);
+	/* A sysfs of one disk, for the device manager. */
+	snprintf(text, sizeof(text), "mkdir -p %s/sys/block/vdz/device "
+	    "%s/sys/block/vdz/queue && echo 2048 > %s/sys/block/vdz/size && "
+	    "echo TESTDISK > %s/sys/block/vdz/device/model && echo 0 > "
+	    "%s/sys/block/vdz/removable", b->dir, b->dir, b->dir, b->dir,
+	    b->dir);
+	ck_assert_int_eq(system(text), 0);
 	snprintf(text, sizeof(text), "{\"data_dir\": \"%s/data\", "
 	    "\"run_dir\": \"%s/run\", \"alloc_dir\": \"%s\", "
+	    "\"sysfs_root\": \"%s/sys\", "
 	    "\"plugin_heartbeat\": \"1s\", \"plugin_resync\": \"2s\"%s}",
-	    b->dir, b->dir, b->allocs, extra != NULL ? extra : "");
+	    b->dir, b->dir, b->allocs, b->dir, extra != NULL ? extra : "");
 	harness_write(b->cfg, text);
 	harness_start_berth(&b->sv, b->cfg, &b->mounter, &b->registry);
 }
@@ -233,9 +241,20 @@ START_TEST(read_routes_answer)
 	ck_assert(json_is_true(json_object_get(json_array_get(
 	    json_object_get(j, "drivers"), 1), "healthy")));
 	json_decref(j);
+	/* The driver manager's states, and the device manager's one disk. */
+	j = api_ok(&b, "GET", "/v1/drivers", NULL);
+	ck_assert_str_eq(jstr(json_array_get(json_object_get(j, "drivers"), 0),
+	    "state"), "healthy");
+	ck_assert(json_is_true(json_object_get(json_array_get(
+	    json_object_get(j, "drivers"), 0), "allowed")));
+	json_decref(j);
 	j = api_ok(&b, "GET", "/v1/devices", NULL);
-	ck_assert_int_eq(json_array_size(json_object_get(j, "devices")), 0);
-	ck_assert_ptr_nonnull(strstr(jstr(j, "note"), "device manager"));
+	ck_assert_int_eq(json_array_size(json_object_get(j, "devices")), 1);
+	ck_assert_str_eq(jstr(json_array_get(json_object_get(j, "devices"), 0),
+	    "name"), "TESTDISK");
+	ck_assert_str_eq(jstr(json_array_get(json_object_get(json_array_get(
+	    json_object_get(j, "devices"), 0), "devices"), 0), "id"), "vdz");
+	ck_assert_int_ge(json_array_size(json_object_get(j, "plugins")), 1);
 	json_decref(j);
 	j = api_ok(&b, "GET", "/v1/events?index=0&timeout=0", NULL);
 	ck_assert_int_eq(json_integer_value(json_object_get(j, "index")), 0);
@@ -809,7 +828,7 @@ START_TEST(berthctl_drives_the_supervisor)
 	ck_assert_ptr_nonnull(strstr(out, "\nexec        yes       yes"));
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "device",
 	    "list", NULL), 0);
-	ck_assert_ptr_nonnull(strstr(out, "no devices"));
+	ck_assert_ptr_nonnull(strstr(out, "TESTDISK"));
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "events",
 	    NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, " AllocStarted "));
