@@ -33,6 +33,7 @@
 #include <grpc/grpc_security.h>
 
 #include "csi.pb-c.h"
+#include "benchutil.h"
 #include "harness.h"
 
 #define PLUGINS_MAX 500
@@ -80,58 +81,6 @@ cpu_of(pid_t pid)
 	}
 	closedir(d);
 	return sum / 1e9;
-}
-
-static char *
-slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long len;
-
-	if (f == NULL)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	rewind(f);
-	if ((buf = malloc(len + 1)) == NULL)
-		abort();
-	len = (long)fread(buf, 1, len, f);
-	buf[len] = '\0';
-	fclose(f);
-	return buf;
-}
-
-static int
-count(const char *log, const char *text)
-{
-	int n = 0;
-
-	for (const char *p = log; (p = strstr(p, text)) != NULL;
-	    p += strlen(text))
-		n++;
-	return n;
-}
-
-/* Wait until the log holds text want times; false after ms. */
-static bool
-wait_count(struct bench *b, const char *text, int want, int ms)
-{
-	double until = now() + ms / 1000.0;
-	char *log;
-	int n;
-
-	do {
-		log = slurp(b->log);
-		n = count(log, text);
-		free(log);
-		if (n >= want)
-			return true;
-		usleep(100000);
-	} while (now() < until);
-	fprintf(stderr, "bench_plugins: %d of %d \"%s\" in %s\n", n, want,
-	    text, b->log);
-	return false;
 }
 
 static void
@@ -183,20 +132,6 @@ add_alloc(struct bench *b, int i)
 		abort();
 }
 
-/* Every task the log names, killed: plugins outlive a killed supervisor. */
-static void
-kill_tasks(struct bench *b)
-{
-	const char *key = "type=Started message=\"pid ";
-	char *log = slurp(b->log);
-
-	for (const char *p = log; (p = strstr(p, key)) != NULL; ) {
-		p += strlen(key);
-		kill((pid_t)atol(p), SIGKILL);
-	}
-	free(log);
-}
-
 static void
 stop(struct bench *b)
 {
@@ -207,10 +142,10 @@ stop(struct bench *b)
 		snprintf(path, sizeof(path), "%s/p%d.json", b->allocs, i);
 		unlink(path);
 	}
-	wait_count(b, ": stopped", b->n, 60000);
+	bench_wait_log(b->log, ": stopped", b->n, 60000);
 	kill(b->sv, SIGTERM);
 	waitpid(b->sv, &status, 0);
-	kill_tasks(b);
+	bench_kill_tasks(b->log);
 	/* The helpers and any straggler came to us as the subreaper. */
 	while (waitpid(-1, &status, WNOHANG) > 0 || (errno != ECHILD &&
 	    usleep(50000) == 0))
@@ -345,13 +280,13 @@ main(int argc, char **argv)
 		return 77;
 	}
 	start(&b);
-	if (!wait_count(&b, "ready:", 1, 10000))
+	if (!bench_wait_log(b.log, "ready:", 1, 10000))
 		goto fail;
 	proc_status_field(b.sv, "VmRSS", rss0, sizeof(rss0));
 	t0 = now();
 	for (int i = 0; i < b.n; i++)
 		add_alloc(&b, i);
-	if (!wait_count(&b, "type=PluginHealthy", b.n, 120000))
+	if (!bench_wait_log(b.log, "type=PluginHealthy", b.n, 120000))
 		goto fail;
 	printf("%d plugins started and healthy in %.1f s\n", b.n, now() - t0);
 	/* Let start-up settle before measuring the steady state. */
@@ -405,16 +340,16 @@ main(int argc, char **argv)
 	 * once on a small machine), then one plugin at a time with the 100
 	 * being probed, the steady state an operator's new plugin sees.
 	 */
-	log = slurp(b.log);
+	log = bench_slurp(b.log);
 	for (int i = 0; i < b.n; i++)
 		if ((ms[nh] = socket_to_healthy(log, i)) >= 0)
 			nh++;
 	free(log);
 	for (int k = 0; k < EXTRA; k++) {
 		add_alloc(&b, b.n + k);
-		if (!wait_count(&b, "type=PluginHealthy", b.n + k + 1, 30000))
+		if (!bench_wait_log(b.log, "type=PluginHealthy", b.n + k + 1, 30000))
 			goto fail;
-		log = slurp(b.log);
+		log = bench_slurp(b.log);
 		if ((one[none] = socket_to_healthy(log, b.n + k)) >= 0)
 			none++;
 		free(log);

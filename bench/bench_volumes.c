@@ -27,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "benchutil.h"
 #include "harness.h"
 #include "http.h"
 
@@ -35,65 +36,6 @@ struct bench {
 	char log[512], sock[512];
 	pid_t sv;
 };
-
-static double
-now_ms(void)
-{
-	struct timespec ts;
-
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static char *
-slurp(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	char *buf;
-	long len;
-
-	if (f == NULL)
-		return strdup("");
-	fseek(f, 0, SEEK_END);
-	len = ftell(f);
-	rewind(f);
-	if ((buf = malloc(len + 1)) == NULL)
-		abort();
-	len = (long)fread(buf, 1, len, f);
-	buf[len] = '\0';
-	fclose(f);
-	return buf;
-}
-
-static int
-count(const char *log, const char *text)
-{
-	int n = 0;
-
-	for (const char *p = log; (p = strstr(p, text)) != NULL;
-	    p += strlen(text))
-		n++;
-	return n;
-}
-
-static bool
-wait_count(struct bench *b, const char *text, int want, int ms)
-{
-	double until = now_ms() + ms;
-	char *log;
-	int n;
-
-	do {
-		log = slurp(b->log);
-		n = count(log, text);
-		free(log);
-		if (n >= want)
-			return true;
-		usleep(20000);
-	} while (now_ms() < until);
-	fprintf(stderr, "bench_volumes: %d of %d \"%s\"\n", n, want, text);
-	return false;
-}
 
 /* 0 on a 2xx answer. */
 static int
@@ -158,19 +100,12 @@ start(struct bench *b)
 static void
 stop(struct bench *b)
 {
-	const char *key = "message=\"pid ";
-	char *log;
 	int status;
 
 	kill(b->sv, SIGTERM);
 	waitpid(b->sv, &status, 0);
 	/* Tasks and the plugin outlive the supervisor by design. */
-	log = slurp(b->log);
-	for (const char *p = log; (p = strstr(p, key)) != NULL; ) {
-		p += strlen(key);
-		kill((pid_t)atol(p), SIGKILL);
-	}
-	free(log);
+	bench_kill_tasks(b->log);
 	while (waitpid(-1, &status, WNOHANG) > 0 || (errno != ECHILD &&
 	    usleep(50000) == 0))
 		;
@@ -240,7 +175,7 @@ static double
 shell_ms(const char *dir)
 {
 	char path[1024];
-	double t0 = now_ms(), t;
+	double t0 = bench_now_ms(), t;
 	pid_t pid;
 
 	snprintf(path, sizeof(path), "%s/shell-started", dir);
@@ -252,7 +187,7 @@ shell_ms(const char *dir)
 	}
 	while (access(path, F_OK) < 0)
 		usleep(100);
-	t = now_ms() - t0;
+	t = bench_now_ms() - t0;
 	kill(pid, SIGKILL);
 	waitpid(pid, NULL, 0);
 	return t;
@@ -295,15 +230,15 @@ main(int argc, char **argv)
 		return 77;
 	}
 	start(&b);
-	if (!wait_count(&b, "ready:", 1, 10000))
+	if (!bench_wait_log(b.log, "ready:", 1, 10000))
 		goto fail;
 	snprintf(path, sizeof(path), "%s/allocs/plugin.json", b.dir);
 	harness_write(path, "{\"id\": \"plugin\", \"tasks\": [{\"name\": \"p\", "
 	    "\"driver\": \"privileged\", \"config\": {\"plugin\": "
 	    "\"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", \"type\": "
 	    "\"monolith\"}}]}");
-	if (!wait_count(&b, "type=controller alloc=plugin health=healthy", 1,
-	    20000) || !wait_count(&b, "type=node alloc=plugin health=healthy",
+	if (!bench_wait_log(b.log, "type=controller alloc=plugin health=healthy", 1,
+	    20000) || !bench_wait_log(b.log, "type=node alloc=plugin health=healthy",
 	    1, 20000))
 		goto fail;
 
@@ -314,19 +249,19 @@ main(int argc, char **argv)
 		if (volume(&b, vol) < 0)
 			goto fail;
 		shell[i] = shell_ms(b.dir);
-		t0 = now_ms();
+		t0 = bench_now_ms();
 		if (submit(&b, id, vol) < 0)
 			goto fail;
 		while (!started(&b, vol)) {
-			if (now_ms() - t0 > 30000)
+			if (bench_now_ms() - t0 > 30000)
 				goto fail;
 			usleep(100);
 		}
-		total[i] = now_ms() - t0;
+		total[i] = bench_now_ms() - t0;
 	}
-	if (!wait_count(&b, "1 volume in place in", rounds, 10000))
+	if (!bench_wait_log(b.log, "1 volume in place in", rounds, 10000))
 		goto fail;
-	log = slurp(b.log);
+	log = bench_slurp(b.log);
 	for (i = 0; i < rounds; i++) {
 		snprintf(id, sizeof(id), "one%d", i);
 		rpc[i] = rpc_ms(log, id, &job[i]);
@@ -339,7 +274,7 @@ main(int argc, char **argv)
 		if (volume(&b, vol) < 0)
 			goto fail;
 	}
-	t0 = now_ms();
+	t0 = bench_now_ms();
 	for (i = 0; i < n; i++) {
 		snprintf(id, sizeof(id), "many%d", i);
 		snprintf(vol, sizeof(vol), "v-many%d", i);
@@ -351,14 +286,14 @@ main(int argc, char **argv)
 			snprintf(vol, sizeof(vol), "v-many%d", i);
 			done += started(&b, vol);
 		}
-		if (now_ms() - t0 > 120000)
+		if (bench_now_ms() - t0 > 120000)
 			goto fail;
 		usleep(1000);
 	}
-	burst = now_ms() - t0;
-	if (!wait_count(&b, "1 volume in place in", rounds + n, 10000))
+	burst = bench_now_ms() - t0;
+	if (!bench_wait_log(b.log, "1 volume in place in", rounds + n, 10000))
 		goto fail;
-	log = slurp(b.log);
+	log = bench_slurp(b.log);
 	for (i = 0; i < n; i++) {
 		snprintf(id, sizeof(id), "many%d", i);
 		if ((t = rpc_ms(log, id, &unused)) > 0)

@@ -562,35 +562,18 @@ mount_type(struct unit *u, struct csi_inst *node)
 	return true;
 }
 
+/* The pub's staging path, or its publish target: absolute, for CSI. */
 static void
-abs_path(struct volmgr *vm, char *buf, size_t n, const char *rel)
+csi_path(struct unit *u, bool staging, char *buf, size_t n)
 {
-	if (layout_abs(buf, n, vm->sv->cfg.data_dir, rel) < 0)
+	char rel[1024];
+	struct vpub *p = u->pub;
+
+	if ((staging ? layout_staging(rel, sizeof(rel), p->type, p->plugin,
+	    p->ns, p->vol, p->usage) : layout_publish(rel, sizeof(rel),
+	    p->type, p->plugin, p->alloc, p->vol, p->usage)) < 0 ||
+	    layout_abs(buf, n, u->job->vm->sv->cfg.data_dir, rel) < 0)
 		buf[0] = '\0';
-}
-
-static void
-staging_path(struct unit *u, char *buf, size_t n)
-{
-	char rel[1024];
-	struct vpub *p = u->pub;
-
-	if (layout_staging(rel, sizeof(rel), p->type, p->plugin, p->ns,
-	    p->vol, p->usage) < 0)
-		rel[0] = '\0';
-	abs_path(u->job->vm, buf, n, rel);
-}
-
-static void
-publish_path(struct unit *u, char *buf, size_t n)
-{
-	char rel[1024];
-	struct vpub *p = u->pub;
-
-	if (layout_publish(rel, sizeof(rel), p->type, p->plugin, p->alloc,
-	    p->vol, p->usage) < 0)
-		rel[0] = '\0';
-	abs_path(u->job->vm, buf, n, rel);
 }
 
 /* ---- registry records ---- */
@@ -777,7 +760,7 @@ mount_step(struct unit *u)
 		}
 		if ((node = node_of(u)) == NULL)
 			break;
-		staging_path(u, stage, sizeof(stage));
+		csi_path(u, true, stage, sizeof(stage));
 		req.volume_id = p->external_id;
 		req.staging_target_path = stage;
 		req.volume_capability = pub_capability(&cb, p);
@@ -817,8 +800,8 @@ mount_step(struct unit *u)
 			break;
 		fp = csi_inst_fingerprint(node);
 		if (fp->stage_unstage)
-			staging_path(u, stage, sizeof(stage));
-		publish_path(u, target, sizeof(target));
+			csi_path(u, true, stage, sizeof(stage));
+		csi_path(u, false, target, sizeof(target));
 		req.volume_id = p->external_id;
 		req.staging_target_path = fp->stage_unstage ? stage : "";
 		req.target_path = target;
@@ -892,7 +875,7 @@ unmount_step(struct unit *u)
 		 * publish and our record of it; unpublish is idempotent. */
 		if ((node = node_of(u)) == NULL)
 			break;
-		publish_path(u, path, sizeof(path));
+		csi_path(u, false, path, sizeof(path));
 		req.volume_id = p->external_id;
 		req.target_path = path;
 		csi_send(u, node, CSI_NODE_UNPUBLISH_VOLUME, &req.base);
@@ -911,7 +894,7 @@ unmount_step(struct unit *u)
 			unit_step(u);
 			return;
 		}
-		staging_path(u, path, sizeof(path));
+		csi_path(u, true, path, sizeof(path));
 		req.volume_id = p->external_id;
 		req.staging_target_path = path;
 		csi_send(u, node, CSI_NODE_UNSTAGE_VOLUME, &req.base);
