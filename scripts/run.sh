@@ -40,7 +40,8 @@ cleanup() {
 	    sort -r | while read -r m; do umount -l "$m"; done
 	rm -rf "$work"
 }
-trap cleanup EXIT INT TERM
+trap cleanup EXIT
+trap 'exit 1' INT TERM HUP PIPE
 fail() {
 	echo "run.sh: $*" >&2
 	echo "--- the supervisor's log:" >&2

@@ -8,6 +8,7 @@
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 
 #include "channel.h"
 #include "harness.h"
+#include "procstat.h"
 
 /*
  * Each entry remembers which process tracked it: check's forked children
@@ -29,6 +31,35 @@ static struct { pid_t pid, owner; } tracked_pids[64];
 static int ntracked_pids;
 static struct { char *path; pid_t owner; } tracked_dirs[16];
 static int ntracked_dirs;
+
+/*
+ * check ends a failed test's process with _exit(): its atexit handler
+ * never runs. So each test also writes what it made to a file of its
+ * runner's (the process in harness_run), which cleans up after the run.
+ */
+static pid_t runner;
+
+static void
+runner_note(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+static void
+runner_note(const char *fmt, ...)
+{
+	char path[64];
+	va_list ap;
+	FILE *f;
+
+	if (runner <= 0)
+		return;
+	snprintf(path, sizeof(path), "/tmp/berth-test-runner-%ld",
+	    (long)runner);
+	if ((f = fopen(path, "a")) == NULL)
+		return;
+	va_start(ap, fmt);
+	vfprintf(f, fmt, ap);
+	va_end(ap);
+	fclose(f);
+}
 
 static void
 harness_cleanup(void)
@@ -59,12 +90,90 @@ track_init(void)
 void
 harness_track_pid(pid_t pid)
 {
+	uint64_t start;
+
 	track_init();
 	if (ntracked_pids < (int)(sizeof(tracked_pids) /
 	    sizeof(tracked_pids[0]))) {
 		tracked_pids[ntracked_pids].pid = pid;
 		tracked_pids[ntracked_pids++].owner = getpid();
 	}
+	if (proc_start_time(pid, &start) == 0)
+		runner_note("p %ld %llu\n", (long)pid,
+		    (unsigned long long)start);
+}
+
+/*
+ * Whatever still runs from a test's directory: its cwd is in it, or its
+ * command line names it (the supervisor and helpers by their config and
+ * data dir, a privileged plugin by its state dir, berth-shim by -d).
+ */
+static void
+kill_under(const char *dir)
+{
+	char path[64], buf[4096];
+	size_t len = strlen(dir);
+	struct dirent *de;
+	ssize_t n;
+	DIR *d;
+	int fd;
+
+	if ((d = opendir("/proc")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		pid_t pid = (pid_t)atol(de->d_name);
+
+		if (pid <= 1 || pid == getpid())
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/cwd", (long)pid);
+		n = readlink(path, buf, sizeof(buf) - 1);
+		buf[n > 0 ? n : 0] = '\0';
+		if (strncmp(buf, dir, len) != 0 || (buf[len] != '/' &&
+		    buf[len] != '\0')) {
+			snprintf(path, sizeof(path), "/proc/%ld/cmdline",
+			    (long)pid);
+			if ((fd = open(path, O_RDONLY)) < 0)
+				continue;
+			n = read(fd, buf, sizeof(buf) - 1);
+			close(fd);
+			for (ssize_t i = 0; i < n; i++)
+				if (buf[i] == '\0')
+					buf[i] = ' ';
+			buf[n > 0 ? n : 0] = '\0';
+			if (strstr(buf, dir) == NULL)
+				continue;
+		}
+		kill(pid, SIGKILL);
+	}
+	closedir(d);
+}
+
+/* After the run: what each test recorded, killed and removed. */
+static void
+runner_cleanup(void)
+{
+	char path[64], line[512];
+	unsigned long long start;
+	uint64_t now;
+	long pid;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/berth-test-runner-%ld",
+	    (long)runner);
+	if ((f = fopen(path, "r")) == NULL)
+		return;
+	while (fgets(line, sizeof(line), f) != NULL) {
+		line[strcspn(line, "\n")] = '\0';
+		/* Only if its start time still matches: never a reused pid. */
+		if (line[0] == 'p' && sscanf(line + 2, "%ld %llu", &pid,
+		    &start) == 2 && pid > 1 && proc_start_time((pid_t)pid,
+		    &now) == 0 && now == start)
+			kill((pid_t)pid, SIGKILL);
+		else if (line[0] == 'd')
+			harness_rmtree(line + 2);
+	}
+	fclose(f);
+	unlink(path);
 }
 
 int
@@ -76,9 +185,11 @@ harness_run(const char *name, TCase *tc)
 
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
+	runner = getpid();
 	srunner_run_all(sr, CK_NORMAL);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	runner_cleanup();
 	return failed == 0 ? 0 : 1;
 }
 
@@ -119,6 +230,7 @@ harness_tmpdir(const char *tag)
 		tracked_dirs[ntracked_dirs].path = strdup(d);
 		tracked_dirs[ntracked_dirs++].owner = getpid();
 	}
+	runner_note("d %s\n", d);
 	return strdup(d);
 }
 
@@ -164,6 +276,7 @@ void
 harness_rmtree(const char *path)
 {
 	if (path != NULL && strncmp(path, "/tmp/berth-test-", 16) == 0) {
+		kill_under(path);
 		detach_under(path);
 		nftw(path, rm_one, 16, FTW_DEPTH | FTW_PHYS | FTW_MOUNT);
 	}
