@@ -158,30 +158,20 @@ volume_not_found(struct op *op, const char *ns, const char *id)
 	    "no volume %s in namespace %s", id, ns);
 }
 
-int
-claims_get_volume(struct registry *r, struct op *op)
+/* The volume's claims, oldest first, into vr; -1: database error. */
+static int
+add_claims(struct registry *r, struct op *op, Berth__VolumeReply *vr,
+    const char *ns, const char *id)
 {
-	const Berth__VolumeKey *key = op->req->get_volume->key;
-	Berth__VolumeReply *vr;
-	Berth__Envelope *rep;
-	Berth__Volume *v;
 	sqlite3_stmt *st;
 	size_t cap = 16;
 	int rc;
 
-	if ((rc = find_volume(r, op, key->namespace_, key->id, &v)) <= 0)
-		return rc < 0 ? rc : volume_not_found(op, key->namespace_,
-		    key->id);
-	rep = op_reply(op, BERTH__ENVELOPE__BODY_VOLUME_REPLY);
-	vr = arena_alloc(&op->arena, sizeof(*vr));
-	berth__volume_reply__init(vr);
-	vr->volume = v;
-	rep->volume_reply = vr;
 	vr->claims = arena_alloc(&op->arena, cap * sizeof(*vr->claims));
 	st = store_stmt(&r->store, "SELECT " CLAIM_COLS " FROM claims WHERE "
 	    "namespace = ?1 AND volume = ?2 ORDER BY create_index");
-	sqlite3_bind_text(st, 1, key->namespace_, -1, SQLITE_STATIC);
-	sqlite3_bind_text(st, 2, key->id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 1, ns, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, id, -1, SQLITE_STATIC);
 	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
 		if (vr->n_claims == cap) {
 			Berth__Claim **bigger;
@@ -195,8 +185,85 @@ claims_get_volume(struct registry *r, struct op *op)
 		vr->claims[vr->n_claims++] = row_claim(&op->arena, st);
 	}
 	sqlite3_reset(st);
-	if (rc != SQLITE_DONE)
+	return rc == SQLITE_DONE ? 0 : -1;
+}
+
+int
+claims_get_volume(struct registry *r, struct op *op)
+{
+	const Berth__VolumeKey *key = op->req->get_volume->key;
+	Berth__VolumeReply *vr;
+	Berth__Envelope *rep;
+	Berth__Volume *v;
+	int rc;
+
+	if ((rc = find_volume(r, op, key->namespace_, key->id, &v)) <= 0)
+		return rc < 0 ? rc : volume_not_found(op, key->namespace_,
+		    key->id);
+	rep = op_reply(op, BERTH__ENVELOPE__BODY_VOLUME_REPLY);
+	vr = arena_alloc(&op->arena, sizeof(*vr));
+	berth__volume_reply__init(vr);
+	vr->volume = v;
+	rep->volume_reply = vr;
+	if (add_claims(r, op, vr, key->namespace_, key->id) < 0)
 		return op_db_fail(op, &r->store, "claims_get_volume");
+	return 0;
+}
+
+/* One page in (namespace, id) order after the cursor, within the budget. */
+int
+claims_list_volumes(struct registry *r, struct op *op)
+{
+	const Berth__ListVolumes *lv = op->req->list_volumes;
+	Berth__VolumeReply *vr;
+	Berth__Envelope *rep;
+	Berth__VolumeList *vl;
+	sqlite3_stmt *st;
+	size_t cap = 32, used = 0;
+	int rc;
+
+	rep = op_reply(op, BERTH__ENVELOPE__BODY_VOLUME_LIST);
+	vl = arena_alloc(&op->arena, sizeof(*vl));
+	berth__volume_list__init(vl);
+	rep->volume_list = vl;
+	vl->volumes = arena_alloc(&op->arena, cap * sizeof(*vl->volumes));
+	st = store_stmt(&r->store, "SELECT " VOLUME_COLS " FROM volumes "
+	    "WHERE (?1 = '' OR namespace = ?1) AND (namespace, id) > (?2, ?3) "
+	    "ORDER BY namespace, id");
+	sqlite3_bind_text(st, 1, lv->namespace_, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, lv->after_namespace, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, lv->after_id, -1, SQLITE_STATIC);
+	while ((rc = sqlite3_step(st)) == SQLITE_ROW) {
+		if (used >= REG_PAGE_BUDGET) {
+			vl->more = true;
+			break;
+		}
+		if (vl->n_volumes == cap) {
+			Berth__VolumeReply **bigger;
+
+			bigger = arena_alloc(&op->arena,
+			    2 * cap * sizeof(*bigger));
+			memcpy(bigger, vl->volumes, cap * sizeof(*bigger));
+			vl->volumes = bigger;
+			cap *= 2;
+		}
+		vr = arena_alloc(&op->arena, sizeof(*vr));
+		berth__volume_reply__init(vr);
+		vr->volume = row_volume(&op->arena, st);
+		vl->volumes[vl->n_volumes++] = vr;
+		vl->next_namespace = vr->volume->namespace_;
+		vl->next_id = vr->volume->id;
+		used += berth__volume__get_packed_size(vr->volume) + 16;
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE && rc != SQLITE_ROW)
+		return op_db_fail(op, &r->store, "claims_list_volumes");
+	for (size_t i = 0; i < vl->n_volumes; i++) {
+		vr = vl->volumes[i];
+		if (add_claims(r, op, vr, vr->volume->namespace_,
+		    vr->volume->id) < 0)
+			return op_db_fail(op, &r->store, "claims_list_volumes");
+	}
 	return 0;
 }
 

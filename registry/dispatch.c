@@ -283,6 +283,18 @@ check(struct check *ck, const Berth__Envelope *env)
 		return check_volume(ck, env->put_volume->volume);
 	case BERTH__ENVELOPE__BODY_GET_VOLUME:
 		return volume_key(ck, env->get_volume->key);
+	case BERTH__ENVELOPE__BODY_LIST_VOLUMES: {
+		const Berth__ListVolumes *lv = env->list_volumes;
+
+		if ((lv->after_namespace[0] == '\0') != (lv->after_id[0] ==
+		    '\0'))
+			return bad(ck, "after_namespace and after_id go "
+			    "together");
+		return ident_or_empty(ck, "namespace", lv->namespace_) &&
+		    ident_or_empty(ck, "after_namespace",
+		    lv->after_namespace) && ident_or_empty(ck, "after_id",
+		    lv->after_id);
+	}
 	case BERTH__ENVELOPE__BODY_DELETE_VOLUME:
 		return volume_key(ck, env->delete_volume->key);
 	case BERTH__ENVELOPE__BODY_CLAIM_VOLUME:
@@ -325,6 +337,8 @@ registry_act(struct registry *r, struct op *op)
 		return claims_put_volume(r, op);
 	case BERTH__ENVELOPE__BODY_GET_VOLUME:
 		return claims_get_volume(r, op);
+	case BERTH__ENVELOPE__BODY_LIST_VOLUMES:
+		return claims_list_volumes(r, op);
 	case BERTH__ENVELOPE__BODY_DELETE_VOLUME:
 		return claims_delete_volume(r, op);
 	case BERTH__ENVELOPE__BODY_CLAIM_VOLUME:

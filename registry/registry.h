@@ -154,6 +154,7 @@ int plugins_list(struct registry *r, struct op *op);
 /* claims.c */
 int claims_put_volume(struct registry *r, struct op *op);
 int claims_get_volume(struct registry *r, struct op *op);
+int claims_list_volumes(struct registry *r, struct op *op);
 int claims_delete_volume(struct registry *r, struct op *op);
 int claims_claim(struct registry *r, struct op *op);
 int claims_release(struct registry *r, struct op *op);

@@ -4,7 +4,7 @@
  * api_events.c.
  *
  * A new route is one line in the table below; a route whose handler is
- * NULL answers 501 (the volume routes, until the volume manager is in).
+ * NULL answers 501 (none now).
  */
 #include <errno.h>
 #include <grp.h>
@@ -43,7 +43,7 @@ static const struct route routes[] = {
 	{ "/v1/health", GET, NULL, api_health, false },
 	{ "/v1/plugins", GET, NULL, api_plugins, false },
 	{ "/v1/plugin/*", GET, NULL, api_plugin, false },
-	{ "/v1/volumes", GET, NULL, NULL, false },
+	{ "/v1/volumes", GET, "namespace", api_volumes, false },
 	{ "/v1/volume/*", GET, "namespace", api_volume, false },
 	{ "/v1/volume/*", PUT, NULL, api_volume_register, true },
 	{ "/v1/volume/*", DELETE, "namespace", api_volume_delete, false },

@@ -79,6 +79,7 @@ void api_alloc_submit(struct api_call *c);
 void api_alloc_stop(struct api_call *c);
 
 /* api_volume.c */
+void api_volumes(struct api_call *c);
 void api_volume(struct api_call *c);
 void api_volume_register(struct api_call *c);
 void api_volume_create(struct api_call *c);

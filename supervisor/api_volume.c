@@ -181,6 +181,52 @@ api_volume(struct api_call *c)
 	}
 }
 
+static void
+on_volumes(const struct regclient_result *res, Berth__VolumeReply *const *items,
+    size_t n, void *arg)
+{
+	struct pending *p = arg;
+	struct api_call c;
+	json_t *list;
+
+	if (!resume(p, &c))
+		return;
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE) {
+		api_error(&c, 503, "berth-registry: %s: %s",
+		    ipc_error_name(res->code), res->message);
+	} else {
+		list = json_array();
+		for (size_t i = 0; i < n; i++)
+			json_array_append_new(list, volume_json(items[i]));
+		api_reply(&c, 200, json_pack("{s:o}", "volumes", list));
+	}
+	free(p);
+}
+
+/* GET /v1/volumes[?namespace=N]: every volume (of N), with its claims. */
+void
+api_volumes(struct api_call *c)
+{
+	const char *ns = api_param(c, "namespace"), *why;
+	struct pending *p;
+
+	if (ns != NULL && ns[0] != '\0' && (why = ident_problem(ns,
+	    strlen(ns))) != NULL) {
+		api_error(c, 400, "namespace \"%s\": %s", ns, why);
+		return;
+	}
+	c->id = "";
+	if ((p = keep(c, ns != NULL ? ns : "", "list")) == NULL)
+		return;
+	if (regclient_list_volumes(c->sv->registry.client, ns, on_volumes,
+	    p) < 0) {
+		evhttp_connection_set_closecb(evhttp_request_get_connection(
+		    c->req), NULL, NULL);
+		free(p);
+		api_error(c, 503, "cannot reach berth-registry");
+	}
+}
+
 /* ---- PUT: register and create ---- */
 
 static bool

@@ -40,7 +40,7 @@ struct regclient {
 	bool freed;
 };
 
-enum call_kind { CALL_ONE, CALL_PLUGINS, CALL_HANDLES };
+enum call_kind { CALL_ONE, CALL_PLUGINS, CALL_HANDLES, CALL_VOLUMES };
 
 struct call {
 	struct regclient *rc;
@@ -48,11 +48,14 @@ struct call {
 	regclient_cb cb;
 	regclient_plugins_cb pcb;
 	regclient_handles_cb hcb;
+	regclient_volumes_cb vcb;
 	void *arg;
 	/* Lists: the request to page on, the pages so far, their items. */
 	Berth__ListPlugins lp;
 	Berth__ListHandles lh;
+	Berth__ListVolumes lv;
 	char name[BERTH_IDENT_MAX + 1];
+	char after_ns[BERTH_IDENT_MAX + 1], after_id[BERTH_IDENT_MAX + 1];
 	ProtobufCMessage **pages;
 	size_t npages, cappages;
 	void **items;
@@ -149,6 +152,11 @@ finish(struct call *call, const struct regclient_result *res)
 		    res->code == BERTH__ERROR_CODE__ERROR_NONE ? call->n : 0,
 		    call->arg);
 		break;
+	case CALL_VOLUMES:
+		call->vcb(res, (Berth__VolumeReply *const *)call->items,
+		    res->code == BERTH__ERROR_CODE__ERROR_NONE ? call->n : 0,
+		    call->arg);
+		break;
 	}
 	items_free(call);
 	rc_release(call->rc);
@@ -200,6 +208,9 @@ keep(struct call *call, const ProtobufCMessage *page)
 	if (call->kind == CALL_PLUGINS) {
 		n = ((Berth__PluginList *)copy)->n_instances;
 		items = (void **)((Berth__PluginList *)copy)->instances;
+	} else if (call->kind == CALL_VOLUMES) {
+		n = ((Berth__VolumeList *)copy)->n_volumes;
+		items = (void **)((Berth__VolumeList *)copy)->volumes;
 	} else {
 		n = ((Berth__HandleList *)copy)->n_handles;
 		items = (void **)((Berth__HandleList *)copy)->handles;
@@ -265,6 +276,22 @@ on_reply(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 		call->lh.after = env->handle_list->next;
 		next.body_case = BERTH__ENVELOPE__BODY_LIST_HANDLES;
 		next.list_handles = &call->lh;
+		break;
+	case CALL_VOLUMES:
+		if (env->body_case != BERTH__ENVELOPE__BODY_VOLUME_LIST)
+			break;
+		if (keep(call, &env->volume_list->base) < 0)
+			goto nomem;
+		if (!env->volume_list->more) {
+			finish(call, &res);
+			return;
+		}
+		snprintf(call->after_ns, sizeof(call->after_ns), "%s",
+		    env->volume_list->next_namespace);
+		snprintf(call->after_id, sizeof(call->after_id), "%s",
+		    env->volume_list->next_id);
+		next.body_case = BERTH__ENVELOPE__BODY_LIST_VOLUMES;
+		next.list_volumes = &call->lv;
 		break;
 	}
 	if (next.body_case == BERTH__ENVELOPE__BODY__NOT_SET) {
@@ -416,6 +443,29 @@ regclient_list_plugins(struct regclient *rc, Berth__PluginType type,
 	call->lp.name = call->name;
 	env.body_case = BERTH__ENVELOPE__BODY_LIST_PLUGINS;
 	env.list_plugins = &call->lp;
+	return send_call(call, &env);
+}
+
+int
+regclient_list_volumes(struct regclient *rc, const char *ns,
+    regclient_volumes_cb cb, void *arg)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	struct call *call;
+
+	if (cb == NULL || strlen(str(ns)) >= sizeof(call->name))
+		return -EINVAL;
+	if ((call = call_new(rc, NULL, arg)) == NULL)
+		return -ENOMEM;
+	call->kind = CALL_VOLUMES;
+	call->vcb = cb;
+	berth__list_volumes__init(&call->lv);
+	memcpy(call->name, str(ns), strlen(str(ns)) + 1);
+	call->lv.namespace_ = call->name;
+	call->lv.after_namespace = call->after_ns;
+	call->lv.after_id = call->after_id;
+	env.body_case = BERTH__ENVELOPE__BODY_LIST_VOLUMES;
+	env.list_volumes = &call->lv;
 	return send_call(call, &env);
 }
 

@@ -45,6 +45,8 @@ typedef void (*regclient_plugins_cb)(const struct regclient_result *res,
     Berth__PluginInstance *const *items, size_t n, void *arg);
 typedef void (*regclient_handles_cb)(const struct regclient_result *res,
     Berth__Handle *const *items, size_t n, void *arg);
+typedef void (*regclient_volumes_cb)(const struct regclient_result *res,
+    Berth__VolumeReply *const *items, size_t n, void *arg);
 
 enum regclient_event_kind {
 	REGCLIENT_EVENT,	/* ev is the next event */
@@ -81,6 +83,10 @@ int regclient_put_volume(struct regclient *rc, const Berth__Volume *v,
 /* Reply body: volume_reply, with the volume's claims. */
 int regclient_get_volume(struct regclient *rc, const char *ns,
     const char *id, regclient_cb cb, void *arg);
+/* ns NULL or "": every namespace. Each volume with its claims, in
+ * (namespace, id) order, every page followed. */
+int regclient_list_volumes(struct regclient *rc, const char *ns,
+    regclient_volumes_cb cb, void *arg);
 /* Reply body: index_reply. */
 int regclient_delete_volume(struct regclient *rc, const char *ns,
     const char *id, regclient_cb cb, void *arg);

@@ -349,6 +349,20 @@ rt_handles_cb(const struct regclient_result *res,
 }
 
 void
+rt_volumes_cb(const struct regclient_result *res,
+    Berth__VolumeReply *const *items, size_t n, void *arg)
+{
+	struct rt_res *r = arg;
+	size_t i;
+
+	take(r, res);
+	r->items = calloc(n + 1, sizeof(void *));
+	for (i = 0; i < n; i++)
+		r->items[i] = copy(&items[i]->base);
+	r->n = n;
+}
+
+void
 rt_done(struct rt_res *r)
 {
 	size_t i;

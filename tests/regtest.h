@@ -67,6 +67,8 @@ void rt_plugins_cb(const struct regclient_result *res,
     Berth__PluginInstance *const *items, size_t n, void *arg);
 void rt_handles_cb(const struct regclient_result *res,
     Berth__Handle *const *items, size_t n, void *arg);
+void rt_volumes_cb(const struct regclient_result *res,
+    Berth__VolumeReply *const *items, size_t n, void *arg);
 void rt_done(struct rt_res *r);
 
 /* Issue a call with rt_* callback into a fresh res, wait, assert it ran. */

@@ -288,7 +288,9 @@ START_TEST(bad_requests_say_what_was_wrong)
 		    "\"access_mode\": \"single-node-writer\"}", "400",
 		    "plugin p has no healthy controller instance" },
 		{ "GET", "/v1/volume/a..b%2Fc", NULL, "400", "is not an identifier" },
-		{ "GET", "/v1/volumes", NULL, "501", "volume manager" },
+		{ "GET", "/v1/volumes?namespace=a%2Fb", NULL, "400",
+		    "namespace \"a/b\"" },
+		{ "GET", "/v1/volumes?colour=red", NULL, "400", "colour" },
 	};
 	struct berth b;
 	struct answer a;
@@ -845,8 +847,12 @@ START_TEST(berthctl_drives_the_supervisor)
 	ck_assert_ptr_nonnull(strstr(err, "no allocation nope is running "
 	    "(404)"));
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "volume",
-	    "list", NULL), 1);
-	ck_assert_ptr_nonnull(strstr(err, "(501)"));
+	    "status", "nope", NULL), 1);
+	ck_assert_ptr_nonnull(strstr(err, "no volume nope in namespace "
+	    "default (404)"));
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "volume",
+	    "list", NULL), 0);
+	ck_assert_ptr_nonnull(strstr(out, "\"volumes\": []"));
 	harness_write(file, "{\"id\": \"bad\", \"tasks\": []}");
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "alloc",
 	    "run", file, NULL), 1);

@@ -856,6 +856,72 @@ START_TEST(damaged_or_newer_databases_are_refused_and_kept)
 }
 END_TEST
 
+/* Volumes listed a page at a time, in order, each with its claims. */
+START_TEST(volumes_are_listed_in_pages_with_their_claims)
+{
+	const Berth__VolumeReply *vr;
+	struct regtest t;
+	struct rt_res r;
+	char id[32], prev[64] = "";
+	size_t i, claimed = 0;
+
+	regtest_dir(&t, "listvol");
+	regtest_start(&t);
+	/* 700 volumes of about 90 bytes: over one page's 40 KiB. */
+	for (i = 0; i < 700; i++) {
+		snprintf(id, sizeof(id), "vol-%03zu", i);
+		put_volume(&t, i % 2 ? "other" : "default", id,
+		    BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_MULTI_WRITER);
+	}
+	ck_assert_int_eq(claim(&t, "vol-000", "a1",
+	    BERTH__CLAIM_MODE__CLAIM_MODE_WRITE,
+	    BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_MULTI_WRITER), 0);
+	ck_assert_int_eq(claim(&t, "vol-000", "a2",
+	    BERTH__CLAIM_MODE__CLAIM_MODE_READ,
+	    BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_MULTI_WRITER), 0);
+	ck_assert_int_eq(claim(&t, "vol-298", "a3",
+	    BERTH__CLAIM_MODE__CLAIM_MODE_WRITE,
+	    BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_MULTI_WRITER), 0);
+
+	RT(&t, r, regclient_list_volumes(t.rc, NULL, rt_volumes_cb, &r));
+	ck_assert_int_eq(r.code, BERTH__ERROR_CODE__ERROR_NONE);
+	ck_assert_int_eq(r.n, 700);
+	for (i = 0; i < r.n; i++) {
+		char key[64];
+
+		vr = r.items[i];
+		snprintf(key, sizeof(key), "%s/%s", vr->volume->namespace_,
+		    vr->volume->id);
+		ck_assert_msg(strcmp(prev, key) < 0, "%s after %s", key, prev);
+		snprintf(prev, sizeof(prev), "%s", key);
+		ck_assert_int_eq(vr->volume->n_context, 1);
+		claimed += vr->n_claims;
+		if (strcmp(key, "default/vol-000") == 0)
+			ck_assert_int_eq(vr->n_claims, 2);
+		if (strcmp(key, "default/vol-298") == 0)
+			ck_assert_str_eq(vr->claims[0]->alloc, "a3");
+	}
+	ck_assert_int_eq(claimed, 3);
+	rt_done(&r);
+
+	RT(&t, r, regclient_list_volumes(t.rc, "other", rt_volumes_cb, &r));
+	ck_assert_int_eq(r.n, 350);
+	for (i = 0; i < r.n; i++)
+		ck_assert_str_eq(((Berth__VolumeReply *)r.items[i])->volume->
+		    namespace_, "other");
+	rt_done(&r);
+	RT(&t, r, regclient_list_volumes(t.rc, "none", rt_volumes_cb, &r));
+	ck_assert_int_eq(r.code, BERTH__ERROR_CODE__ERROR_NONE);
+	ck_assert_int_eq(r.n, 0);
+	rt_done(&r);
+	RT(&t, r, regclient_list_volumes(t.rc, "a/b", rt_volumes_cb, &r));
+	ck_assert_int_eq(r.code, BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
+	rt_done(&r);
+	regtest_stop(&t);
+	regtest_cleanup(&t);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -872,5 +938,6 @@ main(void)
 	tcase_add_test(tc, bad_input_gets_typed_errors_and_the_registry_goes_on);
 	tcase_add_test(tc, damaged_or_newer_databases_are_refused_and_kept);
 	tcase_add_test(tc, writes_before_a_shutdown_are_answered);
+	tcase_add_test(tc, volumes_are_listed_in_pages_with_their_claims);
 	return harness_run("registry", tc);
 }

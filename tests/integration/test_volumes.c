@@ -260,16 +260,22 @@ nothing_left(struct berth *b)
 }
 
 static int
+count_in(const char *s, const char *text)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, text)) != NULL; p++)
+		n++;
+	return n;
+}
+
+static int
 claims(struct berth *b, const char *vol)
 {
 	char out[8192];
-	const char *p;
-	int n = 0;
 
 	ck_assert_int_eq(ctl(b, out, sizeof(out), "volume", "status", vol), 0);
-	for (p = out; (p = strstr(p, "\"alloc\"")) != NULL; p++)
-		n++;
-	return n;
+	return count_in(out, "\"alloc\"");
 }
 
 static void
@@ -315,6 +321,11 @@ START_TEST(writer_readers_and_a_refused_second_writer)
 	ck_assert_int_eq(count(&b, "volume default/shared staged"), 2);
 	ck_assert_int_eq(count(&b, "volume default/shared published"), 3);
 	ck_assert_int_eq(claims(&b, "shared"), 3);
+	/* Listed with their claims: 3 on shared, none on solo yet. */
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "list", NULL), 0);
+	ck_assert_int_eq(count_in(out, "\"id\": \"shared\""), 1);
+	ck_assert_int_eq(count_in(out, "\"id\": \"solo\""), 1);
+	ck_assert_int_eq(count_in(out, "\"alloc\""), 3);
 
 	/* single-node-writer: the second writer is refused, and undone. */
 	task_alloc(&b, "a1", "solo", "single-node-writer", false, WRITER);
