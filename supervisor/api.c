@@ -371,8 +371,8 @@ serve(struct evhttp_request *req, void *arg)
 		c.body = body;
 	}
 	if (r->handler == NULL)
-		api_error(&c, 501, "%s %s is not available in this build yet: "
-		    "berth's volume manager is not part of it", method_name(m),
+		api_error(&c, 501, "%s %s is not available in this build yet",
+		    method_name(m),
 		    r->pattern);
 	else
 		r->handler(&c);
