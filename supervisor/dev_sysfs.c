@@ -357,15 +357,15 @@ physical_disk(int rootfd, const char *dir, const char *name)
 	    has(rootfd, "%s/%s/device", dir, name);
 }
 
+/* One entry of a directory being walked: 0 to go on, -errno to stop. */
+typedef int (*entry_fn)(struct scan *sc, const char *dir, const char *name,
+    void *out);
+
+/* fn on every sane name in dir, in order; a missing dir has none. */
 static int
-scan_block(struct scan *sc, struct dev_groups *out)
+walk(struct scan *sc, const char *dir, entry_fn fn, void *out)
 {
-	const char *dir = block_dir(sc->rootfd);
-	char (*names)[DEV_ID_MAX], vendor[DEV_VALUE_MAX], model[DEV_VALUE_MAX];
-	char driver[DEV_ID_MAX], devdir[SYSFS_PATH_MAX], val[64];
-	char removable[8], rotational[8];
-	struct dev_device *d;
-	uint64_t sectors;
+	char (*names)[DEV_ID_MAX];
 	size_t i, n;
 	int r;
 
@@ -373,44 +373,54 @@ scan_block(struct scan *sc, struct dev_groups *out)
 		return 0;
 	if (r < 0)
 		return scan_fail(sc, r, dir);
-	for (i = 0; i < n && r == 0; i++) {
-		if (!physical_disk(sc->rootfd, dir, names[i]))
-			continue;
-		read_at(sc->rootfd, vendor, sizeof(vendor), "%s/%s/device/vendor",
-		    dir, names[i]);
-		read_at(sc->rootfd, model, sizeof(model), "%s/%s/device/model",
-		    dir, names[i]);
-		snprintf(devdir, sizeof(devdir), "%s/%s/device", dir, names[i]);
-		link_name(sc->rootfd, devdir, "driver", driver, sizeof(driver));
-		read_at(sc->rootfd, removable, sizeof(removable),
-		    "%s/%s/removable", dir, names[i]);
-		read_at(sc->rootfd, rotational, sizeof(rotational),
-		    "%s/%s/queue/rotational", dir, names[i]);
-		read_at(sc->rootfd, val, sizeof(val), "%s/%s/size", dir,
-		    names[i]);
-		if (!parse_u64(val, NULL, &sectors) || sectors > UINT64_MAX / 512)
-			sectors = 0;
-		if ((r = add_dev(sc, out, first_of(pci_vendor(vendor), "",
-		    "unknown"), "block", first_of(model, driver, "unknown"),
-		    names[i], &d)) < 0 || d == NULL)
-			continue;
-		snprintf(val, sizeof(val), "/dev/%s", names[i]);
-		dev_attr_set(d, "dev_node", val);
-		snprintf(val, sizeof(val), "%llu",
-		    (unsigned long long)sectors * 512);
-		dev_attr_set(d, "size_bytes", val);
-		dev_attr_set(d, "vendor", vendor);
-		dev_attr_set(d, "model", model);
-		dev_attr_set(d, "driver", driver);
-		dev_attr_set(d, "removable", removable);
-		dev_attr_set(d, "rotational", rotational);
-		if (strcmp(removable, "1") == 0 && sectors == 0) {
-			d->healthy = false;
-			snprintf(d->health, sizeof(d->health), "no medium");
-		}
-	}
+	for (i = 0; i < n && r == 0; i++)
+		r = fn(sc, dir, names[i], out);
 	free(names);
 	return r;
+}
+
+static int
+block_entry(struct scan *sc, const char *dir, const char *name, void *out)
+{
+	char vendor[DEV_VALUE_MAX], model[DEV_VALUE_MAX], driver[DEV_ID_MAX];
+	char devdir[SYSFS_PATH_MAX], val[64], removable[8], rotational[8];
+	struct dev_device *d;
+	uint64_t sectors;
+	int r;
+
+	if (!physical_disk(sc->rootfd, dir, name))
+		return 0;
+	read_at(sc->rootfd, vendor, sizeof(vendor), "%s/%s/device/vendor",
+	    dir, name);
+	read_at(sc->rootfd, model, sizeof(model), "%s/%s/device/model", dir,
+	    name);
+	snprintf(devdir, sizeof(devdir), "%s/%s/device", dir, name);
+	link_name(sc->rootfd, devdir, "driver", driver, sizeof(driver));
+	read_at(sc->rootfd, removable, sizeof(removable), "%s/%s/removable",
+	    dir, name);
+	read_at(sc->rootfd, rotational, sizeof(rotational),
+	    "%s/%s/queue/rotational", dir, name);
+	read_at(sc->rootfd, val, sizeof(val), "%s/%s/size", dir, name);
+	if (!parse_u64(val, NULL, &sectors) || sectors > UINT64_MAX / 512)
+		sectors = 0;
+	if ((r = add_dev(sc, out, first_of(pci_vendor(vendor), "", "unknown"),
+	    "block", first_of(model, driver, "unknown"), name, &d)) < 0 ||
+	    d == NULL)
+		return r;
+	snprintf(val, sizeof(val), "/dev/%s", name);
+	dev_attr_set(d, "dev_node", val);
+	snprintf(val, sizeof(val), "%llu", (unsigned long long)sectors * 512);
+	dev_attr_set(d, "size_bytes", val);
+	dev_attr_set(d, "vendor", vendor);
+	dev_attr_set(d, "model", model);
+	dev_attr_set(d, "driver", driver);
+	dev_attr_set(d, "removable", removable);
+	dev_attr_set(d, "rotational", rotational);
+	if (strcmp(removable, "1") == 0 && sectors == 0) {
+		d->healthy = false;
+		snprintf(d->health, sizeof(d->health), "no medium");
+	}
+	return 0;
 }
 
 /* The first renderD node of a card, or "". */
@@ -433,114 +443,91 @@ render_node(int rootfd, const char *card, char *buf, size_t len)
 }
 
 static int
-scan_drm(struct scan *sc, struct dev_groups *out)
+drm_entry(struct scan *sc, const char *dir, const char *name, void *out)
 {
-	char (*names)[DEV_ID_MAX], vendor[DEV_VALUE_MAX], device[DEV_VALUE_MAX];
-	char driver[DEV_ID_MAX], slot[DEV_ID_MAX], rel[SYSFS_PATH_MAX];
-	char node[DEV_VALUE_MAX], render[DEV_VALUE_MAX];
+	char vendor[DEV_VALUE_MAX], device[DEV_VALUE_MAX], driver[DEV_ID_MAX];
+	char slot[DEV_ID_MAX], rel[SYSFS_PATH_MAX], node[DEV_VALUE_MAX];
+	char render[DEV_VALUE_MAX];
 	struct dev_device *d;
-	size_t i, n;
 	int r;
 
-	if ((r = list_names(sc->rootfd, "class/drm", &names, &n)) == -ENOENT)
+	/* Cards only, not their connectors (card0-HDMI-A-1). */
+	if (!numbered(name, "card") ||
+	    !has(sc->rootfd, "%s/%s/device", dir, name))
 		return 0;
-	if (r < 0)
-		return scan_fail(sc, r, "class/drm");
-	for (i = 0; i < n && r == 0; i++) {
-		/* cards only, not their connectors (card0-HDMI-A-1) */
-		if (!numbered(names[i], "card") ||
-		    !has(sc->rootfd, "class/drm/%s/device", names[i]))
-			continue;
-		read_at(sc->rootfd, vendor, sizeof(vendor),
-		    "class/drm/%s/device/vendor", names[i]);
-		read_at(sc->rootfd, device, sizeof(device),
-		    "class/drm/%s/device/device", names[i]);
-		if (!hex_id(vendor, true))
-			vendor[0] = '\0';
-		if (!hex_id(device, true))
-			device[0] = '\0';
-		snprintf(rel, sizeof(rel), "class/drm/%s/device", names[i]);
-		link_name(sc->rootfd, rel, "driver", driver, sizeof(driver));
-		snprintf(rel, sizeof(rel), "class/drm/%s", names[i]);
-		link_name(sc->rootfd, rel, "device", slot, sizeof(slot));
-		render_node(sc->rootfd, names[i], render, sizeof(render));
-		if ((r = add_dev(sc, out, vendor[0] != '\0' ?
-		    pci_vendor(vendor) : "unknown", "gpu",
-		    first_of(device, driver, "unknown"), names[i], &d)) < 0 ||
-		    d == NULL)
-			continue;
-		snprintf(node, sizeof(node), "/dev/dri/%s", names[i]);
-		dev_attr_set(d, "dev_node", node);
-		if (render[0] != '\0')
-			dev_attr_set(d, "render_node", render);
-		dev_attr_set(d, "vendor_id", vendor);
-		dev_attr_set(d, "device_id", device);
-		dev_attr_set(d, "driver", driver);
-		dev_attr_set(d, "pci_slot", slot);
-	}
-	free(names);
-	return r;
+	read_at(sc->rootfd, vendor, sizeof(vendor), "%s/%s/device/vendor",
+	    dir, name);
+	read_at(sc->rootfd, device, sizeof(device), "%s/%s/device/device",
+	    dir, name);
+	if (!hex_id(vendor, true))
+		vendor[0] = '\0';
+	if (!hex_id(device, true))
+		device[0] = '\0';
+	snprintf(rel, sizeof(rel), "%s/%s/device", dir, name);
+	link_name(sc->rootfd, rel, "driver", driver, sizeof(driver));
+	snprintf(rel, sizeof(rel), "%s/%s", dir, name);
+	link_name(sc->rootfd, rel, "device", slot, sizeof(slot));
+	render_node(sc->rootfd, name, render, sizeof(render));
+	if ((r = add_dev(sc, out, vendor[0] != '\0' ? pci_vendor(vendor) :
+	    "unknown", "gpu", first_of(device, driver, "unknown"), name,
+	    &d)) < 0 || d == NULL)
+		return r;
+	snprintf(node, sizeof(node), "/dev/dri/%s", name);
+	dev_attr_set(d, "dev_node", node);
+	if (render[0] != '\0')
+		dev_attr_set(d, "render_node", render);
+	dev_attr_set(d, "vendor_id", vendor);
+	dev_attr_set(d, "device_id", device);
+	dev_attr_set(d, "driver", driver);
+	dev_attr_set(d, "pci_slot", slot);
+	return 0;
 }
 
 static int
-scan_usb(struct scan *sc, struct dev_groups *out)
+usb_entry(struct scan *sc, const char *dir, const char *name, void *out)
 {
 	static const char *const attrs[][2] = {
 		{ "manufacturer", "manufacturer" }, { "product", "product" },
 		{ "serial", "serial" }, { "speed", "speed_mbps" },
 	};
-	const char *dir = "bus/usb/devices";
-	char (*names)[DEV_ID_MAX], vid[DEV_VALUE_MAX], pid[DEV_VALUE_MAX];
-	char val[4][DEV_VALUE_MAX], bus[16], dev[16], node[64];
+	char vid[DEV_VALUE_MAX], pid[DEV_VALUE_MAX], val[4][DEV_VALUE_MAX];
+	char bus[16], dev[16], node[64];
 	struct dev_device *d;
 	uint64_t busnum, devnum;
-	size_t i, j, n;
+	size_t j;
 	int r;
 
-	if ((r = list_names(sc->rootfd, dir, &names, &n)) == -ENOENT)
+	/* Root hubs are the controller's, not something to hand out;
+	 * interfaces ("1-1:1.0") never pass name_ok(). */
+	if (strncmp(name, "usb", 3) == 0)
 		return 0;
-	if (r < 0)
-		return scan_fail(sc, r, dir);
-	for (i = 0; i < n && r == 0; i++) {
-		/* Root hubs are the controller's, not something to hand out;
-		 * interfaces ("1-1:1.0") never pass name_ok(). */
-		if (strncmp(names[i], "usb", 3) == 0)
-			continue;
-		read_at(sc->rootfd, vid, sizeof(vid), "%s/%s/idVendor", dir,
-		    names[i]);
-		read_at(sc->rootfd, pid, sizeof(pid), "%s/%s/idProduct", dir,
-		    names[i]);
-		if (!hex_id(vid, false) || !hex_id(pid, false))
-			continue;
-		for (j = 0; j < 4; j++)
-			read_at(sc->rootfd, val[j], sizeof(val[j]), "%s/%s/%s",
-			    dir, names[i], attrs[j][0]);
-		read_at(sc->rootfd, bus, sizeof(bus), "%s/%s/busnum", dir,
-		    names[i]);
-		read_at(sc->rootfd, dev, sizeof(dev), "%s/%s/devnum", dir,
-		    names[i]);
-		if ((r = add_dev(sc, out, first_of(val[0], vid, "unknown"),
-		    "usb", first_of(val[1], pid, "unknown"), names[i],
-		    &d)) < 0 || d == NULL)
-			continue;
-		dev_attr_set(d, "vendor_id", vid);
-		dev_attr_set(d, "product_id", pid);
-		for (j = 0; j < 4; j++)
-			dev_attr_set(d, attrs[j][1], val[j]);
-		if (parse_u64(bus, NULL, &busnum) && busnum >= 1 &&
-		    busnum <= 999 && parse_u64(dev, NULL, &devnum) &&
-		    devnum >= 1 && devnum <= 999) {
-			snprintf(node, sizeof(node), "/dev/bus/usb/%03u/%03u",
-			    (unsigned)busnum, (unsigned)devnum);
-			dev_attr_set(d, "dev_node", node);
-		} else {
-			d->healthy = false;
-			snprintf(d->health, sizeof(d->health),
-			    "no bus or device number");
-		}
+	read_at(sc->rootfd, vid, sizeof(vid), "%s/%s/idVendor", dir, name);
+	read_at(sc->rootfd, pid, sizeof(pid), "%s/%s/idProduct", dir, name);
+	if (!hex_id(vid, false) || !hex_id(pid, false))
+		return 0;
+	for (j = 0; j < 4; j++)
+		read_at(sc->rootfd, val[j], sizeof(val[j]), "%s/%s/%s", dir,
+		    name, attrs[j][0]);
+	read_at(sc->rootfd, bus, sizeof(bus), "%s/%s/busnum", dir, name);
+	read_at(sc->rootfd, dev, sizeof(dev), "%s/%s/devnum", dir, name);
+	if ((r = add_dev(sc, out, first_of(val[0], vid, "unknown"), "usb",
+	    first_of(val[1], pid, "unknown"), name, &d)) < 0 || d == NULL)
+		return r;
+	dev_attr_set(d, "vendor_id", vid);
+	dev_attr_set(d, "product_id", pid);
+	for (j = 0; j < 4; j++)
+		dev_attr_set(d, attrs[j][1], val[j]);
+	if (parse_u64(bus, NULL, &busnum) && busnum >= 1 && busnum <= 999 &&
+	    parse_u64(dev, NULL, &devnum) && devnum >= 1 && devnum <= 999) {
+		snprintf(node, sizeof(node), "/dev/bus/usb/%03u/%03u",
+		    (unsigned)busnum, (unsigned)devnum);
+		dev_attr_set(d, "dev_node", node);
+	} else {
+		d->healthy = false;
+		snprintf(d->health, sizeof(d->health),
+		    "no bus or device number");
 	}
-	free(names);
-	return r;
+	return 0;
 }
 
 static int
@@ -567,8 +554,9 @@ sysfs_fingerprint(void *state, struct dev_groups *out, char *err,
 
 	if (open_root(state, &sc, err, errlen) < 0)
 		return -1;
-	if ((r = scan_block(&sc, out)) == 0 && (r = scan_drm(&sc, out)) == 0)
-		r = scan_usb(&sc, out);
+	if ((r = walk(&sc, block_dir(sc.rootfd), block_entry, out)) == 0 &&
+	    (r = walk(&sc, "class/drm", drm_entry, out)) == 0)
+		r = walk(&sc, "bus/usb/devices", usb_entry, out);
 	close(sc.rootfd);
 	if (r < 0) {
 		dev_groups_free(out);
@@ -577,105 +565,97 @@ sysfs_fingerprint(void *state, struct dev_groups *out, char *err,
 	return 0;
 }
 
+/*
+ * A device's stats file, read and parsed into at most nf numbers: the
+ * count, 0 when the device went since the listing (the fingerprint will
+ * say so), or -1 when it is unreadable (counted as bad).
+ */
+static int
+stat_numbers(struct scan *sc, const char *what, uint64_t *f, size_t nf)
+{
+	char line[SYSFS_READ_MAX + 1];
+	const char *p;
+	size_t n;
+	int r;
+
+	if ((r = read_at(sc->rootfd, line, sizeof(line), "%s", what)) < 0) {
+		if (r == -ENOENT)
+			return 0;
+		stat_bad(sc, what, strerror(-r));
+		return -1;
+	}
+	for (p = line, n = 0; n < nf; n++) {
+		while (*p == ' ')
+			p++;
+		if (*p == '\0' || !parse_u64(p, &p, &f[n]))
+			break;
+	}
+	while (*p == ' ')
+		p++;
+	/* Newer kernels may add fields: nf read is enough. */
+	if (n == 0 || (n < nf && *p != '\0')) {
+		stat_bad(sc, what, "not a list of counters");
+		return -1;
+	}
+	return (int)n;
+}
+
 /* Block I/O counters from "stat" (Documentation/block/stat.rst). */
 static int
-stats_block(struct scan *sc, struct dev_stats *out)
+block_stat_entry(struct scan *sc, const char *dir, const char *name,
+    void *out)
 {
 	static const struct { const char *key; int field; } fields[] = {
 		{ "read_ios", 0 }, { "read_sectors", 2 }, { "write_ios", 4 },
 		{ "write_sectors", 6 }, { "in_flight", 8 },
 		{ "io_ticks_ms", 9 },
 	};
-	const char *dir = block_dir(sc->rootfd), *p;
-	char (*names)[DEV_ID_MAX], line[SYSFS_READ_MAX + 1], what[128];
-	uint64_t f[17];
+	char what[SYSFS_PATH_MAX];
 	struct dev_stat *st;
-	size_t i, j, nf, n;
-	int r;
+	uint64_t f[17];
+	size_t j;
+	int n;
 
-	if ((r = list_names(sc->rootfd, dir, &names, &n)) == -ENOENT)
+	if (!physical_disk(sc->rootfd, dir, name))
 		return 0;
-	if (r < 0)
-		return scan_fail(sc, r, dir);
-	for (i = 0; i < n && r == 0; i++) {
-		if (!physical_disk(sc->rootfd, dir, names[i]))
-			continue;
-		snprintf(what, sizeof(what), "%s/%s/stat", dir, names[i]);
-		r = read_at(sc->rootfd, line, sizeof(line), "%s", what);
-		if (r < 0) {
-			/* ENOENT: gone since the listing, as the fingerprint
-			 * will say. */
-			if (r != -ENOENT)
-				stat_bad(sc, what, strerror(-r));
-			r = 0;
-			continue;
-		}
-		for (p = line, nf = 0; nf < 17 && *p != '\0'; nf++) {
-			while (*p == ' ')
-				p++;
-			if (*p == '\0')
-				break;
-			if (!parse_u64(p, &p, &f[nf]))
-				break;
-		}
-		while (*p == ' ')
-			p++;
-		/* Newer kernels may add fields: 17 read is enough. */
-		if (nf < 11 || (nf < 17 && *p != '\0')) {
-			stat_bad(sc, what, "not a block stat line");
-			continue;
-		}
-		if ((st = dev_stats_add(out, "block", names[i])) == NULL) {
-			r = scan_fail(sc, -ENOMEM, what);
-			break;
-		}
-		sc->ok++;
-		for (j = 0; j < sizeof(fields) / sizeof(fields[0]); j++)
-			dev_stat_set(st, fields[j].key, f[fields[j].field]);
+	snprintf(what, sizeof(what), "%s/%s/stat", dir, name);
+	if ((n = stat_numbers(sc, what, f, 17)) <= 0)
+		return 0;
+	if (n < 11) {
+		stat_bad(sc, what, "fewer than 11 counters");
+		return 0;
 	}
-	free(names);
-	return r;
+	if ((st = dev_stats_add(out, "block", name)) == NULL)
+		return scan_fail(sc, -ENOMEM, what);
+	sc->ok++;
+	for (j = 0; j < sizeof(fields) / sizeof(fields[0]); j++)
+		dev_stat_set(st, fields[j].key, f[fields[j].field]);
+	return 0;
 }
 
 /* Where the driver has one (amdgpu): the GPU's busy percentage. */
 static int
-stats_drm(struct scan *sc, struct dev_stats *out)
+drm_stat_entry(struct scan *sc, const char *dir, const char *name, void *out)
 {
-	char (*names)[DEV_ID_MAX], val[32], what[128];
+	char what[SYSFS_PATH_MAX];
 	struct dev_stat *st;
 	uint64_t busy;
-	size_t i, n;
-	int r;
 
-	if ((r = list_names(sc->rootfd, "class/drm", &names, &n)) == -ENOENT)
+	if (!numbered(name, "card"))
 		return 0;
-	if (r < 0)
-		return scan_fail(sc, r, "class/drm");
-	for (i = 0; i < n && r == 0; i++) {
-		if (!numbered(names[i], "card"))
-			continue;
-		snprintf(what, sizeof(what),
-		    "class/drm/%s/device/gpu_busy_percent", names[i]);
-		if ((r = read_at(sc->rootfd, val, sizeof(val), "%s", what)) ==
-		    -ENOENT) {
-			r = 0;
-			continue;
-		}
-		if (r < 0 || !parse_u64(val, NULL, &busy) || busy > 100) {
-			stat_bad(sc, what, r < 0 ? strerror(-r) :
-			    "not a percentage");
-			r = 0;
-			continue;
-		}
-		if ((st = dev_stats_add(out, "gpu", names[i])) == NULL) {
-			r = scan_fail(sc, -ENOMEM, what);
-			break;
-		}
-		sc->ok++;
-		dev_stat_set(st, "busy_percent", busy);
+	snprintf(what, sizeof(what), "%s/%s/device/gpu_busy_percent", dir,
+	    name);
+	if (stat_numbers(sc, what, &busy, 1) <= 0)
+		return 0;
+	if (busy > 100) {
+		stat_bad(sc, what, "not a percentage");
+		return 0;
 	}
-	free(names);
-	return r;
+	if ((st = dev_stats_add(out, "gpu", name)) == NULL)
+		return scan_fail(sc, -ENOMEM, what);
+	sc->ok++;
+	dev_stat_set(st, "busy_percent", busy);
+	return 0;
 }
 
 static int
@@ -686,8 +666,8 @@ sysfs_stats(void *state, struct dev_stats *out, char *err, size_t errlen)
 
 	if (open_root(state, &sc, err, errlen) < 0)
 		return -1;
-	if ((r = stats_block(&sc, out)) == 0)
-		r = stats_drm(&sc, out);
+	if ((r = walk(&sc, block_dir(sc.rootfd), block_stat_entry, out)) == 0)
+		r = walk(&sc, "class/drm", drm_stat_entry, out);
 	close(sc.rootfd);
 	/* A device without counters is not an error; no counters at all is. */
 	if (r == 0 && sc.ok == 0 && sc.bad > 0)

@@ -18,6 +18,9 @@
 #include "log.h"
 
 #define RESERVE_IDS_MAX 64
+/* Vanished devices kept per plugin: a device that changes its strings at
+ * every plug-in must not grow the catalogue without end. */
+#define GONE_MAX 256
 
 struct devplug {
 	struct devmgr *dm;
@@ -92,7 +95,7 @@ merge(struct devplug *dpl, const struct dev_groups *fresh)
 	const struct dev_device *od;
 	struct dev_device *nd;
 	struct dev_groups next;
-	size_t i, j;
+	size_t i, j, ngone = 0;
 
 	if (dev_groups_copy(&next, fresh) < 0)
 		return -ENOMEM;
@@ -112,6 +115,10 @@ merge(struct devplug *dpl, const struct dev_groups *fresh)
 				memcpy(nd->counters, od->counters,
 				    sizeof(nd->counters));
 				nd->ncounters = od->ncounters;
+			} else if (ngone++ >= GONE_MAX) {
+				log_debug("devices: %s: forgetting %s device "
+				    "%s: too many gone", dpl->dp->name,
+				    og->type, od->id);
 			} else if (keep_gone(dpl, &next, og, od) < 0) {
 				dev_groups_free(&next);
 				return -ENOMEM;

@@ -62,6 +62,8 @@ plugin_state_name(enum plugin_state s)
 	return state_names[s];
 }
 
+static void launch(struct plugin *p);
+
 static void
 arm(struct event *ev, int64_t ms)
 {
@@ -324,7 +326,27 @@ pluginmgr_add(struct pluginmgr *m, const char *name,
 	}
 	set_desc(p, "not fingerprinted yet");
 	TAILQ_INSERT_TAIL(&m->plugins, p, entry);
+	/* One found after the start (a new plugin definition) starts now. */
+	if (m->started && !m->stopping) {
+		launch(p);
+		log_states(m);
+	}
 	return p;
+}
+
+/* Blocked, or started through the loop (never inside our caller). */
+static void
+launch(struct plugin *p)
+{
+	struct pluginmgr *m = p->m;
+
+	if (!pluginmgr_allowed(m, p->name)) {
+		p->state = PLUGIN_BLOCKED;
+		set_desc(p, listed(m->params.block, p->name) ?
+		    "in the block list" : "not in the allow list");
+		return;
+	}
+	arm(p->retry, 0);
 }
 
 void
@@ -335,16 +357,8 @@ pluginmgr_start(struct pluginmgr *m)
 	if (m->started || m->stopping)
 		return;
 	m->started = true;
-	TAILQ_FOREACH(p, &m->plugins, entry) {
-		if (!pluginmgr_allowed(m, p->name)) {
-			p->state = PLUGIN_BLOCKED;
-			set_desc(p, listed(m->params.block, p->name) ?
-			    "in the block list" : "not in the allow list");
-			continue;
-		}
-		/* Through the loop, so that start() never runs in our caller. */
-		arm(p->retry, 0);
-	}
+	TAILQ_FOREACH(p, &m->plugins, entry)
+		launch(p);
 	log_states(m);
 }
 

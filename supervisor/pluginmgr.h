@@ -83,7 +83,10 @@ struct pluginmgr_params {
 
 struct pluginmgr *pluginmgr_new(struct event_base *base,
     const struct pluginmgr_params *params);
-/* name is copied; ops and arg must outlive the manager. NULL on ENOMEM. */
+/*
+ * name is copied; ops and arg must outlive the manager. NULL on ENOMEM.
+ * Added after pluginmgr_start(), it is started (or blocked) at once.
+ */
 struct plugin *pluginmgr_add(struct pluginmgr *m, const char *name,
     const struct plugin_ops *ops, void *arg);
 /* Start every plugin that is not blocked; logs the states once. */

@@ -4,8 +4,9 @@
  * back) and the one log line per change, a plugin that never
  * fingerprinted staying undetected when it fails, the backoff doubling up
  * to its cap and resetting once healthy, shutdown during a backoff wait
- * (nothing left pending, no further start), the allow and block lists,
- * and the stats stream with its own backoff.
+ * (nothing left pending, no further start), the allow and block lists
+ * (also for a plugin added after the start), and the stats stream with
+ * its own backoff.
  *
  * The test plugin plays a script: one report per turn of the loop, then
  * the test's `done` action.
@@ -473,6 +474,29 @@ START_TEST(allow_and_block_lists)
 }
 END_TEST
 
+START_TEST(plugin_added_after_start)
+{
+	char *block[] = { "banned", NULL };
+	struct tplug t[2] = {
+		{ .script = { PLUGIN_HEALTHY }, .nscript = 1,
+		  .done = stop_loop },
+		{ .script = { PLUGIN_HEALTHY }, .nscript = 1 },
+	};
+	char line[256];
+
+	manager(10, 40, NULL, block);
+	pluginmgr_start(mgr);
+	add(&t[0], "late", &tp_ops);
+	add(&t[1], "banned", &tp_ops);
+	event_base_dispatch(base);
+	ck_assert_uint_eq(t[0].starts, 1);
+	ck_assert_uint_eq(t[1].starts, 0);
+	pluginmgr_states(mgr, line, sizeof(line));
+	ck_assert_str_eq(line, "test: late=healthy banned=blocked");
+	release(t, 2);
+}
+END_TEST
+
 START_TEST(stats_stream_and_its_backoff)
 {
 	struct tplug t = { .fail_stats = 3, .script = { PLUGIN_HEALTHY },
@@ -510,6 +534,7 @@ main(void)
 	tcase_add_test(tc, shutdown_during_backoff_stops_at_once);
 	tcase_add_test(tc, shutdown_of_running_plugins);
 	tcase_add_test(tc, allow_and_block_lists);
+	tcase_add_test(tc, plugin_added_after_start);
 	tcase_add_test(tc, stats_stream_and_its_backoff);
 	return harness_run("pluginmgr", tc);
 }
