@@ -75,9 +75,14 @@ struct allocs {
 	TAILQ_HEAD(, arun) runs;
 	TAILQ_HEAD(, refused) refused;
 	TAILQ_HEAD(, stale) stale;
+	/* Allocs not running whose volumes are being taken back. */
+	char **stale_vols;
+	size_t nstale_vols;
+	struct event *stale_vols_timer;
 };
 
 static void scan(struct allocs *am);
+static void remove_task_files(struct supervisor *sv, const char *alloc);
 
 /* This version of the file ran and failed: not again until it changes. */
 static void
@@ -198,6 +203,7 @@ cleanup_alloc(struct supervisor *sv, const char *alloc, const char *type,
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
 	Berth__CleanupAlloc ca = BERTH__CLEANUP_ALLOC__INIT;
 
+	remove_task_files(sv, alloc);
 	ca.alloc_id = IPC_BYTES(alloc);
 	if (plugin != NULL) {
 		ca.plugin_type = IPC_BYTES(type);
@@ -283,27 +289,36 @@ remove_tree(int at, const char *name, int depth)
 /*
  * What the alloc's tasks left in their directories (logs, exit status,
  * their own files) goes; volumes/ is root's and the mounter's to clear.
+ * Every task directory, so that an alloc known only from what it left
+ * (after a restart) is cleared too.
  */
 static void
-remove_task_files(struct arun *ar)
+remove_task_files(struct supervisor *sv, const char *alloc)
 {
 	char path[4400];
-	struct dirent *de;
-	size_t i;
-	DIR *d;
+	struct dirent *de, *te;
+	DIR *d, *t;
+	int fd;
 
-	for (i = 0; i < ar->doc->ntasks; i++) {
-		snprintf(path, sizeof(path), "%s/%s/%s/%s",
-		    ar->am->sv->cfg.data_dir, LAYOUT_ALLOCS_DIR, ar->doc->id,
-		    ar->doc->tasks[i].name);
-		if ((d = opendir(path)) == NULL)
+	snprintf(path, sizeof(path), "%s/%s/%s", sv->cfg.data_dir,
+	    LAYOUT_ALLOCS_DIR, alloc);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || (fd = openat(dirfd(d), de->d_name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
 			continue;
-		while ((de = readdir(d)) != NULL)
-			if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name,
-			    "..") != 0 && strcmp(de->d_name, "volumes") != 0)
-				remove_tree(dirfd(d), de->d_name, 0);
-		closedir(d);
+		if ((t = fdopendir(fd)) == NULL) {
+			close(fd);
+			continue;
+		}
+		while ((te = readdir(t)) != NULL)
+			if (strcmp(te->d_name, ".") != 0 && strcmp(te->d_name,
+			    "..") != 0 && strcmp(te->d_name, "volumes") != 0)
+				remove_tree(dirfd(t), te->d_name, 0);
+		closedir(t);
 	}
+	closedir(d);
 }
 
 /* The mounter cleans up; the plugin's mount root too if this was its last. */
@@ -328,7 +343,6 @@ last_plugin_cleanup(struct arun *ar)
 		}
 	if (t != NULL && volmgr_uses_plugin(am->sv->volmgr, t->csi.id))
 		t = NULL;
-	remove_task_files(ar);
 	cleanup_alloc(am->sv, ar->doc->id, t != NULL ?
 	    alloc_csi_type_name(t->csi.type) : NULL, t != NULL ? t->csi.id :
 	    NULL, on_cleaned, ar);
@@ -714,6 +728,100 @@ on_rescan(evutil_socket_t fd, short ev, void *arg)
 	scan(arg);
 }
 
+/*
+ * Volumes held by allocs that are not running (their records outlived a
+ * restart, or a take-back that failed): taken back, then cleaned up.
+ */
+struct stale_vol {
+	struct allocs *am;
+	char alloc[];
+};
+
+static void on_stale_cleaned(struct chan *c, Berth__Envelope *env, int fd,
+    void *arg);
+
+static bool
+stale_vols_busy(struct allocs *am, const char *alloc)
+{
+	for (size_t i = 0; i < am->nstale_vols; i++)
+		if (strcmp(am->stale_vols[i], alloc) == 0)
+			return true;
+	return false;
+}
+
+static void
+stale_vols_forget(struct allocs *am, const char *alloc)
+{
+	for (size_t i = 0; i < am->nstale_vols; i++)
+		if (strcmp(am->stale_vols[i], alloc) == 0) {
+			free(am->stale_vols[i]);
+			am->stale_vols[i] = am->stale_vols[--am->nstale_vols];
+			return;
+		}
+}
+
+static void
+on_stale_vols(enum volmgr_status st, const char *why, void *arg)
+{
+	struct stale_vol *sv = arg;
+
+	if (st == VOLMGR_OK) {
+		log_info("alloc %s: the volumes it held are taken back",
+		    sv->alloc);
+		cleanup_alloc(sv->am->sv, sv->alloc, NULL, NULL,
+		    on_stale_cleaned, NULL);
+	} else
+		log_warnx("alloc %s: taking back the volumes it held: %s; "
+		    "trying again at the next resync", sv->alloc, why);
+	stale_vols_forget(sv->am, sv->alloc);
+	free(sv);
+}
+
+static void
+stale_vols_one(const char *alloc, void *arg)
+{
+	struct allocs *am = arg;
+	struct stale_vol *sv;
+	char **more;
+
+	if (find_run(am, alloc) != NULL || stale_vols_busy(am, alloc))
+		return;
+	if ((sv = malloc(sizeof(*sv) + strlen(alloc) + 1)) == NULL ||
+	    (more = reallocarray(am->stale_vols, am->nstale_vols + 1,
+	    sizeof(*more))) == NULL || (more[am->nstale_vols] =
+	    strdup(alloc)) == NULL) {
+		free(sv);
+		return;
+	}
+	am->stale_vols = more;
+	am->nstale_vols++;
+	sv->am = am;
+	memcpy(sv->alloc, alloc, strlen(alloc) + 1);
+	log_info("alloc %s: not running, but it holds volumes: taking them "
+	    "back", alloc);
+	volmgr_unmount(am->sv->volmgr, alloc, NULL, on_stale_vols, sv);
+}
+
+static void
+sweep_stale_vols(struct allocs *am)
+{
+	struct timeval tv = { 0, 100 * 1000 };
+
+	if (!volmgr_ready(am->sv->volmgr)) {
+		evtimer_add(am->stale_vols_timer, &tv);
+		return;
+	}
+	volmgr_each_alloc(am->sv->volmgr, stale_vols_one, am);
+}
+
+static void
+on_stale_vols_timer(evutil_socket_t fd, short ev, void *arg)
+{
+	(void)fd;
+	(void)ev;
+	sweep_stale_vols(arg);
+}
+
 static void
 on_resync(evutil_socket_t fd, short ev, void *arg)
 {
@@ -724,6 +832,7 @@ on_resync(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	scan(am);
+	sweep_stale_vols(am);
 	evtimer_add(am->resync, &tv);
 }
 
@@ -808,6 +917,19 @@ free_stale(struct stale *st)
 	free(st);
 }
 
+/* A stale task's end, as a task event like any other task's. */
+static void
+stale_event(struct stale *st, struct taskproc *tp, const char *how,
+    const char *when)
+{
+	log_info("event: alloc=%s task=%s type=Terminated message=\"pid %ld "
+	    "%s%s (its allocation is gone)\"", st->alloc, st->task,
+	    (long)taskproc_pid(tp), how, when);
+	events_record(st->am->sv->events, "task", "Terminated", st->alloc,
+	    st->task, NULL, "pid %ld %s%s (its allocation is gone)",
+	    (long)taskproc_pid(tp), how, when);
+}
+
 static void
 on_stale_exited(struct taskproc *tp, const struct task_exit *ex, void *arg)
 {
@@ -815,8 +937,7 @@ on_stale_exited(struct taskproc *tp, const struct task_exit *ex, void *arg)
 	char how[128];
 
 	task_exit_describe(ex, how, sizeof(how));
-	log_info("alloc %s task %s: the stale task (pid %ld) %s", st->alloc,
-	    st->task, (long)taskproc_pid(tp), how);
+	stale_event(st, tp, how, "");
 	stale_done(st);
 }
 
@@ -839,8 +960,9 @@ on_stale_adopted(struct taskproc *tp, int err, const char *why, void *arg)
 	struct timeval tv = { ALLOC_DEFAULT_KILL_TIMEOUT_MS / 1000, 0 };
 
 	if (err != 0) {
-		log_info("alloc %s task %s: its allocation is gone and so is "
-		    "its task (%s)", st->alloc, st->task, why);
+		/* It ended while no supervisor ran: its exit, as its shim
+		 * kept it, is not lost. */
+		stale_event(st, tp, why, " while the supervisor was not running");
 		stale_done(st);
 		return;
 	}
@@ -969,6 +1091,7 @@ on_handles(const struct regclient_result *res, Berth__Handle *const *items,
 	for (i = 0; i < am->nkept; i++)
 		if (!am->kept[i].claimed)
 			stop_stale(am, &am->kept[i]);
+	sweep_stale_vols(am);
 	free_kept(am);
 	if (regclient_list_plugins(am->sv->registry.client,
 	    BERTH__PLUGIN_TYPE__PLUGIN_TYPE_UNKNOWN, NULL, on_plugins_listed,
@@ -989,7 +1112,9 @@ allocs_new(struct supervisor *sv)
 	TAILQ_INIT(&am->refused);
 	TAILQ_INIT(&am->stale);
 	if ((am->rescan = evtimer_new(sv->base, on_rescan, am)) == NULL ||
-	    (am->resync = evtimer_new(sv->base, on_resync, am)) == NULL) {
+	    (am->resync = evtimer_new(sv->base, on_resync, am)) == NULL ||
+	    (am->stale_vols_timer = evtimer_new(sv->base, on_stale_vols_timer,
+	    am)) == NULL) {
 		allocs_free(am);
 		return NULL;
 	}
@@ -1040,6 +1165,11 @@ allocs_free(struct allocs *am)
 		event_free(am->rescan);
 	if (am->resync != NULL)
 		event_free(am->resync);
+	if (am->stale_vols_timer != NULL)
+		event_free(am->stale_vols_timer);
+	for (size_t i = 0; i < am->nstale_vols; i++)
+		free(am->stale_vols[i]);
+	free(am->stale_vols);
 	free(am);
 }
 
