@@ -923,10 +923,10 @@ stale_event(struct stale *st, struct taskproc *tp, const char *how,
     const char *when)
 {
 	log_info("event: alloc=%s task=%s type=Terminated message=\"pid %ld "
-	    "%s%s (its allocation is gone)\"", st->alloc, st->task,
+	    "%s%s (a stale task)\"", st->alloc, st->task,
 	    (long)taskproc_pid(tp), how, when);
 	events_record(st->am->sv->events, "task", "Terminated", st->alloc,
-	    st->task, NULL, "pid %ld %s%s (its allocation is gone)",
+	    st->task, NULL, "pid %ld %s%s (a stale task)",
 	    (long)taskproc_pid(tp), how, when);
 }
 

@@ -275,8 +275,9 @@ START_TEST(a_blocked_driver_has_its_stale_task_stopped)
 	    10000);
 	wait_log(&b, "alloc w task t: driver exec is blocked by the config "
 	    "now", 10000);
-	snprintf(want, sizeof(want), "alloc w task t: the stale task (pid %ld) "
-	    "was killed by signal 15 (SIGTERM)", (long)pid);
+	snprintf(want, sizeof(want), "event: alloc=w task=t type=Terminated "
+	    "message=\"pid %ld was killed by signal 15 (SIGTERM) (a stale "
+	    "task)\"", (long)pid);
 	wait_log(&b, want, 10000);
 	ck_assert(pid_wait_gone(pid, 5000));
 	ck_assert(pid_wait_gone(shim, 5000));
