@@ -8,6 +8,7 @@
  * process (the supervisor reaps its helpers by pid), or leave a
  * descriptor open in a task.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
@@ -387,6 +388,51 @@ describe_failure(struct taskproc *tp, const struct task_spec *spec,
 		    "up the task in %s: %s", spec->dir, e);
 }
 
+/*
+ * A shim already running for this task directory, which no handle
+ * names: its start came in the milliseconds before the handle was in
+ * the registry, and a supervisor died there. Its task must not run
+ * twice: the shim's process group (the shim and its task) is killed
+ * before the task starts anew. Returns how many were found.
+ */
+static int
+kill_unrecorded(const char *dir)
+{
+	char path[64], buf[4400], want[4400];
+	struct dirent *de;
+	size_t wlen;
+	int n = 0, fd;
+	ssize_t len;
+	DIR *d;
+
+	/* The shim's command line: "berth-shim\0-d\0<dir>\0...". */
+	wlen = (size_t)snprintf(want, sizeof(want), SHIM_NAME "%c-d%c%s%c",
+	    0, 0, dir, 0);
+	if (wlen >= sizeof(want) || (d = opendir("/proc")) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL) {
+		pid_t pid = (pid_t)atol(de->d_name);
+
+		if (pid <= 1)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/cmdline", (long)pid);
+		if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		len = read(fd, buf, sizeof(buf));
+		close(fd);
+		if (len < (ssize_t)wlen || memcmp(buf, want, wlen) != 0)
+			continue;
+		log_warnx("taskdrv: berth-shim pid %ld runs for %s with no "
+		    "handle (a supervisor died as it started); killing it and "
+		    "its task before starting again", (long)pid, dir);
+		kill(-pid, SIGKILL);
+		kill(pid, SIGKILL);
+		n++;
+	}
+	closedir(d);
+	return n;
+}
+
 /* Run the shim; its report says whether the task runs. */
 static int
 run_shim(struct taskproc *tp, const struct task_spec *spec, char **argv,
@@ -473,6 +519,7 @@ start_exec(struct taskproc *tp, const struct task_spec *spec)
 		r = -ENOMEM;
 		goto out;
 	}
+	(void)kill_unrecorded(spec->dir);
 	if ((r = run_shim(tp, spec, argv, envp)) < 0)
 		goto out;
 	/* So quick that it has ended already: its status is in the file. */

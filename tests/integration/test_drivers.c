@@ -287,6 +287,40 @@ START_TEST(a_blocked_driver_has_its_stale_task_stopped)
 }
 END_TEST
 
+/*
+ * A supervisor killed after starting a task but before its handle was in
+ * the registry (the handle is removed here to stand for that window):
+ * the next one finds the shim running for the task's directory with no
+ * handle, kills it with its task, and starts the task once.
+ */
+START_TEST(an_unrecorded_task_is_not_run_twice)
+{
+	struct berth b;
+	char path[1024];
+	pid_t pid, shim, again;
+	sqlite3 *db;
+
+	pid = waiting_task(&b, &shim);
+	berth_kill(&b);
+	snprintf(path, sizeof(path), "%s/data/registry/registry.db", b.dir);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	ck_assert_int_eq(sqlite3_exec(db, "DELETE FROM reattach WHERE alloc = "
+	    "'w'", NULL, NULL, NULL), SQLITE_OK);
+	sqlite3_close(db);
+	ck_assert(pid_alive(pid));
+	berth_start(&b);
+	wait_log(&b, "runs for", 10000);
+	wait_log(&b, "with no handle (a supervisor died as it started)", 1);
+	wait_log(&b, "alloc=w task=t type=Started", 10000);
+	ck_assert(pid_wait_gone(pid, 5000));
+	ck_assert(pid_wait_gone(shim, 5000));
+	ck_assert_int_eq(task_pids(&b, &again), 1);
+	ck_assert_int_ne(again, pid);
+	ck_assert(pid_alive(again));
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -299,5 +333,6 @@ main(void)
 	tcase_add_test(tc, a_lost_shim_takes_its_task_along);
 	tcase_add_test(tc, logs_rotate_at_their_limit);
 	tcase_add_test(tc, a_blocked_driver_has_its_stale_task_stopped);
+	tcase_add_test(tc, an_unrecorded_task_is_not_run_twice);
 	return harness_run("drivers", tc);
 }
