@@ -486,10 +486,13 @@ on_csi(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 	csi_reply = reply;
 	if (res->code != CSI_OK && !(u->kind == U_UNMOUNT && res->code ==
 	    CSI_NOT_FOUND)) {
+		/* A plugin that died under the call (its connection closed,
+		 * CANCELLED here) comes back: that may pass too. */
 		unit_fail(u, res->code == CSI_UNAVAILABLE || res->code ==
 		    CSI_DEADLINE_EXCEEDED || res->code == CSI_ABORTED ||
-		    res->code == CSI_RESOURCE_EXHAUSTED ? VOLMGR_RETRY :
-		    VOLMGR_FAILED, "%s", res->message);
+		    res->code == CSI_RESOURCE_EXHAUSTED || (res->code ==
+		    CSI_CANCELLED && res->origin == CSI_FROM_CLIENT) ?
+		    VOLMGR_RETRY : VOLMGR_FAILED, "%s", res->message);
 		u->step = -1;
 	}
 	unit_step(u);
