@@ -228,6 +228,7 @@ launch(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
 	memcpy(lr.args, d->args, sizeof(lr.args));
 	lr.nargs = (uint32_t)d->nargs;
 	lr.caps = d->caps;
+	lr.ns = LAUNCH_NS & ~d->hostns;
 	if ((r = fdmsg_send(m->launcher_fd, &lr, sizeof(lr), fds, 3)) < 0)
 		return fail_errno(why, -r, "asking the launcher", "");
 	if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) != 1 || (r = fdmsg_recv(
