@@ -2,9 +2,9 @@
  * mounter.c: berth-mounter, the only privileged process: start-up,
  * confinement (see SECURITY.md) and the dispatch of requests. As in vmd's
  * priv.c, a first switch (request.c) checks every field and refuses the
- * rest; a second (act(), here) acts on the checked request only. Requests
- * are not trusted even from the supervisor. Directories come from the
- * command line, which root wrote, never from the peer.
+ * rest; a second (mounter_act(), here) acts on the checked request only.
+ * Requests are not trusted even from the supervisor. Directories come
+ * from the command line, which root wrote, never from the peer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,8 +53,9 @@ fail_errno(char *why, int err, const char *what, const char *path)
 }
 
 /* The second switch: act on a request that request_check() accepted. */
-static Berth__ErrorCode
-act(struct mounter *m, const struct mreq *rq, struct mreply *out, char *why)
+Berth__ErrorCode
+mounter_act(struct mounter *m, const struct mreq *rq, struct mreply *out,
+    char *why)
 {
 	static verb_fn *const verbs[] = {
 		[BERTH__ENVELOPE__BODY_PREPARE_PLUGIN] = volume_prepare_plugin,
@@ -134,7 +135,7 @@ mounter_dispatch(struct helper *h, Berth__Envelope *env, int fd)
 	}
 	code = request_check(env, &rq, why);
 	if (code == BERTH__ERROR_CODE__ERROR_NONE)
-		code = act(m, &rq, &out, why);
+		code = mounter_act(m, &rq, &out, why);
 	if (code == BERTH__ERROR_CODE__ERROR_NONE) {
 		log_debug("mounter_dispatch: %s done",
 		    ipc_body_name(env->body_case));
