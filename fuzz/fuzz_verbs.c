@@ -3,8 +3,9 @@
  * its checks: protobuf-c decoding, request_check(), then mounter_act()
  * on a scratch data directory (a tmpfs) in a private mount namespace.
  * Needs root (scripts/fuzz.sh runs it so in CI); nothing it does reaches
- * the host's mount table, and the scratch tree is renewed every RENEW
- * inputs so that directories and mounts do not pile up.
+ * the host (its tree is a tmpfs over /run in its own mount namespace),
+ * and the tree is renewed every RENEW inputs so that directories and
+ * mounts do not pile up.
  *
  * Beyond "no crash": every mount made since the start lies beneath the
  * scratch directory, and a refused request never leaves a descriptor.
@@ -28,7 +29,7 @@
 #define RENEW 4000
 
 static struct mounter m;
-static char scratch[] = "/tmp/berth-fuzz-verbs-XXXXXX";
+static const char scratch[] = "/run/berth-fuzz-verbs";
 static int cwd_fd, runs;
 static unsigned max_mount_id;
 
@@ -120,13 +121,6 @@ plugin_mounts(const struct mreq *rq)
 }
 
 static void
-cleanup(void)
-{
-	umount2(scratch, MNT_DETACH);
-	rmdir(scratch);
-}
-
-static void
 init(void)
 {
 	if (geteuid() != 0) {
@@ -134,13 +128,15 @@ init(void)
 		    "private mount namespace)\n");
 		exit(1);
 	}
+	/* Over /run, in our own namespace: nothing is made on the host. */
 	if (unshare(CLONE_NEWNS) < 0 ||
-	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+	    mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 ||
+	    mount("tmpfs", "/run", "tmpfs", MS_NOSUID | MS_NODEV,
+	    "size=1m,mode=0755") < 0)
 		die("private mount namespace");
 	check_mounts(true);
-	if (mkdtemp(scratch) == NULL)
-		die("mkdtemp");
-	atexit(cleanup);
+	if (mkdir(scratch, 0755) < 0)
+		die(scratch);
 	if ((cwd_fd = open(".", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (m.proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (m.h.base = event_base_new()) == NULL)
