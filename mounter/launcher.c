@@ -226,7 +226,8 @@ launcher_main(pid_t mounter)
 		if (nfd < 0 && nfd != -EBADMSG)
 			_exit(nfd == -EPIPE ? 0 : 1);
 		ok = nfd == 3 && rq.nargs >= 1 && rq.nargs <= LAUNCH_ARGS &&
-		    (rq.ns & ~(uint32_t)LAUNCH_NS) == 0 && TERMINATED(rq.root) && TERMINATED(rq.sockdir) &&
+		    (rq.ns & ~(uint32_t)LAUNCH_NS) == 0 &&
+		    TERMINATED(rq.root) && TERMINATED(rq.sockdir) &&
 		    TERMINATED(rq.endpoint);
 		for (i = 0; ok && i < (int)rq.nargs; i++)
 			ok = TERMINATED(rq.args[i]);
