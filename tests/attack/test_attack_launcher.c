@@ -42,6 +42,63 @@
 static struct mclient c;
 static char *before, *plugins;
 
+/*
+ * check ends a failed test with _exit(), before mc_stop() removes its
+ * directories: each test notes them in a file of the runner's, whose
+ * teardown (which runs in the runner) removes what is still there.
+ */
+static void
+note_dirs(void)
+{
+	char path[64];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/berth-test-launcher-%ld",
+	    (long)getppid());
+	if ((f = fopen(path, "a")) == NULL)
+		return;
+	fprintf(f, "%s\n%s\n%s\n", c.data, c.run, plugins);
+	fclose(f);
+}
+
+static void
+remove_noted(void)
+{
+	char path[64], dir[512];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/tmp/berth-test-launcher-%ld",
+	    (long)getpid());
+	if ((f = fopen(path, "r")) == NULL)
+		return;
+	while (fgets(dir, sizeof(dir), f) != NULL) {
+		dir[strcspn(dir, "\n")] = '\0';
+		if (strncmp(dir, "/tmp/berth-test-", 16) == 0 &&
+		    access(dir, F_OK) == 0)
+			harness_rmtree(dir);
+	}
+	fclose(f);
+	unlink(path);
+}
+
+static void
+fixture_init(void)
+{
+	char path[64];
+
+	snprintf(path, sizeof(path), "/tmp/berth-test-launcher-%ld",
+	    (long)getpid());
+	unlink(path);
+	mc_track_init();
+}
+
+static void
+fixture_cleanup(void)
+{
+	mc_track_cleanup();
+	remove_noted();
+}
+
 /* A plugin definition "csi" for confined_plugin, with extra lines. */
 static void
 define(const char *extra)
@@ -63,6 +120,7 @@ setup(void)
 	plugins = harness_tmpdir("plugins");
 	define("");
 	mc_start(&c, plugins);
+	note_dirs();
 	ck_assert_int_eq(mc_prepare_plugin(&c, T, P, A), 0);
 }
 
@@ -457,7 +515,7 @@ main(void)
 	int run, failed;
 
 	tcase_set_timeout(tc, 120);
-	tcase_add_unchecked_fixture(tc, mc_track_init, mc_track_cleanup);
+	tcase_add_unchecked_fixture(tc, fixture_init, fixture_cleanup);
 	tcase_add_test(tc, fifo_symlink_link_or_device_at_a_plugin_log);
 	tcase_add_test(tc, confined_plugin_sets_the_hostname_or_enters_the_hosts);
 	tcase_add_test(tc, flood_without_reading_a_reply);
