@@ -2,9 +2,9 @@
  * mounter.c: berth-mounter, the only privileged process: start-up,
  * confinement (see SECURITY.md) and the dispatch of requests. As in vmd's
  * priv.c, a first switch (request.c) checks every field and refuses the
- * rest; a second (mounter_act(), here) acts on the checked request only.
- * Requests are not trusted even from the supervisor. Directories come
- * from the command line, which root wrote, never from the peer.
+ * rest; a second (act(), here) acts on the checked request only. Requests
+ * are not trusted even from the supervisor. Directories come from the
+ * command line, which root wrote, never from the peer.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -53,9 +53,8 @@ fail_errno(char *why, int err, const char *what, const char *path)
 }
 
 /* The second switch: act on a request that request_check() accepted. */
-Berth__ErrorCode
-mounter_act(struct mounter *m, const struct mreq *rq, struct mreply *out,
-    char *why)
+static Berth__ErrorCode
+act(struct mounter *m, const struct mreq *rq, struct mreply *out, char *why)
 {
 	static verb_fn *const verbs[] = {
 		[BERTH__ENVELOPE__BODY_PREPARE_PLUGIN] = volume_prepare_plugin,
@@ -135,7 +134,7 @@ mounter_dispatch(struct helper *h, Berth__Envelope *env, int fd)
 	}
 	code = request_check(env, &rq, why);
 	if (code == BERTH__ERROR_CODE__ERROR_NONE)
-		code = mounter_act(m, &rq, &out, why);
+		code = act(m, &rq, &out, why);
 	if (code == BERTH__ERROR_CODE__ERROR_NONE) {
 		log_debug("mounter_dispatch: %s done",
 		    ipc_body_name(env->body_case));
@@ -152,6 +151,15 @@ static bool
 mounter_takes_fd(Berth__Envelope__BodyCase body)
 {
 	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
+}
+
+int
+mounter_serve_on(struct mounter *m, int fd)
+{
+	m->h = (struct helper){ .name = "berth-mounter", .arg = m,
+	    .role = BERTH__ROLE__ROLE_MOUNTER, .dispatch = mounter_dispatch,
+	    .takes_fd = mounter_takes_fd, .base = m->h.base };
+	return helper_init(&m->h, fd);
 }
 
 static void
@@ -242,10 +250,7 @@ main(int argc, char **argv)
 	if ((m.launcher_fd = launcher_spawn(m.data_fd)) < 0)
 		fatalx("main: plugin launcher: %s", strerror(-m.launcher_fd));
 
-	m.h = (struct helper){ .name = "berth-mounter", .arg = &m,
-	    .role = BERTH__ROLE__ROLE_MOUNTER, .dispatch = mounter_dispatch,
-	    .takes_fd = mounter_takes_fd };
-	if ((r = helper_init(&m.h, BERTH_HELPER_FD)) < 0)
+	if ((r = mounter_serve_on(&m, BERTH_HELPER_FD)) < 0)
 		fatalx("main: event loop: %s", strerror(-r));
 	if ((r = sandbox_lock()) < 0)
 		fatalx("main: locking the sandbox: %s", strerror(-r));

@@ -119,11 +119,13 @@ struct mounter {
 	struct plugin plugins[PLUGIN_MAX];
 };
 
-/* mounter.c; mounter_act() is the second switch (fuzz_verbs runs it). */
+/* mounter.c */
 Berth__ErrorCode fail(char *why, Berth__ErrorCode code, const char *fmt, ...)
     BERTH_PRINTF(3, 4);
 Berth__ErrorCode fail_errno(char *why, int err, const char *what,
     const char *path);
+/* The channel and dispatch on a connected socket (fuzz_verbs uses it). */
+int mounter_serve_on(struct mounter *m, int fd);
 
 /* request.c: the first switch. */
 Berth__ErrorCode request_check(const Berth__Envelope *env, struct mreq *rq,
@@ -143,8 +145,6 @@ int res_each(int dirfd, const char *rel, res_each_fn fn, void *arg);
 /* A verb: act on a checked request; on failure say why. */
 typedef Berth__ErrorCode verb_fn(struct mounter *m, const struct mreq *rq,
     struct mreply *out, char *why);
-
-verb_fn mounter_act;
 
 /* volume.c */
 verb_fn volume_prepare_plugin, volume_prepare, volume_prepare_task,
