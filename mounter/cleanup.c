@@ -14,11 +14,13 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "mounter.h"
 
-#define STEP 128		/* directory entries per turn of the loop */
+#define STEP 128		/* directory entries per turn of the loop, */
+#define STEP_NS 5000000		/* or this long, whichever is first */
 #define DEPTH 8
 #define QUEUED_MAX 1024		/* cleanups waiting; more are refused */
 
@@ -238,15 +240,24 @@ plugin_root(struct job *j)
 	close(pfd);
 }
 
-/* Up to *budget entries of j; true when it is done. */
+static int64_t
+now_ns(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
+}
+
+/* Up to *budget entries of j, until the deadline; true when it is done. */
 static bool
-work(struct job *j, int *budget)
+work(struct job *j, int *budget, int64_t deadline)
 {
 	const char *name;
 	struct level *l;
 	int k;
 
-	while (*budget > 0) {
+	while (*budget > 0 && now_ns() < deadline) {
 		if (j->depth == 0 && !start(j)) {
 			if (j->rq.plugin[0])
 				plugin_root(j);
@@ -279,7 +290,10 @@ step(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
-	while (budget > 0 && (j = q->head) != NULL && work(j, &budget)) {
+	int64_t deadline = now_ns() + STEP_NS;
+
+	while (budget > 0 && (j = q->head) != NULL && work(j, &budget,
+	    deadline)) {
 		if ((q->head = j->next) == NULL)
 			q->tail = &q->head;
 		q->n--;
