@@ -144,8 +144,6 @@ int res_self_bind(int dirfd, const char *rel, int flags);
 int res_is_mount(int dirfd, const char *name);
 int res_unmount_all(int dirfd, const char *name);
 int res_remove(int dirfd, const char *name);
-typedef void (*res_each_fn)(int dirfd, const char *name, void *arg);
-int res_each(int dirfd, const char *rel, res_each_fn fn, void *arg);
 
 /* A verb: act on a checked request; on failure say why. */
 typedef Berth__ErrorCode verb_fn(struct mounter *m, const struct mreq *rq,

@@ -79,11 +79,6 @@ res_chown_dir(int fd, uid_t uid, gid_t gid)
 	return fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0 ? -errno : 0;
 }
 
-/*
- * at/rel, a directory: on at's mount, or berth's bind of it onto itself
- * (its root is the very directory beneath: the same device, and the inode
- * that the parent's listing names). Never what someone stacked there.
- */
 /* The inode that the listing of dirfd names leaf: beneath any mount. */
 static ino_t
 listed_ino(int dirfd, const char *leaf)
@@ -106,6 +101,11 @@ listed_ino(int dirfd, const char *leaf)
 	return ino;
 }
 
+/*
+ * at/rel, a directory: on at's mount, or berth's bind of it onto itself
+ * (its root is the very directory beneath: the same device, and the inode
+ * that the parent's listing names). Never what someone stacked there.
+ */
 int
 res_self_bind(int at, const char *rel, int flags)
 {
@@ -213,25 +213,4 @@ res_remove(int dirfd, const char *name)
 	    st.st_size == 0)))
 		return 0;
 	return unlinkat(dirfd, name, 0) == 0;
-}
-
-/* Call fn for every entry of dirfd/rel whose name is an identifier. */
-int
-res_each(int at, const char *rel, res_each_fn fn, void *arg)
-{
-	struct dirent *de;
-	DIR *d;
-	int fd;
-
-	if ((fd = res_open(at, rel, O_RDONLY | O_DIRECTORY, 0)) < 0)
-		return fd;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return -errno;
-	}
-	while ((de = readdir(d)) != NULL)
-		if (ident_valid_str(de->d_name))
-			fn(dirfd(d), de->d_name, arg);
-	closedir(d);
-	return 0;
 }

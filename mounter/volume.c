@@ -1,6 +1,6 @@
 /*
  * volume.c: the mount verbs (prepare a plugin, a volume's directory, a
- * task; bind, unbind; clean up an alloc): every mount made in the host,
+ * task; bind, unbind; cleanup.c cleans up): every mount made in the host,
  * with open_tree / mount_setattr / move_mount on descriptors pinned by
  * resolve.c; a bind's flags are set while it is still detached.
  * Must not: resolve a path but through resolve.c.
@@ -50,16 +50,18 @@ attach(int src, int dst, const struct mount_attr *attr)
  * what a plugin stacked on it: ERROR_PERMISSION.
  */
 static Berth__ErrorCode
-shared_root(struct mounter *m, const char *rel, int *fd, char *why)
+shared_root(struct mounter *m, const char *rel, int *fdp, char *why)
 {
-	int r;
+	int fd, r;
 
-	if ((*fd = res_self_bind(m->data_fd, rel, O_PATH)) < 0)
-		return fail_errno(why, -*fd, "opening", rel);
-	if ((r = res_is_mount(*fd, "")) == 1)
+	if ((fd = res_self_bind(m->data_fd, rel, O_PATH)) < 0)
+		return fail_errno(why, -fd, "opening", rel);
+	if ((r = res_is_mount(fd, "")) == 1 && fdp != NULL)
+		*fdp = fd;
+	else
+		close(fd);
+	if (r == 1)
 		return OK;
-	close(*fd);
-	*fd = -1;
 	return r < 0 ? fail_errno(why, -r, "checking", rel) :
 	    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is not a shared "
 	    "mount yet: prepare the plugin first", rel);
@@ -129,8 +131,8 @@ volume_prepare_plugin(struct mounter *m, const struct mreq *rq,
 	    (code = make_shared_mount(m, rq->path, why)) != OK || rq->gid == 0)
 		return code;
 	/* Its socket dir holds no mount but its own self-bind. */
-	if ((fd = res_self_bind(m->data_fd, rq->path2, O_PATH)) < 0)
-		return fail_errno(why, -fd, "opening", rq->path2);
+	if ((code = shared_root(m, rq->path2, &fd, why)) != OK)
+		return code;
 	return give(fd, rq->path2, NULL, rq->uid, rq->gid, 02750, why);
 }
 
@@ -138,12 +140,7 @@ volume_prepare_plugin(struct mounter *m, const struct mreq *rq,
 Berth__ErrorCode
 volume_need_shared(struct mounter *m, const char *rel, char *why)
 {
-	Berth__ErrorCode code;
-	int fd;
-
-	if ((code = shared_root(m, rel, &fd, why)) == OK)
-		close(fd);
-	return code;
+	return shared_root(m, rel, NULL, why);
 }
 
 Berth__ErrorCode
