@@ -1,8 +1,8 @@
 /*
  * cleanup.c: CleanupAlloc, in bounded steps. What berth made for an alloc
- * is found by the layout's patterns below and walked STEP entries (or
- * STEP_NS) per turn of the event loop, so the mounter answers a ping
- * however big a tree a peer planted; the answer goes when the walk ends.
+ * is found by the layout's patterns below and walked for at most STEP_NS
+ * per turn of the event loop, so the mounter answers a ping however big a
+ * tree a peer planted; the answer goes when the walk ends.
  * A walk never enters a mount berth did not make (RESOLVE_NO_XDEV; a
  * plugin's root only if it is berth's self-bind), and changes the owner
  * of nothing but a socket dir berth made, by descriptor, once its mount
@@ -20,8 +20,7 @@
 
 #include "mounter.h"
 
-#define STEP 128		/* directory entries per turn of the loop, */
-#define STEP_NS 5000000		/* or this long, whichever is first */
+#define STEP_NS 5000000		/* a turn of the event loop's work */
 #define DEPTH 8
 #define QUEUED_MAX 1024		/* cleanups waiting; more are refused */
 
@@ -231,14 +230,14 @@ now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Up to *budget entries of j, until the deadline; true when it is done. */
+/* Walk j until the deadline; true when it is done. */
 static bool
-work(struct job *j, int *budget, int64_t deadline)
+work(struct job *j, int64_t deadline)
 {
 	const char *name;
 	int k;
 
-	while (*budget > 0 && now_ns() < deadline) {
+	while (now_ns() < deadline) {
 		while (j->depth == 0 && j->phase < NPHASES &&
 		    (phases[j->phase].flags & PLUGIN) && !j->rq.plugin[0])
 			j->phase++;
@@ -248,7 +247,6 @@ work(struct job *j, int *budget, int64_t deadline)
 			j->lv[0].done = false;
 			j->depth = 1;
 		}
-		(*budget)--;
 		k = j->depth - 1;
 		if ((name = next(j, k)) == NULL) {
 			pop(j);
@@ -270,13 +268,11 @@ step(evutil_socket_t fd, short ev, void *arg)
 	struct cleanups *q = arg;
 	struct timeval now = { 0, 0 };
 	int64_t deadline = now_ns() + STEP_NS;
-	int budget = STEP;
 	struct job *j;
 
 	(void)fd;
 	(void)ev;
-	while (budget > 0 && (j = q->head) != NULL && work(j, &budget,
-	    deadline)) {
+	while ((j = q->head) != NULL && work(j, deadline)) {
 		q->head = j->next;
 		q->n--;
 		mounter_answer(j->m, &j->rq, &j->out);
