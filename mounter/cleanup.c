@@ -28,17 +28,18 @@
  * Components: a name; "*" any identifier; "+" any but the socket tree;
  * "@a", "@t", "@p" the request's alloc, plugin type, plugin id.
  */
-enum { SOCKETS = 1, PRUNE = 2, PLUGIN = 4, ROOT = 8 };
+enum { SOCKETS = 1, PRUNE = 2, PLUGIN = 4, ROOT = 8, TAKE = 16 };
 static const struct phase {
 	const char *comp[DEPTH];
 	int own;	/* from this component down: the alloc's, removed */
 	int bind;	/* this component is berth's self-bind (0: none) */
-	int flags;	/* PRUNE: leaves removed if empty, never unmounted */
+	int flags;	/* PRUNE: leaves removed if empty, never unmounted;
+			 * TAKE: component 2 taken back (see take_back) */
 } phases[] = {
 	/* Tasks first: their binds hold references to the publish mounts. */
-	{ { "allocs", "@a", "*", "volumes", "*" }, 1, 0, 0 },
+	{ { "allocs", "@a", "*", "volumes", "*" }, 1, 0, TAKE },
 	{ { "csi", "+", "*", "per-alloc", "@a", "*", "*" }, 4, 2, 0 },
-	{ { "csi", "plugins", "@a", "*" }, 2, 0, SOCKETS },
+	{ { "csi", "plugins", "@a", "*" }, 2, 0, SOCKETS | TAKE },
 	/* The plugin's last alloc: what the layout says berth made. */
 	{ { "csi", "@t", "@p", "staging", "*", "*", "*" }, 3, 2,
 	    PRUNE | PLUGIN },
@@ -142,7 +143,9 @@ leaf(struct job *j, int dirfd, const char *name)
 /*
  * csi/plugins/<alloc>: its self-bind and whatever a plugin stacked go
  * first; then the directory beneath, on the data dir's mount in root's
- * csi/plugins/, is root's again, by descriptor, to be emptied.
+ * csi/plugins/, is root's again, by descriptor, to be emptied. The same
+ * for a task dir an older berth gave to the task's user (none is mounted
+ * on; the group is kept).
  */
 static int
 take_back(struct job *j, int dirfd, const char *name)
@@ -153,7 +156,7 @@ take_back(struct job *j, int dirfd, const char *name)
 		j->out.unmounted += r;
 	if ((fd = res_open_here(dirfd, name, O_PATH | O_DIRECTORY)) < 0)
 		return fd;
-	if ((r = res_chown_dir(fd, 0, 0)) == 0)
+	if ((r = res_chown_dir(fd, 0, (gid_t)-1)) == 0)
 		r = res_open_here(fd, ".", O_RDONLY | O_DIRECTORY);
 	close(fd);
 	return r;
@@ -167,7 +170,7 @@ enter(struct job *j, int dirfd, const char *name, int k)
 	struct level *l = &j->lv[j->depth];
 	int fd;
 
-	if ((ph->flags & SOCKETS) && k == 2)
+	if ((ph->flags & TAKE) && k == 2)
 		fd = take_back(j, dirfd, name);
 	else if (k == ph->bind)
 		fd = res_self_bind(dirfd, name, O_RDONLY);
@@ -230,14 +233,14 @@ now_ns(void)
 	return (int64_t)ts.tv_sec * 1000000000 + ts.tv_nsec;
 }
 
-/* Walk j until the deadline; true when it is done. */
+/* Walk j until the deadline, one entry at least; true when it is done. */
 static bool
 work(struct job *j, int64_t deadline)
 {
 	const char *name;
 	int k;
 
-	while (now_ns() < deadline) {
+	do {
 		while (j->depth == 0 && j->phase < NPHASES &&
 		    (phases[j->phase].flags & PLUGIN) && !j->rq.plugin[0])
 			j->phase++;
@@ -258,7 +261,7 @@ work(struct job *j, int64_t deadline)
 			leaf(j, lfd(j, k), name);
 		else if (j->depth < DEPTH)
 			enter(j, lfd(j, k), name, k);
-	}
+	} while (now_ns() < deadline);
 	return false;
 }
 
