@@ -115,6 +115,16 @@ send_reply(struct mounter *m, const Berth__Envelope *req,
 	out->pidfd = -1;
 }
 
+void
+mounter_answer(struct mounter *m, const struct mreq *rq, struct mreply *out)
+{
+	Berth__Envelope req = BERTH__ENVELOPE__INIT;
+
+	req.request_id = rq->id;
+	log_debug("mounter_answer: %s done", ipc_body_name(rq->body));
+	send_reply(m, &req, rq, out);
+}
+
 static void
 mounter_dispatch(struct helper *h, Berth__Envelope *env, int fd)
 {
@@ -135,6 +145,8 @@ mounter_dispatch(struct helper *h, Berth__Envelope *env, int fd)
 	code = request_check(env, &rq, why);
 	if (code == BERTH__ERROR_CODE__ERROR_NONE)
 		code = act(m, &rq, &out, why);
+	if (code == BERTH__ERROR_CODE__ERROR_NONE && out.later)
+		return;
 	if (code == BERTH__ERROR_CODE__ERROR_NONE) {
 		log_debug("mounter_dispatch: %s done",
 		    ipc_body_name(env->body_case));

@@ -89,6 +89,7 @@ struct mreq {
 	uid_t uid;
 	gid_t gid;
 	char path[MREQ_PATH], path2[MREQ_PATH];	/* under the data dir */
+	uint64_t id;			/* the envelope's, for a later answer */
 };
 
 /* What a verb answers besides success. */
@@ -98,9 +99,11 @@ struct mreply {
 	pid_t pid;
 	uint64_t start_time;
 	int pidfd;		/* owned by the reply; -1: none */
+	bool later;		/* answered later, with mounter_answer() */
 };
 
 struct mounter;
+struct cleanups;
 
 /* A plugin started or adopted; the slot is free while pidfd is 0. */
 struct plugin {
@@ -117,6 +120,7 @@ struct mounter {
 	int data_fd, plugins_fd, proc_fd, launcher_fd;
 	char boot_id[MREQ_IDENT];
 	struct plugin plugins[PLUGIN_MAX];
+	struct cleanups *cleanups;	/* cleanup.c's, in progress */
 };
 
 /* mounter.c */
@@ -127,20 +131,26 @@ Berth__ErrorCode fail_errno(char *why, int err, const char *what,
 /* The channel and dispatch on a connected socket (fuzz_verbs uses it). */
 int mounter_serve_on(struct mounter *m, int fd);
 
+/* A verb's answer that came later (out->later). */
+void mounter_answer(struct mounter *m, const struct mreq *rq,
+    struct mreply *out);
+
 /* request.c: the first switch. */
 Berth__ErrorCode request_check(const Berth__Envelope *env, struct mreq *rq,
     char *why);
 
 /* resolve.c: paths beneath a pinned directory, never through a symlink. */
 int res_open(int dirfd, const char *rel, int flags, mode_t mode);
+/* The same, crossing no mount (RESOLVE_NO_XDEV): -EXDEV. */
+int res_open_here(int dirfd, const char *rel, int flags);
 int res_mkdirs(int dirfd, const char *rel);
+bool res_trusted(int fd);
+int res_chown_dir(int fd, uid_t uid, gid_t gid);
+/* A plugin root or socket dir: berth's self-bind, else -EXDEV. */
+int res_self_bind(int dirfd, const char *rel, int flags);
 int res_is_mount(int dirfd, const char *name);
-/* 1 if dirfd/rel is a mount root, 0 if not, or -errno. */
-int res_mounted(int dirfd, const char *rel);
 int res_unmount_all(int dirfd, const char *name);
 int res_remove(int dirfd, const char *name);
-typedef void (*res_each_fn)(int dirfd, const char *name, void *arg);
-int res_each(int dirfd, const char *rel, res_each_fn fn, void *arg);
 
 /* A verb: act on a checked request; on failure say why. */
 typedef Berth__ErrorCode verb_fn(struct mounter *m, const struct mreq *rq,
@@ -148,7 +158,9 @@ typedef Berth__ErrorCode verb_fn(struct mounter *m, const struct mreq *rq,
 
 /* volume.c */
 verb_fn volume_prepare_plugin, volume_prepare, volume_prepare_task,
-    volume_bind, volume_unbind, volume_cleanup;
+    volume_bind, volume_unbind;
+/* cleanup.c */
+verb_fn volume_cleanup;
 Berth__ErrorCode volume_need_shared(struct mounter *m, const char *rel,
     char *why);
 

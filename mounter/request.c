@@ -113,6 +113,7 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 
 	memset(rq, 0, sizeof(*rq));
 	rq->body = env->body_case;
+	rq->id = env->request_id;
 	if (env->kind != BERTH__KIND__KIND_REQUEST || env->error != NULL)
 		return fail(why, BAD, "only requests without an error are "
 		    "served");

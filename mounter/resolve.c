@@ -26,14 +26,14 @@
 /* A stack of mounts deeper than this on one entry is not ours. */
 #define UNMOUNT_MAX 16
 
-int
-res_open(int dirfd, const char *rel, int flags, mode_t mode)
+static int
+open_how(int dirfd, const char *rel, int flags, mode_t mode, uint64_t res)
 {
 	struct open_how how = {
 		.flags = (uint64_t)(flags | O_CLOEXEC),
 		.mode = (flags & O_CREAT) ? mode : 0,
 		.resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-		    RESOLVE_NO_MAGICLINKS,
+		    RESOLVE_NO_MAGICLINKS | res,
 	};
 	int fd;
 
@@ -41,6 +41,103 @@ res_open(int dirfd, const char *rel, int flags, mode_t mode)
 	return fd < 0 ? -errno : fd;
 }
 
+int
+res_open(int dirfd, const char *rel, int flags, mode_t mode)
+{
+	return open_how(dirfd, rel, flags, mode, 0);
+}
+
+int
+res_open_here(int dirfd, const char *rel, int flags)
+{
+	return open_how(dirfd, rel, flags, 0, RESOLVE_NO_XDEV);
+}
+
+/*
+ * Root's, and writable by no one else; or sticky, where no one else can
+ * rename or remove what root made in it.
+ */
+bool
+res_trusted(int fd)
+{
+	struct stat st;
+
+	return fstat(fd, &st) == 0 && S_ISDIR(st.st_mode) && st.st_uid == 0 &&
+	    (!(st.st_mode & (S_IWGRP | S_IWOTH)) || (st.st_mode & S_ISVTX));
+}
+
+/* Ownership by descriptor, and only of a directory: never a hard link. */
+int
+res_chown_dir(int fd, uid_t uid, gid_t gid)
+{
+	struct stat st;
+
+	if (fstat(fd, &st) < 0)
+		return -errno;
+	if (!S_ISDIR(st.st_mode))
+		return -ENOTDIR;
+	return fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0 ? -errno : 0;
+}
+
+/* The inode that the listing of dirfd names leaf: beneath any mount. */
+static ino_t
+listed_ino(int dirfd, const char *leaf)
+{
+	struct dirent *de;
+	ino_t ino = 0;
+	DIR *d;
+	int fd;
+
+	if ((fd = res_open_here(dirfd, ".", O_RDONLY | O_DIRECTORY)) < 0)
+		return 0;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return 0;
+	}
+	while (ino == 0 && (de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, leaf) == 0)
+			ino = de->d_ino;
+	closedir(d);
+	return ino;
+}
+
+/*
+ * at/rel, a directory: on at's mount, or berth's bind of it onto itself
+ * (its root is the very directory beneath: the same device, and the inode
+ * that the parent's listing names). Never what someone stacked there.
+ */
+int
+res_self_bind(int at, const char *rel, int flags)
+{
+	char parent[MREQ_PATH];
+	const char *leaf = strrchr(rel, '/');
+	struct stat pst, st;
+	int pfd, fd;
+
+	if (leaf == NULL)
+		snprintf(parent, sizeof(parent), ".");
+	else
+		snprintf(parent, sizeof(parent), "%.*s", (int)(leaf - rel),
+		    rel);
+	leaf = leaf ? leaf + 1 : rel;
+	if ((pfd = res_open_here(at, parent, O_PATH | O_DIRECTORY)) < 0)
+		return pfd;
+	if ((fd = res_open_here(pfd, leaf, flags | O_DIRECTORY)) == -EXDEV &&
+	    (fd = res_open(pfd, leaf, flags | O_DIRECTORY, 0)) >= 0 &&
+	    (fstat(pfd, &pst) < 0 || fstat(fd, &st) < 0 ||
+	    st.st_dev != pst.st_dev || listed_ino(pfd, leaf) != st.st_ino)) {
+		close(fd);
+		fd = -EXDEV;
+	}
+	close(pfd);
+	return fd;
+}
+
+/*
+ * Every directory is on dirfd's mount (a mount at the last: -EXDEV), and
+ * each on the way to the last is trusted (res_trusted): no one but root
+ * can rename one, or what berth makes in it.
+ */
 int
 res_mkdirs(int dirfd, const char *rel)
 {
@@ -51,10 +148,12 @@ res_mkdirs(int dirfd, const char *rel)
 		return -ENAMETOOLONG;
 	for (comp = strtok_r(buf, "/", &save); comp != NULL;
 	    comp = strtok_r(NULL, "/", &save)) {
-		if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
+		if (cur != dirfd && !res_trusted(cur))
+			next = -EPERM;
+		else if (mkdirat(cur, comp, 0755) < 0 && errno != EEXIST)
 			next = -errno;
 		else
-			next = res_open(cur, comp, O_PATH | O_DIRECTORY, 0);
+			next = res_open_here(cur, comp, O_PATH | O_DIRECTORY);
 		if (cur != dirfd)
 			close(cur);
 		if (next < 0)
@@ -76,18 +175,6 @@ res_is_mount(int dirfd, const char *name)
 	if (!(stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT))
 		return -EOPNOTSUPP;
 	return (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT) != 0;
-}
-
-int
-res_mounted(int dirfd, const char *rel)
-{
-	int fd, r;
-
-	if ((fd = res_open(dirfd, rel, O_PATH, 0)) < 0)
-		return fd;
-	r = res_is_mount(fd, "");
-	close(fd);
-	return r;
 }
 
 /* name is one component (an identifier or a fixed name): no resolution. */
@@ -126,25 +213,4 @@ res_remove(int dirfd, const char *name)
 	    st.st_size == 0)))
 		return 0;
 	return unlinkat(dirfd, name, 0) == 0;
-}
-
-/* Call fn for every entry of dirfd/rel whose name is an identifier. */
-int
-res_each(int at, const char *rel, res_each_fn fn, void *arg)
-{
-	struct dirent *de;
-	DIR *d;
-	int fd;
-
-	if ((fd = res_open(at, rel, O_RDONLY | O_DIRECTORY, 0)) < 0)
-		return fd;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return -errno;
-	}
-	while ((de = readdir(d)) != NULL)
-		if (ident_valid_str(de->d_name))
-			fn(dirfd(d), de->d_name, arg);
-	closedir(d);
-	return 0;
 }

@@ -1,6 +1,6 @@
 /*
  * volume.c: the mount verbs (prepare a plugin, a volume's directory, a
- * task; bind, unbind; clean up an alloc): every mount made in the host,
+ * task; bind, unbind; cleanup.c cleans up): every mount made in the host,
  * with open_tree / mount_setattr / move_mount on descriptors pinned by
  * resolve.c; a bind's flags are set while it is still detached.
  * Must not: resolve a path but through resolve.c.
@@ -45,6 +45,28 @@ attach(int src, int dst, const struct mount_attr *attr)
 	return r;
 }
 
+/*
+ * A plugin root or socket dir (rel): berth's self-bind, shared. Never
+ * what a plugin stacked on it: ERROR_PERMISSION.
+ */
+static Berth__ErrorCode
+shared_root(struct mounter *m, const char *rel, int *fdp, char *why)
+{
+	int fd, r;
+
+	if ((fd = res_self_bind(m->data_fd, rel, O_PATH)) < 0)
+		return fail_errno(why, -fd, "opening", rel);
+	if ((r = res_is_mount(fd, "")) == 1 && fdp != NULL)
+		*fdp = fd;
+	else
+		close(fd);
+	if (r == 1)
+		return OK;
+	return r < 0 ? fail_errno(why, -r, "checking", rel) :
+	    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is not a shared "
+	    "mount yet: prepare the plugin first", rel);
+}
+
 /* Bind the directory at rel onto itself, once, and make it shared. */
 static Berth__ErrorCode
 make_shared_mount(struct mounter *m, const char *rel, char *why)
@@ -52,43 +74,48 @@ make_shared_mount(struct mounter *m, const char *rel, char *why)
 	struct mount_attr attr = { .propagation = MS_SHARED };
 	int fd, r;
 
-	if ((fd = res_mkdirs(m->data_fd, rel)) < 0)
+	if ((fd = res_mkdirs(m->data_fd, rel)) < 0 && fd != -EXDEV)
 		return fail_errno(why, -fd, "creating", rel);
-	if ((r = res_is_mount(fd, "")) == 0) {
+	if (fd >= 0) {
 		r = attach(fd, fd, NULL);
 		close(fd);
-		/* The path now leads to the new mount. */
-		fd = r < 0 ? r : res_open(m->data_fd, rel, O_PATH, 0);
-		r = fd < 0 ? fd : 1;
+		if (r < 0)
+			return fail_errno(why, -r, "binding", rel);
 	}
-	if (r > 0 && mount_setattr(fd, "", AT_EMPTY_PATH, &attr,
-	    sizeof(attr)) < 0)
-		r = -errno;
-	if (fd >= 0)
-		close(fd);
+	/* The path now leads to the new mount. */
+	if ((fd = res_self_bind(m->data_fd, rel, O_PATH)) < 0)
+		return fail_errno(why, -fd, "opening", rel);
+	r = mount_setattr(fd, "", AT_EMPTY_PATH, &attr, sizeof(attr)) < 0 ?
+	    -errno : 0;
+	close(fd);
 	return r < 0 ? fail_errno(why, -r, "making a shared mount of", rel) :
 	    OK;
 }
 
 /*
- * rel, with sub made in it, to the owner. Root's again first, through
- * O_PATH as the owner may have shut it to us: no CAP_FOWNER needed.
+ * The directory fd (opened beneath the data dir, so one berth made, and a
+ * directory, so never a hard link), with sub made in it, root's, to its
+ * owner: taken back by descriptor first, as the owner may have shut it.
  */
 static Berth__ErrorCode
-give(struct mounter *m, const struct mreq *rq, const char *rel,
-    const char *sub, mode_t mode, char *why)
+give(int fd, const char *rel, const char *sub, uid_t uid, gid_t gid,
+    mode_t mode, char *why)
 {
-	int fd, dir, r;
+	int dir = -1, sfd = -1, r;
 
-	if ((fd = res_mkdirs(m->data_fd, rel)) < 0)
-		return fail_errno(why, -fd, "creating", rel);
-	if ((r = fchownat(fd, "", 0, 0, AT_EMPTY_PATH) < 0 ? -errno : 0) == 0 &&
-	    (r = dir = res_open(fd, ".", O_RDONLY | O_DIRECTORY, 0)) >= 0) {
-		r = (sub && mkdirat(dir, sub, 0755) < 0 && errno != EEXIST) ||
-		    fchmod(dir, mode) < 0 || fchown(dir, rq->uid, rq->gid) < 0 ?
+	if ((r = res_chown_dir(fd, 0, 0)) == 0 &&
+	    (r = dir = res_open(fd, ".", O_RDONLY | O_DIRECTORY, 0)) >= 0 &&
+	    sub != NULL && (r = mkdirat(dir, sub, 0755) < 0 && errno !=
+	    EEXIST ? -errno : 0) == 0 && (r = sfd = res_open_here(dir, sub,
+	    O_PATH | O_DIRECTORY)) >= 0 && !res_trusted(sfd))
+		r = -EPERM;
+	if (r >= 0)
+		r = fchmod(dir, mode) < 0 || fchown(dir, uid, gid) < 0 ?
 		    -errno : 0;
+	if (sfd >= 0)
+		close(sfd);
+	if (dir >= 0)
 		close(dir);
-	}
 	close(fd);
 	return r < 0 ? fail_errno(why, -r, "giving its owner", rel) : OK;
 }
@@ -98,22 +125,22 @@ volume_prepare_plugin(struct mounter *m, const struct mreq *rq,
     struct mreply *out, char *why)
 {
 	Berth__ErrorCode code;
+	int fd;
 
 	if ((code = make_shared_mount(m, rq->path2, why)) != OK ||
 	    (code = make_shared_mount(m, rq->path, why)) != OK || rq->gid == 0)
 		return code;
-	return give(m, rq, rq->path2, NULL, 02750, why);
+	/* Its socket dir holds no mount but its own self-bind. */
+	if ((code = shared_root(m, rq->path2, &fd, why)) != OK)
+		return code;
+	return give(fd, rq->path2, NULL, rq->uid, rq->gid, 02750, why);
 }
 
 /* A plugin's mount root and socket dir must be prepared: shared mounts. */
 Berth__ErrorCode
 volume_need_shared(struct mounter *m, const char *rel, char *why)
 {
-	int r = res_mounted(m->data_fd, rel);
-
-	return r < 0 ? fail_errno(why, -r, "checking", rel) : r == 1 ? OK :
-	    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is not a shared "
-	    "mount yet: prepare the plugin first", rel);
+	return shared_root(m, rel, NULL, why);
 }
 
 Berth__ErrorCode
@@ -122,31 +149,45 @@ volume_prepare(struct mounter *m, const struct mreq *rq, struct mreply *out,
 {
 	Berth__ErrorCode code;
 	char dir[MREQ_PATH];
-	const char *leaf;
-	int fd, r;
+	const char *sub = rq->path + strlen(rq->path2) + 1, *leaf;
+	int root, fd, r;
 
-	if ((code = volume_need_shared(m, rq->path2, why)) != OK)
+	if ((code = shared_root(m, rq->path2, &root, why)) != OK)
 		return code;
+	split(sub, dir, sizeof(dir), &leaf);
 	/* A staging directory is ours; a publish target, the plugin's. */
-	if (rq->staging)
-		snprintf(dir, sizeof(dir), "%s", rq->path);
-	else
-		split(rq->path, dir, sizeof(dir), &leaf);
-	if ((fd = res_mkdirs(m->data_fd, dir)) < 0)
-		return fail_errno(why, -fd, "creating", dir);
-	close(fd);
-	if ((r = res_mounted(m->data_fd, rq->path)) < 0 && r != -ENOENT)
-		return fail_errno(why, -r, "checking", rq->path);
+	if ((fd = res_mkdirs(root, rq->staging ? sub : dir)) >= 0)
+		close(fd);
+	if (fd >= 0 || (rq->staging && fd == -EXDEV))
+		fd = res_open_here(root, dir, O_PATH | O_DIRECTORY);
+	if (fd >= 0) {
+		r = res_open(fd, leaf, O_PATH, 0);
+		close(fd);
+		fd = r;
+	}
+	r = fd < 0 ? fd : res_is_mount(fd, "");
+	close(root);
+	if (fd >= 0)
+		close(fd);
+	if (r < 0 && r != -ENOENT)
+		return fail_errno(why, -r, "preparing", rq->path);
 	out->mounted = r == 1;
 	return OK;
 }
 
-/* allocs/<alloc>/<task>/ for the task's user; volumes/ in it stays root's. */
+/*
+ * allocs/<alloc>/<task>/: root's, the task's group may write in it, and
+ * sticky, so that it cannot rename or remove volumes/ (root's, 0755).
+ */
 Berth__ErrorCode
 volume_prepare_task(struct mounter *m, const struct mreq *rq,
     struct mreply *out, char *why)
 {
-	return give(m, rq, rq->path, "volumes", 0755, why);
+	int fd;
+
+	if ((fd = res_mkdirs(m->data_fd, rq->path)) < 0)
+		return fail_errno(why, -fd, "creating", rq->path);
+	return give(fd, rq->path, "volumes", 0, rq->gid, 01775, why);
 }
 
 /* Create the bind target, a directory or a file like the source. */
@@ -161,6 +202,11 @@ bind_target(struct mounter *m, const char *rel, bool dir)
 	split(rel, parent, sizeof(parent), &leaf);
 	if ((pfd = res_mkdirs(m->data_fd, parent)) < 0)
 		return pfd;
+	/* What holds a mount point: no one but root can rename it. */
+	if (!res_trusted(pfd)) {
+		fd = -EPERM;
+		goto out;
+	}
 	if (dir && mkdirat(pfd, leaf, 0755) < 0 && errno != EEXIST) {
 		fd = -errno;
 		goto out;
@@ -190,10 +236,25 @@ volume_bind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		.propagation = MS_PRIVATE,
 	};
 	Berth__ErrorCode code = OK;
+	char root[MREQ_PATH], dir[MREQ_PATH];
+	const char *leaf;
 	int sfd, tfd = -1, r;
 	struct stat st;
 
-	if ((sfd = res_open(m->data_fd, rq->path, O_PATH, 0)) < 0)
+	/* Through berth's self-bind and the plugin's tree, crossing no
+	 * mount but the publish target's own. */
+	layout_plugin_root(root, sizeof(root), rq->type, rq->plugin);
+	if ((code = shared_root(m, root, &r, why)) != OK)
+		return code;
+	split(rq->path + strlen(root) + 1, dir, sizeof(dir), &leaf);
+	sfd = res_open_here(r, dir, O_PATH | O_DIRECTORY);
+	close(r);
+	if (sfd >= 0) {
+		r = res_open(sfd, leaf, O_PATH, 0);
+		close(sfd);
+		sfd = r;
+	}
+	if (sfd < 0)
 		return fail_errno(why, -sfd, "opening the publish target",
 		    rq->path);
 	if (fstat(sfd, &st) < 0 || (!S_ISDIR(st.st_mode) &&
@@ -237,7 +298,8 @@ volume_unbind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	int pfd, r;
 
 	split(rq->path, parent, sizeof(parent), &leaf);
-	if ((pfd = res_open(m->data_fd, parent, O_PATH | O_DIRECTORY, 0)) < 0)
+	if ((pfd = res_open_here(m->data_fd, parent, O_PATH |
+	    O_DIRECTORY)) < 0)
 		return fail_errno(why, -pfd, "opening", parent);
 	r = res_unmount_all(pfd, leaf);
 	if (r >= 0)
@@ -246,131 +308,4 @@ volume_unbind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	if (r < 0)
 		return fail_errno(why, -r, "unmounting", rq->path);
 	return OK;
-}
-
-struct sweep {
-	const char *alloc;
-	struct mreply *out;
-	int depth, left;	/* prune: how deep, what had to stay */
-};
-
-/* Unmount what is stacked on one entry, then remove it if empty. */
-static void
-sweep_entry(int dirfd, const char *name, void *arg)
-{
-	struct sweep *s = arg;
-	int r;
-
-	if ((r = res_unmount_all(dirfd, name)) < 0) {
-		log_warnx("sweep_entry: unmounting %s: %s", name, strerror(-r));
-		return;
-	}
-	s->out->unmounted += r;
-	s->out->removed += res_remove(dirfd, name);
-}
-
-/* at/dir/leaf, root's again (not followed): each entry with fn, then leaf. */
-static void
-sweep_dir(int at, const char *dir, const char *leaf, res_each_fn fn,
-    struct sweep *s)
-{
-	int fd;
-
-	if ((fd = res_open(at, dir, O_PATH | O_DIRECTORY, 0)) < 0)
-		return;
-	fchownat(fd, leaf, 0, 0, AT_SYMLINK_NOFOLLOW);
-	res_each(fd, leaf, fn, s);
-	if (s->left == 0)
-		sweep_entry(fd, leaf, s);
-	close(fd);
-}
-
-/* Remove an empty tree, deepest first; never enter or remove a mount. */
-static void
-prune(int dirfd, const char *name, void *arg)
-{
-	struct sweep *s = arg;
-
-	if (res_is_mount(dirfd, name) != 0) {
-		s->left++;
-		return;
-	}
-	if (s->depth < 6) {
-		s->depth++;
-		res_each(dirfd, name, prune, s);
-		s->depth--;
-	}
-	if (res_remove(dirfd, name) == 0)
-		s->left++;
-}
-
-/* allocs/<alloc>/<task>/volumes/<name>: berth's binds. */
-static void
-sweep_task(int afd, const char *task, void *arg)
-{
-	struct sweep *s = arg;
-
-	/* Back to root (not followed), to remove volumes/ from it. */
-	fchownat(afd, task, 0, 0, AT_SYMLINK_NOFOLLOW);
-	sweep_dir(afd, task, "volumes", sweep_entry, s);
-	s->out->removed += res_remove(afd, task);
-}
-
-/* csi/<type>/<plugin>/per-alloc/<alloc>/<vol>/<usage>: the publish dirs. */
-static void
-sweep_vol(int afd, const char *vol, void *arg)
-{
-	sweep_dir(afd, ".", vol, sweep_entry, arg);
-}
-
-static void
-sweep_plugin(int tfd, const char *plugin, void *arg)
-{
-	struct sweep *s = arg;
-	char rel[MREQ_PATH];
-
-	snprintf(rel, sizeof(rel), "%s/per-alloc", plugin);
-	sweep_dir(tfd, rel, s->alloc, sweep_vol, s);
-}
-
-static void
-sweep_type(int cfd, const char *type, void *arg)
-{
-	if (strcmp(type, "plugins") != 0)
-		res_each(cfd, type, sweep_plugin, arg);
-}
-
-/* csi/plugins/<alloc>/: its socket, and a root plugin's two logs. */
-static void
-sweep_socket_dir(int dirfd, const char *name, void *arg)
-{
-	size_t len = strlen(name);
-
-	if (len > 7 && (strcmp(name + len - 7, ".stdout") == 0 ||
-	    strcmp(name + len - 7, ".stderr") == 0) &&
-	    unlinkat(dirfd, name, 0) == 0)
-		((struct sweep *)arg)->out->removed++;
-	else
-		sweep_entry(dirfd, name, arg);
-}
-
-/* Best effort: what cannot be unmounted or removed is logged and left. */
-Berth__ErrorCode
-volume_cleanup(struct mounter *m, const struct mreq *rq, struct mreply *out,
-    char *why)
-{
-	struct sweep s = { rq->alloc, out, 0, 0 };
-	char dir[MREQ_PATH];
-
-	/* Tasks first: their binds hold references to the publish mounts. */
-	sweep_dir(m->data_fd, LAYOUT_ALLOCS_DIR, rq->alloc, sweep_task, &s);
-	res_each(m->data_fd, "csi", sweep_type, &s);
-	/* The socket directory: its socket, logs, self-bind, itself. */
-	sweep_dir(m->data_fd, LAYOUT_PLUGIN_SOCKETS_DIR, rq->alloc,
-	    sweep_socket_dir, &s);
-	/* The plugin's last alloc: its mount root, if nothing is left. */
-	snprintf(dir, sizeof(dir), "csi/%s", rq->type);
-	if (rq->plugin[0] != '\0')
-		sweep_dir(m->data_fd, dir, rq->plugin, prune, &s);
-	return BERTH__ERROR_CODE__ERROR_NONE;
 }

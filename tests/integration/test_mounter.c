@@ -40,19 +40,24 @@ START_TEST(prepare_bind_unbind_cleanup)
 	ck_assert_int_eq(mc_prepare_volume(&c, false, T, P, A, "vol1",
 	    &mounted), 0);
 	ck_assert(mounted);
-	/* The task's directory is its user's; volumes/ in it stays root's. */
+	/* The task's group writes in its directory, which is root's and
+	 * sticky: volumes/ in it is root's, and stays where it is. */
 	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 1000, 1000), 0);
 	ck_assert_int_eq(stat(mc_path(&c, "allocs/" A "/web"), &st), 0);
-	ck_assert(st.st_uid == 1000 && st.st_gid == 1000);
+	ck_assert(st.st_uid == 0 && st.st_gid == 1000 &&
+	    (st.st_mode & 07777) == 01775);
 	ck_assert_int_eq(stat(mc_path(&c, "allocs/" A "/web/volumes"), &st), 0);
 	ck_assert(st.st_uid == 0 && (st.st_mode & 07777) == 0755);
 	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 0, 1000),
 	    BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
-	/* Prepared again (a restart) though its user shut it to others. */
+	/* Prepared again (a restart), though an older berth gave it to the
+	 * task's user, who shut it to others. */
+	ck_assert_int_eq(chown(mc_path(&c, "allocs/" A "/web"), 1000, 1000),
+	    0);
 	ck_assert_int_eq(chmod(mc_path(&c, "allocs/" A "/web"), 0700), 0);
 	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 1000, 1000), 0);
 	ck_assert_int_eq(stat(mc_path(&c, "allocs/" A "/web"), &st), 0);
-	ck_assert(st.st_uid == 1000 && (st.st_mode & 07777) == 0755);
+	ck_assert(st.st_uid == 0 && (st.st_mode & 07777) == 01775);
 	/* A plugin the supervisor runs gets its socket dir; the root not. */
 	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "own1", 1000,
 	    1000), 0);
