@@ -69,7 +69,7 @@ tree_parent(const char *path, char *name, size_t n)
 	const char *slash = strrchr(path, '/');
 	char parent[4096];
 
-	if (slash == NULL || slash[1] == '\0' || strcmp(slash + 1, ".") == 0 ||
+	if (path[0] != '/' || slash[1] == '\0' || strcmp(slash + 1, ".") == 0 ||
 	    strcmp(slash + 1, "..") == 0 ||
 	    (size_t)snprintf(name, n, "%s", slash + 1) >= n ||
 	    (size_t)(slash - path) >= sizeof(parent))
