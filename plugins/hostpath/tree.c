@@ -9,8 +9,9 @@
  * RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS), and a symlink anywhere
  * makes them fail (ELOOP) instead of leading elsewhere. A tree is removed
  * one pinned directory at a time (openat(O_NOFOLLOW | O_DIRECTORY),
- * fdopendir, unlinkat), never through a mount stacked inside it, with at
- * most TREE_DEPTH directories open, whatever the tree's depth.
+ * getdents64, unlinkat), never through a mount stacked inside it, with at
+ * most TREE_DEPTH directories open and one allocation, whatever the
+ * tree's depth or width.
  * Must not: resolve a path twice, follow a symlink, or leave the mount
  * it started on.
  */
@@ -19,6 +20,7 @@
 #include <fcntl.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -81,11 +83,15 @@ tree_parent(const char *path, char *name, size_t n)
 	return tree_open(AT_FDCWD, parent, O_PATH | O_DIRECTORY, 0);
 }
 
+/* One open directory of the walk, read with getdents64 into buf. */
 struct level {
-	DIR *dir;
+	int fd;
 	char name[256];		/* in its parent */
+	size_t pos, len;
+	_Alignas(8) char buf[4096];
 };
 
+/* Allocated once per removal: memory does not grow with the tree. */
 struct walk {
 	struct level lv[TREE_DEPTH];
 	int depth;
@@ -96,6 +102,26 @@ struct walk {
 	char *why;
 	size_t whylen;
 };
+
+/* The next entry of lv, or NULL at its end (errno set on failure). */
+static const struct dirent64 *
+next_entry(struct level *lv)
+{
+	const struct dirent64 *de;
+	long n;
+
+	if (lv->pos >= lv->len) {
+		errno = 0;
+		if ((n = syscall(SYS_getdents64, lv->fd, lv->buf,
+		    sizeof(lv->buf))) <= 0)
+			return NULL;
+		lv->pos = 0;
+		lv->len = (size_t)n;
+	}
+	de = (const void *)(lv->buf + lv->pos);
+	lv->pos += de->d_reclen;
+	return de;
+}
 
 /* Record the first failure, with where it happened. */
 static void
@@ -135,7 +161,7 @@ static void
 lift(struct walk *w, int at, const char *name)
 {
 	char fresh[64];
-	int top = dirfd(w->lv[0].dir), i;
+	int top = w->lv[0].fd, i;
 
 	for (i = 0; i < LIFT_TRIES; i++) {
 		snprintf(fresh, sizeof(fresh), ".hostpath-lifted-%lu",
@@ -155,9 +181,9 @@ lift(struct walk *w, int at, const char *name)
 
 /* One entry of the directory at the top of the stack. */
 static void
-entry(struct walk *w, const struct dirent *de)
+entry(struct walk *w, const struct dirent64 *de)
 {
-	int at = dirfd(w->lv[w->depth].dir), fd, r;
+	int at = w->lv[w->depth].fd, fd, r;
 	struct level *next;
 	uint64_t mnt;
 
@@ -169,7 +195,7 @@ entry(struct walk *w, const struct dirent *de)
 			    strerror(errno));
 			return;
 		}
-		/* Swapped for a directory since readdir: remove that. */
+		/* Swapped for a directory since it was read: remove it. */
 	}
 	fd = openat(at, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_NONBLOCK | O_CLOEXEC);
@@ -196,11 +222,8 @@ entry(struct walk *w, const struct dirent *de)
 		return;
 	}
 	next = &w->lv[w->depth + 1];
-	if ((next->dir = fdopendir(fd)) == NULL) {
-		fail(w, -errno, de->d_name, "fdopendir: %s", strerror(errno));
-		close(fd);
-		return;
-	}
+	next->fd = fd;
+	next->pos = next->len = 0;
 	snprintf(next->name, sizeof(next->name), "%s", de->d_name);
 	w->depth++;
 }
@@ -211,76 +234,81 @@ leave(struct walk *w)
 {
 	struct level *done = &w->lv[w->depth];
 
-	closedir(done->dir);
-	done->dir = NULL;
+	close(done->fd);
+	done->fd = -1;
 	w->depth--;
-	if (unlinkat(dirfd(w->lv[w->depth].dir), done->name, AT_REMOVEDIR) <
-	    0 && errno != ENOENT)
+	if (unlinkat(w->lv[w->depth].fd, done->name, AT_REMOVEDIR) < 0 &&
+	    errno != ENOENT)
 		fail(w, -errno, done->name, "rmdir: %s", strerror(errno));
 }
 
 int
 tree_remove(int dirfd, const char *name, char *why, size_t whylen)
 {
-	struct walk w;
-	struct dirent *de;
+	const struct dirent64 *de;
+	struct walk *w;
 	uint64_t mnt;
 	int fd, r;
 
-	memset(&w, 0, sizeof(w));
-	w.why = why;
-	w.whylen = whylen;
+	if ((w = calloc(1, sizeof(*w))) == NULL) {
+		snprintf(why, whylen, "%s: out of memory", name);
+		return -ENOMEM;
+	}
+	w->why = why;
+	w->whylen = whylen;
 	fd = tree_open(dirfd, name, O_RDONLY | O_DIRECTORY | O_NONBLOCK, 0);
-	if (fd == -ENOENT)
-		return 0;
 	if (fd == -ENOTDIR || fd == -ELOOP) {
 		/* Not a directory: remove the name, never what it names. */
-		if (unlinkat(dirfd, name, 0) == 0 || errno == ENOENT)
-			return 0;
-		fail(&w, -errno, name, "unlink: %s", strerror(errno));
-		return w.err;
+		if (unlinkat(dirfd, name, 0) < 0 && errno != ENOENT)
+			fail(w, -errno, name, "unlink: %s", strerror(errno));
+		goto out;
 	}
 	if (fd < 0) {
-		fail(&w, fd, name, "open: %s", strerror(-fd));
-		return w.err;
+		/* Gone already is done. */
+		if (fd != -ENOENT)
+			fail(w, fd, name, "open: %s", strerror(-fd));
+		goto out;
 	}
 	if ((r = tree_mount_id(dirfd, &mnt)) < 0 ||
-	    (r = tree_mount_id(fd, &w.mnt)) < 0 || w.mnt != mnt) {
+	    (r = tree_mount_id(fd, &w->mnt)) < 0 || w->mnt != mnt) {
 		close(fd);
-		fail(&w, r < 0 ? r : -EBUSY, name, "%s", r < 0 ?
+		fail(w, r < 0 ? r : -EBUSY, name, "%s", r < 0 ?
 		    strerror(-r) : "a mount is stacked here; it is not "
 		    "entered, unmount it first");
-		return w.err;
+		goto out;
 	}
-	if ((w.lv[0].dir = fdopendir(fd)) == NULL) {
-		fail(&w, -errno, name, "fdopendir: %s", strerror(errno));
-		close(fd);
-		return w.err;
-	}
-	snprintf(w.lv[0].name, sizeof(w.lv[0].name), "%s", name);
+	w->lv[0].fd = fd;
+	snprintf(w->lv[0].name, sizeof(w->lv[0].name), "%s", name);
 	for (;;) {
-		errno = 0;
-		if ((de = readdir(w.lv[w.depth].dir)) == NULL) {
+		if ((de = next_entry(&w->lv[w->depth])) == NULL) {
 			if ((r = errno) != 0)
-				fail(&w, -r, "", "readdir: %s", strerror(r));
-			if (w.depth > 0) {
-				leave(&w);
+				fail(w, -r, "", "getdents: %s", strerror(r));
+			if (w->depth > 0) {
+				leave(w);
 				continue;
 			}
 			/* Read the top again for what was lifted into it. */
-			if (!w.lifted || r != 0)
+			if (!w->lifted || r != 0)
 				break;
-			w.lifted = false;
-			rewinddir(w.lv[0].dir);
+			w->lifted = false;
+			w->lv[0].pos = w->lv[0].len = 0;
+			if (lseek(fd, 0, SEEK_SET) < 0) {
+				fail(w, -errno, "", "rewind: %s",
+				    strerror(errno));
+				break;
+			}
 			continue;
 		}
 		if (strcmp(de->d_name, ".") != 0 &&
 		    strcmp(de->d_name, "..") != 0)
-			entry(&w, de);
+			entry(w, de);
 	}
-	closedir(w.lv[0].dir);
-	if (w.err == 0 && unlinkat(dirfd, name, AT_REMOVEDIR) < 0 &&
+	close(fd);
+	if (w->err == 0 && unlinkat(dirfd, name, AT_REMOVEDIR) < 0 &&
 	    errno != ENOENT)
-		fail(&w, -errno, name, "rmdir: %s", strerror(errno));
-	return w.err;
+		fail(w, -errno, name, "rmdir: %s", strerror(errno));
+out:
+	r = w->err;
+	free(w);
+	return r;
 }
