@@ -201,6 +201,12 @@ bind_at(struct hostpath *hp, const char *rpc, int src, const char *target,
 		    "%s: open %s: %s", rpc, target, strerror(-dst));
 		goto undo_dir;
 	}
+	/* Decide on what was opened, not on what was looked at before. */
+	if (!look(dst, "", &t)) {
+		reply_error(r, GRPC_STATUS_INTERNAL, "%s: statx %s: %s", rpc,
+		    target, strerror(errno));
+		goto undo_dir;
+	}
 	if (t.mount_root) {
 		/* Already there: the same directory, the same way? */
 		if (!same(&s, &t)) {
