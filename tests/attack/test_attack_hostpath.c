@@ -4,7 +4,8 @@
  * task (uid nobody) can write into a volume; it swaps a directory of the
  * volume with a symlink to root's files while DeleteVolume walks it,
  * stacks mounts inside a volume, plants symlinks where a volume is to be
- * published, and builds a tree deeper than a path can name. Root's files
+ * published or swaps one in there while it is, and builds a tree deeper
+ * than a path can name. Root's files
  * must survive every round, and the plugin must stay within its memory.
  *
  * Each test starts the real plugin as root in a private mount namespace
@@ -211,6 +212,20 @@ teardown(void)
 	free(fx.dir);
 }
 
+/*
+ * Read what the plugin logged, past what proc_drain() keeps: a plugin
+ * refused hundreds of times must never block on a full stderr pipe.
+ */
+static void
+plugin_drain(void)
+{
+	char buf[4096];
+
+	proc_drain(&fx.plugin);
+	while (read(fx.plugin.err_fd, buf, sizeof(buf)) > 0)
+		;
+}
+
 static enum csi_code
 call(enum csi_method m, const ProtobufCMessage *req, struct csi_result *res)
 {
@@ -219,6 +234,7 @@ call(enum csi_method m, const ProtobufCMessage *req, struct csi_result *res)
 
 	if (res == NULL)
 		res = &local;
+	plugin_drain();
 	csi_call_sync(fx.conn, m, req, 60000, &csi_retry_none, res, &reply);
 	if (reply != NULL)
 		protobuf_c_message_free_unpacked(reply, NULL);
@@ -368,6 +384,113 @@ START_TEST(symlink_swapped_in_during_delete_volume)
 	fprintf(stderr, "race: %d rounds, %d deletions done under the swap, "
 	    "%d refused, root's files all there\n", round, deleted, refused);
 	ck_assert_int_gt(round, 0);
+}
+END_TEST
+
+/* Mount points at or under the victim, in this namespace. */
+static int
+victim_mounts(void)
+{
+	char line[4096], point[4096];
+	size_t n = strlen(fx.victim);
+	int count = 0;
+	FILE *f;
+
+	if ((f = fopen("/proc/self/mountinfo", "r")) == NULL)
+		return -1;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", point) == 1 &&
+		    strncmp(point, fx.victim, n) == 0 &&
+		    (point[n] == '/' || point[n] == '\0'))
+			count++;
+	fclose(f);
+	return count;
+}
+
+/*
+ * A task owns the directory the CO publishes into: it swaps the
+ * target's parent with a symlink to root's directory while the plugin
+ * publishes and unpublishes, so that a path-based mkdir or mount would
+ * land in root's directory.
+ */
+static void
+swapper_start(const char *dir)
+{
+	int at, p[2];
+	char c;
+
+	ck_assert_int_ge(at = open(dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC),
+	    0);
+	ck_assert_int_eq(pipe2(p, O_CLOEXEC), 0);
+	ck_assert_int_ge(fx.task = fork(), 0);
+	if (fx.task == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 ||
+		    setuid(NOBODY) < 0 || mkdirat(at, "p", 0755) < 0 ||
+		    symlinkat(fx.victim, at, "s") < 0 ||
+		    write(p[1], "r", 1) != 1)
+			_exit(1);
+		for (;;)
+			renameat2(at, "p", at, "s", RENAME_EXCHANGE);
+	}
+	close(p[1]);
+	close(at);
+	harness_track_pid(fx.task);
+	ck_assert_msg(read(p[0], &c, 1) == 1, "the task did not start");
+	close(p[0]);
+}
+
+START_TEST(publish_target_parent_swapped_for_symlink)
+{
+	Csi__V1__NodeStageVolumeRequest stage =
+	    CSI__V1__NODE_STAGE_VOLUME_REQUEST__INIT;
+	Csi__V1__NodePublishVolumeRequest publish =
+	    CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
+	Csi__V1__NodeUnpublishVolumeRequest unpublish =
+	    CSI__V1__NODE_UNPUBLISH_VOLUME_REQUEST__INIT;
+	Csi__V1__VolumeCapability cap;
+	Csi__V1__VolumeCapability__MountVolume mnt;
+	Csi__V1__VolumeCapability__AccessMode mode;
+	char staging[400], pub[400], target[420], made[420];
+	struct csi_result res;
+	int round, published = 0, unpublished = 0;
+
+	create_volume();
+	capability(&cap, &mnt, &mode);
+	snprintf(staging, sizeof(staging), "%s/staging", fx.dir);
+	ck_assert_int_eq(mkdir(staging, 0755), 0);
+	stage.volume_id = "vol";
+	stage.staging_target_path = staging;
+	stage.volume_capability = &cap;
+	ck_assert_msg(call(CSI_NODE_STAGE_VOLUME, &stage.base, &res) ==
+	    CSI_OK, "NodeStageVolume: %s", res.message);
+	snprintf(pub, sizeof(pub), "%s/pub", fx.dir);
+	ck_assert_int_eq(mkdir(pub, 0777), 0);
+	chmod(pub, 0777);
+	snprintf(target, sizeof(target), "%s/p/vol", pub);
+	snprintf(made, sizeof(made), "%s/vol", fx.victim);
+	swapper_start(pub);
+
+	publish.volume_id = "vol";
+	publish.staging_target_path = staging;
+	publish.target_path = target;
+	publish.volume_capability = &cap;
+	unpublish.volume_id = "vol";
+	unpublish.target_path = target;
+	for (round = 0; round < ROUNDS; round++) {
+		published += call(CSI_NODE_PUBLISH_VOLUME, &publish.base,
+		    &res) == CSI_OK;
+		unpublished += call(CSI_NODE_UNPUBLISH_VOLUME,
+		    &unpublish.base, &res) == CSI_OK;
+		ck_assert_msg(access(made, F_OK) < 0, "round %d: %s was made "
+		    "through the task's symlink", round, made);
+		ck_assert_msg(victim_mounts() == 0, "round %d: root's "
+		    "directory was mounted on", round);
+	}
+	task_stop();
+	fprintf(stderr, "publish race: %d rounds, %d published, %d "
+	    "unpublished, nothing made or mounted in root's directory\n",
+	    round, published, unpublished);
+	ck_assert_int_gt(published, 0);
 }
 END_TEST
 
@@ -559,6 +682,7 @@ main(void)
 	tcase_add_test(tc, symlink_swapped_in_during_delete_volume);
 	tcase_add_test(tc, mounts_inside_a_volume_are_not_crossed);
 	tcase_add_test(tc, symlink_at_publish_target);
+	tcase_add_test(tc, publish_target_parent_swapped_for_symlink);
 	tcase_add_test(tc, deep_and_wide_tree_in_bounded_memory);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
