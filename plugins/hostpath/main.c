@@ -78,6 +78,7 @@ main(int argc, char *argv[])
 	const char *endpoint;
 	char *state = NULL;
 	int ch, fd, verbose = 0;
+	size_t i;
 
 	memset(&hp, 0, sizeof(hp));
 	hp.mode = HOSTPATH_MONOLITH;
@@ -190,6 +191,9 @@ main(int argc, char *argv[])
 
 	ch = server_run(&hp, endpoint);
 	close(hp.volumes_fd);
+	/* Targets still published stay; only the memory of them goes. */
+	for (i = 0; i < HOSTPATH_MAX_CREATED; i++)
+		free(hp.created[i]);
 	free(state);
 	return ch;
 }
