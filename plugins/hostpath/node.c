@@ -80,7 +80,7 @@ path_arg(const char *rpc, const char *field, const char *path,
 
 /*
  * The CO's path split into its parent, opened without following any
- * symlink on the way (O_PATH), and its last name; -1 with r filled.
+ * symlink on the way (O_PATH), and its last name; -errno with r filled.
  */
 static int
 open_parent(const char *rpc, const char *path, char *name, size_t n,
@@ -98,10 +98,9 @@ open_parent(const char *rpc, const char *path, char *name, size_t n,
 		    "%s holds a symlink or a file; this plugin runs as root "
 		    "and follows none", rpc, path);
 	else
-		reply_error(r, fd == -ENOENT ? GRPC_STATUS_NOT_FOUND :
-		    GRPC_STATUS_INTERNAL, "%s: open the directory of %s: %s",
-		    rpc, path, strerror(-fd));
-	return -1;
+		reply_error(r, GRPC_STATUS_INTERNAL, "%s: open the directory "
+		    "of %s: %s", rpc, path, strerror(-fd));
+	return fd;
 }
 
 static void
@@ -260,7 +259,7 @@ unbind_at(struct hostpath *hp, const char *rpc, const char *volume,
 	if (!volume_id_ok(volume, r))
 		return false;
 	if ((parent = open_parent(rpc, target, name, sizeof(name), r)) < 0) {
-		if (r->status != GRPC_STATUS_NOT_FOUND)
+		if (parent != -ENOENT)
 			return false;
 		/* Nothing there, nothing to undo: idempotent. */
 		if (fstatat(hp->volumes_fd, volume, &st,
@@ -366,10 +365,12 @@ open_staging(int vol, const char *volume, const char *staging,
 	int parent, fd;
 
 	if ((parent = open_parent("NodePublishVolume", staging, name,
-	    sizeof(name), r)) < 0)
+	    sizeof(name), r)) < 0 && parent != -ENOENT)
 		return -1;
-	fd = tree_open(parent, name, O_PATH | O_DIRECTORY, 0);
-	close(parent);
+	fd = parent < 0 ? parent : tree_open(parent, name,
+	    O_PATH | O_DIRECTORY, 0);
+	if (parent >= 0)
+		close(parent);
 	if (fd < 0 || !look(vol, "", &v) || !look(fd, "", &s) ||
 	    !s.mount_root || !same(&v, &s)) {
 		reply_error(r, GRPC_STATUS_FAILED_PRECONDITION,
