@@ -4,11 +4,12 @@
  * Volumes are directories <state-dir>/volumes/<volume id>, and the volume
  * id is the name CreateVolume was given, so creating twice with one name
  * is one volume. Names must pass berth's identifier allow-list, which
- * keeps every path this file builds inside the volumes directory. It must
- * not mount anything: that is node.c.
+ * keeps every name this file uses inside the volumes directory, which it
+ * reaches only from the descriptor pinned at start (tree.c). It must not
+ * mount anything: that is node.c.
  */
 #include <errno.h>
-#include <ftw.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -18,8 +19,7 @@
 #include "ident.h"
 
 bool
-volume_dir(struct hostpath *hp, const char *id, char *buf, size_t n,
-    struct rpc_reply *r)
+volume_id_ok(const char *id, struct rpc_reply *r)
 {
 	const char *why;
 
@@ -33,12 +33,27 @@ volume_dir(struct hostpath *hp, const char *id, char *buf, size_t n,
 		    "%s; this plugin takes [A-Za-z0-9._-] only", id, why);
 		return false;
 	}
-	if ((size_t)snprintf(buf, n, "%s/%s", hp->volumes_dir, id) >= n) {
-		reply_error(r, GRPC_STATUS_INVALID_ARGUMENT,
-		    "volume id '%s': path too long", id);
-		return false;
-	}
 	return true;
+}
+
+/* The volume's directory, O_PATH, or -1 with r filled (NOT_FOUND). */
+int
+volume_open(struct hostpath *hp, const char *id, const char *rpc,
+    struct rpc_reply *r)
+{
+	int fd;
+
+	if (!volume_id_ok(id, r))
+		return -1;
+	if ((fd = tree_open(hp->volumes_fd, id, O_PATH | O_DIRECTORY, 0)) >= 0)
+		return fd;
+	if (fd == -ENOENT)
+		reply_error(r, GRPC_STATUS_NOT_FOUND, "%s: no volume %s", rpc,
+		    id);
+	else
+		reply_error(r, GRPC_STATUS_INTERNAL, "%s: open %s/%s: %s", rpc,
+		    hp->volumes_dir, id, strerror(-fd));
+	return -1;
 }
 
 bool
@@ -78,9 +93,9 @@ create_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	Csi__V1__Topology topo = CSI__V1__TOPOLOGY__INIT, *topos[1] = { &topo };
 	Csi__V1__Topology__SegmentsEntry seg =
 	    CSI__V1__TOPOLOGY__SEGMENTS_ENTRY__INIT, *segs[1] = { &seg };
-	char dir[4096];
 	const char *why;
 	size_t i;
+	int fd;
 
 	if (req->name == NULL || *req->name == '\0') {
 		reply_error(r, GRPC_STATUS_INVALID_ARGUMENT,
@@ -98,15 +113,24 @@ create_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 			    "CreateVolume %s: %s", req->name, why);
 			return;
 		}
-	if (!volume_dir(hp, req->name, dir, sizeof(dir), r))
+	if (!volume_id_ok(req->name, r))
 		return;
-	if (mkdir(dir, 0777) < 0 && errno != EEXIST) {
-		reply_error(r, GRPC_STATUS_INTERNAL, "CreateVolume: mkdir %s: %s",
-		    dir, strerror(errno));
+	if (mkdirat(hp->volumes_fd, req->name, 0777) < 0 && errno != EEXIST) {
+		reply_error(r, GRPC_STATUS_INTERNAL, "CreateVolume: mkdir "
+		    "%s/%s: %s", hp->volumes_dir, req->name, strerror(errno));
 		return;
 	}
 	/* 0777 minus umask would leave tasks of other users out. */
-	chmod(dir, 0777);
+	if ((fd = tree_open(hp->volumes_fd, req->name, O_RDONLY | O_DIRECTORY,
+	    0)) < 0 || fchmod(fd, 0777) < 0) {
+		reply_error(r, GRPC_STATUS_INTERNAL, "CreateVolume: open "
+		    "%s/%s: %s", hp->volumes_dir, req->name,
+		    strerror(fd < 0 ? -fd : errno));
+		if (fd >= 0)
+			close(fd);
+		return;
+	}
+	close(fd);
 
 	seg.key = HOSTPATH_TOPOLOGY_KEY;
 	seg.value = (char *)hp->node_id;
@@ -121,30 +145,27 @@ create_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	reply_ok(r, &out.base);
 }
 
-static int
-remove_one(const char *path, const struct stat *st, int flag, struct FTW *ftw)
-{
-	if (flag == FTW_DP)
-		return rmdir(path) < 0 && errno != ENOENT ? -1 : 0;
-	return unlink(path) < 0 && errno != ENOENT ? -1 : 0;
-}
-
 static void
 delete_volume(struct hostpath *hp, const ProtobufCMessage *msg,
     struct rpc_reply *r)
 {
 	const Csi__V1__DeleteVolumeRequest *req = (const void *)msg;
 	Csi__V1__DeleteVolumeResponse out = CSI__V1__DELETE_VOLUME_RESPONSE__INIT;
-	char dir[4096];
-	struct stat st;
+	char why[400];
+	int err;
 
-	if (!volume_dir(hp, req->volume_id, dir, sizeof(dir), r))
+	if (!volume_id_ok(req->volume_id, r))
 		return;
-	/* Gone already is success: DeleteVolume is idempotent. */
-	if (lstat(dir, &st) == 0 && nftw(dir, remove_one, 16,
-	    FTW_DEPTH | FTW_PHYS | FTW_MOUNT) != 0) {
-		reply_error(r, GRPC_STATUS_INTERNAL, "DeleteVolume %s: "
-		    "removing %s: %s", req->volume_id, dir, strerror(errno));
+	/*
+	 * A task may write into the volume while it goes, so it is removed
+	 * by descriptor (tree.c), never by path. Gone already is success:
+	 * DeleteVolume is idempotent.
+	 */
+	if ((err = tree_remove(hp->volumes_fd, req->volume_id, why,
+	    sizeof(why))) < 0) {
+		reply_error(r, err == -EBUSY ? GRPC_STATUS_FAILED_PRECONDITION :
+		    GRPC_STATUS_INTERNAL, "DeleteVolume %s: %s/%s",
+		    req->volume_id, hp->volumes_dir, why);
 		return;
 	}
 	reply_ok(r, &out.base);
@@ -159,12 +180,12 @@ validate_volume_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 	    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_RESPONSE__INIT;
 	Csi__V1__ValidateVolumeCapabilitiesResponse__Confirmed confirmed =
 	    CSI__V1__VALIDATE_VOLUME_CAPABILITIES_RESPONSE__CONFIRMED__INIT;
-	char dir[4096], text[256];
+	char text[256];
 	const char *why;
 	struct stat st;
 	size_t i;
 
-	if (!volume_dir(hp, req->volume_id, dir, sizeof(dir), r))
+	if (!volume_id_ok(req->volume_id, r))
 		return;
 	if (req->n_volume_capabilities == 0) {
 		reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, "Validate"
@@ -172,7 +193,8 @@ validate_volume_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 		    req->volume_id);
 		return;
 	}
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+	if (fstatat(hp->volumes_fd, req->volume_id, &st,
+	    AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode)) {
 		reply_error(r, GRPC_STATUS_NOT_FOUND, "ValidateVolume"
 		    "Capabilities: no volume %s", req->volume_id);
 		return;

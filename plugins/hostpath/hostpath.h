@@ -13,6 +13,8 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
+#include <sys/types.h>
 
 #include <grpc/status.h>
 #include <protobuf-c/protobuf-c.h>
@@ -36,6 +38,7 @@ struct hostpath {
 	const char *node_id;
 	const char *state_dir;
 	char volumes_dir[4096];		/* <state-dir>/volumes */
+	int volumes_fd;			/* it, pinned at start (O_PATH) */
 	enum hostpath_mode mode;
 
 	/* Mount targets this process created, removed again on undo. */
@@ -88,8 +91,24 @@ extern const struct rpc_method node_methods[];
 extern const struct rpc_method controller_methods[];
 
 /* Shared checks (controller.c). */
-bool volume_dir(struct hostpath *, const char *id, char *buf, size_t n,
+bool volume_id_ok(const char *id, struct rpc_reply *);
+int volume_open(struct hostpath *, const char *id, const char *rpc,
     struct rpc_reply *);
 bool capability_supported(const Csi__V1__VolumeCapability *, const char **why);
+
+/*
+ * tree.c: lookups and removal by descriptor, never through a symlink.
+ * Each returns a descriptor or 0 on success, -errno on failure.
+ */
+/* openat2 without symlinks; beneath dirfd unless rel is absolute. */
+int tree_open(int dirfd, const char *rel, int flags, mode_t mode);
+/* The parent directory of an absolute path, O_PATH; its last name. */
+int tree_parent(const char *path, char *name, size_t n);
+int tree_mount_id(int fd, uint64_t *id);
+/*
+ * Remove dirfd/name and all in it, without following a symlink or
+ * entering another mount; why says what failed first, and where.
+ */
+int tree_remove(int dirfd, const char *name, char *why, size_t whylen);
 
 #endif

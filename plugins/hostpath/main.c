@@ -6,12 +6,14 @@
  * serve anything itself: every RPC goes through server.c's dispatch.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sysexits.h>
+#include <unistd.h>
 #include <sys/stat.h>
 
 #include "hostpath.h"
@@ -75,7 +77,8 @@ main(int argc, char *argv[])
 	struct hostpath hp;
 	const char *endpoint;
 	char *state = NULL;
-	int ch, verbose = 0;
+	int ch, fd, verbose = 0;
+	size_t i;
 
 	memset(&hp, 0, sizeof(hp));
 	hp.mode = HOSTPATH_MONOLITH;
@@ -173,10 +176,24 @@ main(int argc, char *argv[])
 	if ((size_t)snprintf(hp.volumes_dir, sizeof(hp.volumes_dir),
 	    "%s/volumes", hp.state_dir) >= sizeof(hp.volumes_dir))
 		fatalx("--state-dir %s: path too long", hp.state_dir);
-	if (mkdir(hp.volumes_dir, 0700) < 0 && errno != EEXIST)
+	/* From here on, every volume is reached from this descriptor. */
+	if ((fd = open(hp.state_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0)
+		fatal("open %s", hp.state_dir);
+	if (mkdirat(fd, "volumes", 0700) < 0 && errno != EEXIST)
 		fatal("mkdir %s", hp.volumes_dir);
+	if ((hp.volumes_fd = tree_open(fd, "volumes", O_PATH | O_DIRECTORY,
+	    0)) < 0) {
+		errno = -hp.volumes_fd;
+		fatal("open %s (a symlink is refused)", hp.volumes_dir);
+	}
+	close(fd);
 
 	ch = server_run(&hp, endpoint);
+	close(hp.volumes_fd);
+	/* Targets still published stay; only the memory of them goes. */
+	for (i = 0; i < HOSTPATH_MAX_CREATED; i++)
+		free(hp.created[i]);
 	free(state);
 	return ch;
 }

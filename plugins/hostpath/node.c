@@ -9,6 +9,10 @@
  * never of /proc text. It removes only the directories it created itself
  * (remembered in memory, so a restarted plugin leaves older ones to the
  * CO), and it must not touch a path that is not a mount it can explain.
+ * The CO's paths may pass through directories that others can write:
+ * each is opened up to its parent without following a symlink (tree.c),
+ * and the last name is created, checked, mounted on and unmounted by
+ * descriptor, with open_tree / mount_setattr / move_mount.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -27,20 +31,23 @@
 struct where {
 	bool exists;
 	bool mount_root;
+	bool dir;
 	dev_t dev;
 	ino_t ino;
 };
 
+/* What is at at/name ("" for at itself), a symlink not followed. */
 static bool
-look(const char *path, struct where *w)
+look(int at, const char *name, struct where *w)
 {
 	struct statx stx;
 
 	memset(w, 0, sizeof(*w));
-	if (statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS,
-	    &stx) < 0)
+	if (statx(at, name, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 :
+	    AT_EMPTY_PATH), STATX_BASIC_STATS, &stx) < 0)
 		return errno == ENOENT;
 	w->exists = true;
+	w->dir = S_ISDIR(stx.stx_mode);
 	w->mount_root = (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
 	    (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
 	w->dev = makedev(stx.stx_dev_major, stx.stx_dev_minor);
@@ -69,6 +76,31 @@ path_arg(const char *rpc, const char *field, const char *path,
 		return false;
 	}
 	return true;
+}
+
+/*
+ * The CO's path split into its parent, opened without following any
+ * symlink on the way (O_PATH), and its last name; -errno with r filled.
+ */
+static int
+open_parent(const char *rpc, const char *path, char *name, size_t n,
+    struct rpc_reply *r)
+{
+	int fd;
+
+	if ((fd = tree_parent(path, name, n)) >= 0)
+		return fd;
+	if (fd == -EINVAL)
+		reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, "%s: '%s' does "
+		    "not end in a name", rpc, path);
+	else if (fd == -ELOOP || fd == -ENOTDIR)
+		reply_error(r, GRPC_STATUS_PERMISSION_DENIED, "%s: the way to "
+		    "%s holds a symlink or a file; this plugin runs as root "
+		    "and follows none", rpc, path);
+	else
+		reply_error(r, GRPC_STATUS_INTERNAL, "%s: open the directory "
+		    "of %s: %s", rpc, path, strerror(-fd));
+	return fd;
 }
 
 static void
@@ -101,107 +133,183 @@ forget(struct hostpath *hp, const char *path)
 }
 
 /*
- * Bind src at target, creating target when missing. Returns true when the
- * bind is in place (made now or found), else fills r.
+ * Clone the mount at src (a pinned descriptor) and attach it on the
+ * directory dst (another), read-only from the start when asked.
+ */
+static int
+attach(int src, int dst, bool readonly)
+{
+	struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+	int tree, err = 0;
+
+	if ((tree = open_tree(src, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC |
+	    AT_EMPTY_PATH)) < 0)
+		return -errno;
+	if ((readonly && mount_setattr(tree, "", AT_EMPTY_PATH, &attr,
+	    sizeof(attr)) < 0) || move_mount(tree, "", dst, "",
+	    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+		err = -errno;
+	close(tree);
+	return err;
+}
+
+/*
+ * Bind the directory src (pinned) at target, creating target when
+ * missing. Returns true when the bind is in place (made now or found),
+ * else fills r. target's parent is reached without following a symlink,
+ * and target itself is created, checked and mounted on by descriptor.
  */
 static bool
-bind_at(struct hostpath *hp, const char *rpc, const char *src,
-    const char *target, bool readonly, struct rpc_reply *r)
+bind_at(struct hostpath *hp, const char *rpc, int src, const char *target,
+    bool readonly, struct rpc_reply *r)
 {
 	struct where s, t;
 	struct statvfs sv;
-	bool made = false;
+	char name[256];
+	bool made = false, ok = false;
+	int parent, dst = -1, err;
 
-	if (!look(src, &s) || !s.exists) {
-		reply_error(r, GRPC_STATUS_NOT_FOUND, "%s: %s does not exist",
-		    rpc, src);
+	if (!look(src, "", &s) || !s.exists) {
+		reply_error(r, GRPC_STATUS_NOT_FOUND, "%s: the source of %s is "
+		    "gone", rpc, target);
 		return false;
 	}
-	if (!look(target, &t)) {
+	if ((parent = open_parent(rpc, target, name, sizeof(name), r)) < 0)
+		return false;
+	if (!look(parent, name, &t)) {
 		reply_error(r, GRPC_STATUS_INTERNAL, "%s: statx %s: %s", rpc,
 		    target, strerror(errno));
-		return false;
+		goto out;
+	}
+	if (t.exists && !t.mount_root && !t.dir) {
+		reply_error(r, GRPC_STATUS_PERMISSION_DENIED, "%s: %s is not a "
+		    "directory (a symlink is never followed)", rpc, target);
+		goto out;
+	}
+	if (!t.exists) {
+		if (mkdirat(parent, name, 0750) < 0) {
+			reply_error(r, GRPC_STATUS_INTERNAL, "%s: mkdir %s: %s",
+			    rpc, target, strerror(errno));
+			goto out;
+		}
+		made = true;
+	}
+	if ((dst = tree_open(parent, name, O_PATH | O_DIRECTORY, 0)) < 0) {
+		reply_error(r, dst == -ELOOP || dst == -ENOTDIR ?
+		    GRPC_STATUS_PERMISSION_DENIED : GRPC_STATUS_INTERNAL,
+		    "%s: open %s: %s", rpc, target, strerror(-dst));
+		goto undo_dir;
+	}
+	/* Decide on what was opened, not on what was looked at before. */
+	if (!look(dst, "", &t)) {
+		reply_error(r, GRPC_STATUS_INTERNAL, "%s: statx %s: %s", rpc,
+		    target, strerror(errno));
+		goto undo_dir;
 	}
 	if (t.mount_root) {
+		/* Already there: the same directory, the same way? */
 		if (!same(&s, &t)) {
 			reply_error(r, GRPC_STATUS_ALREADY_EXISTS, "%s: another "
 			    "file system is mounted at %s", rpc, target);
-			return false;
+			goto out;
 		}
-		if (statvfs(target, &sv) == 0 &&
+		if (fstatvfs(dst, &sv) == 0 &&
 		    !!(sv.f_flag & ST_RDONLY) != readonly) {
 			reply_error(r, GRPC_STATUS_ALREADY_EXISTS, "%s: %s is "
 			    "already mounted %s", rpc, target,
 			    readonly ? "read-write" : "read-only");
-			return false;
+			goto out;
 		}
-		return true;
+		ok = true;
+		goto out;
 	}
-	if (!t.exists) {
-		if (mkdir(target, 0750) < 0) {
-			reply_error(r, GRPC_STATUS_INTERNAL, "%s: mkdir %s: %s",
-			    rpc, target, strerror(errno));
-			return false;
-		}
-		made = true;
-	}
-	if (mount(src, target, NULL, MS_BIND, NULL) < 0) {
-		reply_error(r, GRPC_STATUS_INTERNAL, "%s: bind %s at %s: %s",
-		    rpc, src, target, strerror(errno));
-		goto undo_dir;
-	}
-	if (readonly && mount(NULL, target, NULL,
-	    MS_REMOUNT | MS_BIND | MS_RDONLY, NULL) < 0) {
-		reply_error(r, GRPC_STATUS_INTERNAL, "%s: make %s read-only: %s",
-		    rpc, target, strerror(errno));
-		umount2(target, MNT_DETACH);
+	if ((err = attach(src, dst, readonly)) < 0) {
+		reply_error(r, GRPC_STATUS_INTERNAL, "%s: bind at %s: %s", rpc,
+		    target, strerror(-err));
 		goto undo_dir;
 	}
 	if (made)
 		remember(hp, target);
-	return true;
+	ok = true;
+	goto out;
 undo_dir:
 	if (made)
-		rmdir(target);
-	return false;
+		unlinkat(parent, name, AT_REMOVEDIR);
+out:
+	if (dst >= 0)
+		close(dst);
+	close(parent);
+	return ok;
 }
 
-/* Unmount whatever is at target, then remove it if this plugin made it. */
+/*
+ * Unmount whatever is at target, then remove it if this plugin made it.
+ * Each unmount names one component of the pinned parent, not followed.
+ */
 static bool
 unbind_at(struct hostpath *hp, const char *rpc, const char *volume,
     const char *target, struct rpc_reply *r)
 {
-	char dir[4096];
-	struct where t, v;
-	int i;
+	struct where t;
+	struct stat st;
+	char name[256];
+	bool ok = false;
+	int parent, i;
 
-	if (!volume_dir(hp, volume, dir, sizeof(dir), r))
+	if (!volume_id_ok(volume, r))
 		return false;
+	if ((parent = open_parent(rpc, target, name, sizeof(name), r)) < 0) {
+		if (parent != -ENOENT)
+			return false;
+		/* Nothing there, nothing to undo: idempotent. */
+		if (fstatat(hp->volumes_fd, volume, &st,
+		    AT_SYMLINK_NOFOLLOW) < 0) {
+			reply_error(r, GRPC_STATUS_NOT_FOUND, "%s: no volume "
+			    "%s", rpc, volume);
+			return false;
+		}
+		r->status = GRPC_STATUS_OK;
+		r->message[0] = '\0';
+		return true;
+	}
+	if (fchdir(parent) < 0) {
+		reply_error(r, GRPC_STATUS_INTERNAL, "%s: enter the directory "
+		    "of %s: %s", rpc, target, strerror(errno));
+		goto out;
+	}
 	for (i = 0; i < 8; i++) {
-		if (!look(target, &t)) {
+		if (!look(parent, name, &t)) {
 			reply_error(r, GRPC_STATUS_INTERNAL, "%s: statx %s: %s",
 			    rpc, target, strerror(errno));
-			return false;
+			goto out;
 		}
 		if (!t.mount_root)
 			break;
-		if (umount2(target, UMOUNT_NOFOLLOW) < 0) {
+		if (umount2(name, UMOUNT_NOFOLLOW) < 0) {
 			reply_error(r, GRPC_STATUS_INTERNAL, "%s: unmount %s: %s",
 			    rpc, target, strerror(errno));
-			return false;
+			goto out;
 		}
 	}
-	if (i == 0 && (!look(dir, &v) || !v.exists)) {
+	if (i == 0 && fstatat(hp->volumes_fd, volume, &st,
+	    AT_SYMLINK_NOFOLLOW) < 0) {
 		reply_error(r, GRPC_STATUS_NOT_FOUND, "%s: no volume %s", rpc,
 		    volume);
-		return false;
+		goto out;
 	}
-	if (forget(hp, target) && rmdir(target) < 0 && errno != ENOENT) {
+	if (forget(hp, target) && unlinkat(parent, name, AT_REMOVEDIR) < 0 &&
+	    errno != ENOENT) {
 		reply_error(r, GRPC_STATUS_INTERNAL, "%s: rmdir %s: %s", rpc,
 		    target, strerror(errno));
-		return false;
+		goto out;
 	}
-	return true;
+	ok = true;
+out:
+	/* The cwd is the process's: leave none of the CO's paths in it. */
+	if (chdir("/") < 0)
+		log_warn("%s: chdir /", rpc);
+	close(parent);
+	return ok;
 }
 
 static void
@@ -211,10 +319,10 @@ node_stage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	const Csi__V1__NodeStageVolumeRequest *req = (const void *)msg;
 	Csi__V1__NodeStageVolumeResponse out =
 	    CSI__V1__NODE_STAGE_VOLUME_RESPONSE__INIT;
-	char dir[4096];
 	const char *why;
+	int vol;
 
-	if (!volume_dir(hp, req->volume_id, dir, sizeof(dir), r) ||
+	if (!volume_id_ok(req->volume_id, r) ||
 	    !path_arg("NodeStageVolume", "staging_target_path",
 	    req->staging_target_path, r))
 		return;
@@ -223,10 +331,12 @@ node_stage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 		    "NodeStageVolume %s: %s", req->volume_id, why);
 		return;
 	}
-	if (!bind_at(hp, "NodeStageVolume", dir, req->staging_target_path,
-	    false, r))
+	if ((vol = volume_open(hp, req->volume_id, "NodeStageVolume", r)) < 0)
 		return;
-	reply_ok(r, &out.base);
+	if (bind_at(hp, "NodeStageVolume", vol, req->staging_target_path,
+	    false, r))
+		reply_ok(r, &out.base);
+	close(vol);
 }
 
 static void
@@ -245,6 +355,34 @@ node_unstage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	reply_ok(r, &out.base);
 }
 
+/* The staging mount of the volume vol, pinned; -1 with r filled. */
+static int
+open_staging(int vol, const char *volume, const char *staging,
+    struct rpc_reply *r)
+{
+	struct where v, s;
+	char name[256];
+	int parent, fd;
+
+	if ((parent = open_parent("NodePublishVolume", staging, name,
+	    sizeof(name), r)) < 0 && parent != -ENOENT)
+		return -1;
+	fd = parent < 0 ? parent : tree_open(parent, name,
+	    O_PATH | O_DIRECTORY, 0);
+	if (parent >= 0)
+		close(parent);
+	if (fd < 0 || !look(vol, "", &v) || !look(fd, "", &s) ||
+	    !s.mount_root || !same(&v, &s)) {
+		reply_error(r, GRPC_STATUS_FAILED_PRECONDITION,
+		    "NodePublishVolume: volume %s is not staged at %s", volume,
+		    staging);
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	return fd;
+}
+
 static void
 node_publish_volume(struct hostpath *hp, const ProtobufCMessage *msg,
     struct rpc_reply *r)
@@ -252,11 +390,10 @@ node_publish_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	const Csi__V1__NodePublishVolumeRequest *req = (const void *)msg;
 	Csi__V1__NodePublishVolumeResponse out =
 	    CSI__V1__NODE_PUBLISH_VOLUME_RESPONSE__INIT;
-	struct where v, s;
-	char dir[4096];
 	const char *why;
+	int vol, staged;
 
-	if (!volume_dir(hp, req->volume_id, dir, sizeof(dir), r) ||
+	if (!volume_id_ok(req->volume_id, r) ||
 	    !path_arg("NodePublishVolume", "target_path", req->target_path, r) ||
 	    !path_arg("NodePublishVolume", "staging_target_path",
 	    req->staging_target_path, r))
@@ -266,22 +403,18 @@ node_publish_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 		    "NodePublishVolume %s: %s", req->volume_id, why);
 		return;
 	}
-	if (!look(dir, &v) || !v.exists) {
-		reply_error(r, GRPC_STATUS_NOT_FOUND,
-		    "NodePublishVolume: no volume %s", req->volume_id);
+	if ((vol = volume_open(hp, req->volume_id, "NodePublishVolume",
+	    r)) < 0)
 		return;
-	}
-	if (!look(req->staging_target_path, &s) || !s.mount_root ||
-	    !same(&v, &s)) {
-		reply_error(r, GRPC_STATUS_FAILED_PRECONDITION,
-		    "NodePublishVolume: volume %s is not staged at %s",
-		    req->volume_id, req->staging_target_path);
+	staged = open_staging(vol, req->volume_id, req->staging_target_path,
+	    r);
+	close(vol);
+	if (staged < 0)
 		return;
-	}
-	if (!bind_at(hp, "NodePublishVolume", req->staging_target_path,
-	    req->target_path, req->readonly, r))
-		return;
-	reply_ok(r, &out.base);
+	if (bind_at(hp, "NodePublishVolume", staged, req->target_path,
+	    req->readonly, r))
+		reply_ok(r, &out.base);
+	close(staged);
 }
 
 static void
@@ -309,25 +442,31 @@ node_get_volume_stats(struct hostpath *hp, const ProtobufCMessage *msg,
 	Csi__V1__VolumeUsage bytes = CSI__V1__VOLUME_USAGE__INIT;
 	Csi__V1__VolumeUsage inodes = CSI__V1__VOLUME_USAGE__INIT;
 	Csi__V1__VolumeUsage *usage[2] = { &bytes, &inodes };
-	struct where v;
 	struct statvfs sv;
-	char dir[4096];
+	int vol, fd, err;
 
-	if (!volume_dir(hp, req->volume_id, dir, sizeof(dir), r) ||
+	if (!volume_id_ok(req->volume_id, r) ||
 	    !path_arg("NodeGetVolumeStats", "volume_path", req->volume_path,
 	    r))
 		return;
-	if (!look(dir, &v) || !v.exists) {
-		reply_error(r, GRPC_STATUS_NOT_FOUND,
-		    "NodeGetVolumeStats: no volume %s", req->volume_id);
+	if ((vol = volume_open(hp, req->volume_id, "NodeGetVolumeStats",
+	    r)) < 0)
+		return;
+	close(vol);
+	if ((fd = tree_open(AT_FDCWD, req->volume_path, O_PATH, 0)) >= 0 &&
+	    fstatvfs(fd, &sv) < 0) {
+		err = -errno;
+		close(fd);
+		fd = err;
+	}
+	if (fd < 0) {
+		reply_error(r, fd == -ENOENT ? GRPC_STATUS_NOT_FOUND :
+		    GRPC_STATUS_INTERNAL, "NodeGetVolumeStats: statvfs %s: %s "
+		    "(a symlink is never followed)", req->volume_path,
+		    strerror(-fd));
 		return;
 	}
-	if (statvfs(req->volume_path, &sv) < 0) {
-		reply_error(r, errno == ENOENT ? GRPC_STATUS_NOT_FOUND :
-		    GRPC_STATUS_INTERNAL, "NodeGetVolumeStats: statvfs %s: %s",
-		    req->volume_path, strerror(errno));
-		return;
-	}
+	close(fd);
 	bytes.unit = CSI__V1__VOLUME_USAGE__UNIT__BYTES;
 	bytes.total = (int64_t)(sv.f_blocks * sv.f_frsize);
 	bytes.available = (int64_t)(sv.f_bavail * sv.f_frsize);
