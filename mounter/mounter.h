@@ -162,7 +162,7 @@ verb_fn volume_prepare_plugin, volume_prepare, volume_prepare_task,
 /* cleanup.c */
 verb_fn volume_cleanup;
 Berth__ErrorCode volume_need_shared(struct mounter *m, const char *rel,
-    char *why);
+    int *fdp, char *why);
 
 /* plugin.c */
 verb_fn plugin_start, plugin_adopt, plugin_signal;

@@ -206,10 +206,11 @@ load_def(struct mounter *m, const char *name, struct plugindef *d, int *exe,
 
 /*
  * A plugin's log, appended to, opened so that nothing a peer planted can
- * block the mounter or receive root's writes: the one name in the pinned
- * socket directory, not through a symlink or across a mount (a bind of a
- * FIFO or device onto it), O_NONBLOCK (a FIFO gives ENXIO at once, or
- * opens and is refused); then it must be root's regular file, one link.
+ * block the mounter or receive root's writes: the one name in the socket
+ * directory dir, already checked to be berth's self-bind, not through a
+ * symlink or across a mount (a bind of a FIFO or device onto it),
+ * O_NONBLOCK (a FIFO gives ENXIO at once, or opens and is refused); then
+ * it must be root's regular file, one link.
  */
 static Berth__ErrorCode
 open_log(int dir, const char *rel, const char *name, int *fd, char *why)
@@ -293,15 +294,11 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	if (i == PLUGIN_MAX)
 		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "at most "
 		    "%d plugins at once; stop one first", PLUGIN_MAX);
+	/* dir: the descriptor checked, so a swap after the check is moot. */
 	if ((code = load_def(m, rq->def, &d, &fds[0], why)) != OK ||
-	    (code = volume_need_shared(m, rq->path, why)) != OK ||
-	    (code = volume_need_shared(m, rq->path2, why)) != OK)
+	    (code = volume_need_shared(m, rq->path, NULL, why)) != OK ||
+	    (code = volume_need_shared(m, rq->path2, &dir, why)) != OK)
 		goto out;
-	if ((dir = res_open(m->data_fd, rq->path2, O_PATH | O_DIRECTORY,
-	    0)) < 0) {
-		code = fail_errno(why, -dir, "opening", rq->path2);
-		goto out;
-	}
 	for (i = 1; i < 3; i++) {
 		snprintf(name, sizeof(name), "%s.%s", rq->def, i == 1 ?
 		    "stdout" : "stderr");

@@ -136,11 +136,14 @@ volume_prepare_plugin(struct mounter *m, const struct mreq *rq,
 	return give(fd, rq->path2, NULL, rq->uid, rq->gid, 02750, why);
 }
 
-/* A plugin's mount root and socket dir must be prepared: shared mounts. */
+/*
+ * A plugin's mount root and socket dir must be prepared: shared mounts;
+ * the checked descriptor in *fdp, if not NULL.
+ */
 Berth__ErrorCode
-volume_need_shared(struct mounter *m, const char *rel, char *why)
+volume_need_shared(struct mounter *m, const char *rel, int *fdp, char *why)
 {
-	return shared_root(m, rel, NULL, why);
+	return shared_root(m, rel, fdp, why);
 }
 
 Berth__ErrorCode
