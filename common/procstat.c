@@ -2,7 +2,8 @@
  * procstat.c: a process's start time from /proc (see procstat.h).
  *
  * Shared by the supervisor, which adopts tasks by pid and start time,
- * and berth-shim, which reports both for itself and its task.
+ * berth-shim, which reports both for itself and its task, and
+ * berth-mounter, which opens the file itself beneath its pinned /proc.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,19 +14,14 @@
 #include "procstat.h"
 
 int
-proc_start_time(pid_t pid, uint64_t *start)
+proc_read_start_time(int fd, uint64_t *start)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024], *p;
 	unsigned long long v;
 	ssize_t n;
-	int fd, i;
+	int i;
 
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
+	if ((n = read(fd, buf, sizeof(buf) - 1)) <= 0)
 		return -EIO;
 	buf[n] = '\0';
 	/* comm may hold anything, even ") ": the last one ends it. */
@@ -37,4 +33,18 @@ proc_start_time(pid_t pid, uint64_t *start)
 		return -EIO;
 	*start = v;
 	return 0;
+}
+
+int
+proc_start_time(pid_t pid, uint64_t *start)
+{
+	char path[64];
+	int fd, r;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	r = proc_read_start_time(fd, start);
+	close(fd);
+	return r;
 }

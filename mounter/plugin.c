@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,6 +26,7 @@
 #endif
 
 #include "mounter.h"
+#include "procstat.h"
 
 #define OK BERTH__ERROR_CODE__ERROR_NONE
 #define LAUNCH_TIMEOUT_MS 10000
@@ -53,25 +53,18 @@ record(struct mounter *m, pid_t pid, uint64_t start, char op)
 	return fd < 0 ? fd : 0;
 }
 
-/* Field 22 of /proc/<pid>/stat: 20 fields after the ") " ending comm. */
 static int
 start_time_of(struct mounter *m, pid_t pid, uint64_t *start)
 {
-	char rel[32], buf[1024], *p;
-	ssize_t n;
-	int fd;
+	char rel[32];
+	int fd, r;
 
 	snprintf(rel, sizeof(rel), "%ld/stat", (long)pid);
 	if ((fd = res_open(m->proc_fd, rel, O_RDONLY, 0)) < 0)
 		return fd;
-	n = read(fd, buf, sizeof(buf) - 1);
+	r = proc_read_start_time(fd, start);
 	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*s %*s %*s %*s "
-	    "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %"
-	    SCNu64, start) != 1)
-		return -ESRCH;
-	return 0;
+	return r;
 }
 
 static struct plugin *
