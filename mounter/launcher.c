@@ -28,7 +28,6 @@
 
 #include "mounter.h"
 #include "privdrop.h"
-#include "sandbox.h"
 
 #define SOCK_FD 3
 #define DATA_FD 4

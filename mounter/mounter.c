@@ -21,7 +21,6 @@
 #include "mounter.h"
 #include "notify.h"
 #include "privdrop.h"
-#include "sandbox.h"
 #include "service.h"
 
 Berth__ErrorCode

@@ -10,6 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sched.h>
+#include <sys/capability.h>
 #include <sys/stat.h>
 
 #include "helper.h"
@@ -19,6 +20,7 @@
 #define MREQ_IDENT (BERTH_IDENT_MAX + 1)
 #define MREQ_PATH 1024
 #define WHY_MAX 256
+#define OK BERTH__ERROR_CODE__ERROR_NONE
 /* Records of the plugins this mounter started, by boot: only root writes. */
 #define MOUNTER_STARTED_DIR "mounter/started"
 #define MOUNTER_PLUGINS_DIR "/etc/berth/plugins.d"
@@ -166,5 +168,23 @@ Berth__ErrorCode volume_need_shared(struct mounter *m, const char *rel,
 
 /* plugin.c */
 verb_fn plugin_start, plugin_adopt, plugin_signal;
+
+/*
+ * sandbox.c: the mounter's confinement. The capabilities it keeps
+ * (SECURITY.md says why each).
+ */
+extern const cap_value_t mounter_caps[];
+extern const int mounter_ncaps;
+/* Clean environment, not dumpable. */
+int sandbox_prepare(void);
+/* Keep only mounter_caps, no_new_privs, then the seccomp allow-list. */
+int sandbox_lock(void);
+/* The seccomp allow-list alone (the unit test installs it in a child). */
+int sandbox_seccomp(void);
+/*
+ * The launcher's filter, which every plugin it starts inherits: all but
+ * plugin_denied[], new user namespaces and setuid/setgid mode bits.
+ */
+int sandbox_plugin_filter(void);
 
 #endif

@@ -28,7 +28,6 @@
 #include "mounter.h"
 #include "procstat.h"
 
-#define OK BERTH__ERROR_CODE__ERROR_NONE
 #define LAUNCH_TIMEOUT_MS 10000
 
 /* Add, remove or look up the record of a plugin we started: 0 or -errno. */

@@ -25,7 +25,6 @@
 #include <sys/capability.h>
 
 #include "mounter.h"
-#include "sandbox.h"
 
 static int
 grantable(const char *name)

@@ -11,7 +11,6 @@
 
 #include "mounter.h"
 
-#define OK BERTH__ERROR_CODE__ERROR_NONE
 #define BAD BERTH__ERROR_CODE__ERROR_BAD_REQUEST
 #define TRY(x) do { if ((code = (x)) != OK) return code; } while (0)
 

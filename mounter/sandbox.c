@@ -18,7 +18,7 @@
 #include <seccomp.h>
 
 #include "privdrop.h"
-#include "sandbox.h"
+#include "mounter.h"
 
 const cap_value_t mounter_caps[] = {
 	/* Mounts, the launcher's unshare; no other (see SECURITY.md). */
