@@ -99,7 +99,7 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 
 	*what = "entering a new session and namespaces";
 	if (setsid() < 0 || fchdir(DATA_FD) < 0 ||
-	    unshare(CLONE_NEWNS | (int)rq->ns) < 0)
+	    unshare(CLONE_NEWNS | (int)(LAUNCH_NS & ~rq->def.hostns)) < 0)
 		return errno;
 	/* Copies of the two shared mounts, cloned into their peer groups. */
 	for (i = 0; i < 2; i++) {
@@ -131,15 +131,15 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 	if ((caps = cap_init()) == NULL)
 		return errno;
 	for (c = 0; c < 64; c++)
-		if ((rq->caps & (1ULL << c)) &&
+		if ((rq->def.caps & (1ULL << c)) &&
 		    (cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET) < 0 ||
 		    cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_SET) < 0))
 			return errno;
 	/* With no_new_privs, exec as root keeps no more than this. */
 	if (cap_set_proc(caps) < 0)
 		return errno;
-	for (i = 0; i < (int)rq->nargs; i++)
-		argv[i] = (char *)rq->args[i];
+	for (i = 0; i < rq->def.nargs; i++)
+		argv[i] = (char *)rq->def.args[i];
 	argv[i] = NULL;
 	envp[0] = (char *)rq->endpoint;
 	envp[1] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
@@ -224,12 +224,13 @@ launcher_main(pid_t mounter)
 			continue;
 		if (nfd < 0 && nfd != -EBADMSG)
 			_exit(nfd == -EPIPE ? 0 : 1);
-		ok = nfd == 3 && rq.nargs >= 1 && rq.nargs <= LAUNCH_ARGS &&
-		    (rq.ns & ~(uint32_t)LAUNCH_NS) == 0 &&
+		ok = nfd == 3 && rq.def.nargs >= 1 &&
+		    rq.def.nargs <= LAUNCH_ARGS &&
+		    (rq.def.hostns & ~(uint32_t)LAUNCH_NS) == 0 &&
 		    TERMINATED(rq.root) && TERMINATED(rq.sockdir) &&
 		    TERMINATED(rq.endpoint);
-		for (i = 0; ok && i < (int)rq.nargs; i++)
-			ok = TERMINATED(rq.args[i]);
+		for (i = 0; ok && i < rq.def.nargs; i++)
+			ok = TERMINATED(rq.def.args[i]);
 		if (ok)
 			launch(&rq, fds);
 		else {

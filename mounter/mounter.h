@@ -26,22 +26,34 @@
 #define MOUNTER_PLUGINS_DIR "/etc/berth/plugins.d"
 #define PLUGIN_MAX 64
 
-/*
- * launcher.c: fixed-size messages on a SOCK_SEQPACKET socketpair, checked
- * by exact size and NUL termination on receipt. The mounter has already
- * validated everything; the launcher checks that a message is well formed.
- */
 #define LAUNCH_ARGS 32
 #define LAUNCH_STR 256
 /* A plugin's own namespaces besides its mount namespace, by default. */
 #define LAUNCH_NS (CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
 
-/* Mounter to launcher; with three descriptors: exe, stdout, stderr. */
-struct launch_req {
-	uint32_t nargs;
+/* plugindef.c: root's plugin definitions, a handful of lines each. */
+#define PLUGINDEF_MAX 8192
+#define PLUGINDEF_SUFFIX ".conf"
+
+struct plugindef {
+	char args[LAUNCH_ARGS][LAUNCH_STR];	/* argv; [0]: exec path */
+	int nargs;				/* with argv[0] */
 	uint64_t caps;			/* bit n: capability n */
-	uint32_t ns;			/* CLONE_NEW* of LAUNCH_NS */
-	char args[LAUNCH_ARGS][LAUNCH_STR];
+	uint32_t hostns;		/* LAUNCH_NS bits kept the host's */
+};
+
+/* Parse buf; 0, or -1 with why set ("line 3: ..."). */
+int plugindef_parse(const char *buf, size_t len, struct plugindef *d,
+    char *why, size_t n);
+
+/*
+ * launcher.c: fixed-size messages on a SOCK_SEQPACKET socketpair, checked
+ * by exact size and NUL termination on receipt. The mounter has already
+ * validated everything; the launcher checks that a message is well formed.
+ * Mounter to launcher; with three descriptors: exe, stdout, stderr.
+ */
+struct launch_req {
+	struct plugindef def;
 	char root[MREQ_PATH];		/* mount root, under the data dir */
 	char sockdir[MREQ_PATH];	/* socket dir, under the data dir */
 	char endpoint[LAUNCH_STR];	/* "CSI_ENDPOINT=unix://..." */
@@ -62,21 +74,6 @@ int fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd,
     int flags);
 /* Fork the launcher; returns the mounter's end of its socket or -errno. */
 int launcher_spawn(int data_fd);
-
-/* plugindef.c: root's plugin definitions, a handful of lines each. */
-#define PLUGINDEF_MAX 8192
-#define PLUGINDEF_SUFFIX ".conf"
-
-struct plugindef {
-	char args[LAUNCH_ARGS][LAUNCH_STR];	/* argv; [0]: exec path */
-	int nargs;				/* with argv[0] */
-	uint64_t caps;			/* bit n: capability n */
-	uint32_t hostns;		/* LAUNCH_NS bits kept the host's */
-};
-
-/* Parse buf; 0, or -1 with why set ("line 3: ..."). */
-int plugindef_parse(const char *buf, size_t len, struct plugindef *d,
-    char *why, size_t n);
 
 /* A request that request_check() accepted: every string is an identifier. */
 struct mreq {

@@ -248,10 +248,7 @@ launch(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
 	snprintf(lr.endpoint, LAUNCH_STR, "CSI_ENDPOINT=unix://%s", abs);
 	memcpy(lr.root, rq->path, sizeof(lr.root));
 	memcpy(lr.sockdir, rq->path2, sizeof(lr.sockdir));
-	memcpy(lr.args, d->args, sizeof(lr.args));
-	lr.nargs = (uint32_t)d->nargs;
-	lr.caps = d->caps;
-	lr.ns = LAUNCH_NS & ~d->hostns;
+	lr.def = *d;
 	if ((r = fdmsg_send(m->launcher_fd, &lr, sizeof(lr), fds, 3)) < 0)
 		return fail_errno(why, -r, "asking the launcher", "");
 	if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) != 1 || (r = fdmsg_recv(
