@@ -12,6 +12,7 @@
 #include <sched.h>
 #include <sys/capability.h>
 #include <sys/stat.h>
+#include <linux/openat2.h>
 
 #include "helper.h"
 #include "ident.h"
@@ -138,15 +139,26 @@ void mounter_answer(struct mounter *m, const struct mreq *rq,
 Berth__ErrorCode request_check(const Berth__Envelope *env, struct mreq *rq,
     char *why);
 
-/* resolve.c: paths beneath a pinned directory, never through a symlink. */
-int res_open(int dirfd, const char *rel, int flags, mode_t mode);
-/* The same, crossing no mount (RESOLVE_NO_XDEV): -EXDEV. */
-int res_open_here(int dirfd, const char *rel, int flags);
+/*
+ * resolve.c: paths beneath a pinned directory, never through a symlink;
+ * res adds RESOLVE_* flags. res_open_here crosses no mount: -EXDEV.
+ */
+int res_openat2(int dirfd, const char *rel, int flags, mode_t mode,
+    uint64_t res);
+#define res_open(dirfd, rel, flags, mode) \
+	res_openat2((dirfd), (rel), (flags), (mode), 0)
+#define res_open_here(dirfd, rel, flags) \
+	res_openat2((dirfd), (rel), (flags), 0, RESOLVE_NO_XDEV)
+/* "a/b/c": "a/b" into parent, and "c"; "c": "." and "c". */
+const char *res_split(const char *rel, char *parent, size_t n);
 int res_mkdirs(int dirfd, const char *rel);
 bool res_trusted(int fd);
-int res_chown_dir(int fd, uid_t uid, gid_t gid);
+/* Directory fd root's again, by descriptor; opened to read. */
+int res_take_back(int fd, gid_t gid);
 /* A plugin root or socket dir: berth's self-bind, else -EXDEV. */
 int res_self_bind(int dirfd, const char *rel, int flags);
+/* Entries of directory fd (with . and ..); leaf's inode in *ino. */
+int res_entries(int fd, const char *leaf, ino_t *ino);
 int res_is_mount(int dirfd, const char *name);
 int res_unmount_all(int dirfd, const char *name);
 int res_remove(int dirfd, const char *name);
@@ -158,10 +170,11 @@ typedef Berth__ErrorCode verb_fn(struct mounter *m, const struct mreq *rq,
 /* volume.c */
 verb_fn volume_prepare_plugin, volume_prepare, volume_prepare_task,
     volume_bind, volume_unbind;
+/* A plugin's root or socket dir, prepared: berth's shared self-bind. */
+Berth__ErrorCode volume_shared_root(struct mounter *m, const char *rel,
+    int *fdp, char *why);
 /* cleanup.c */
 verb_fn volume_cleanup;
-Berth__ErrorCode volume_need_shared(struct mounter *m, const char *rel,
-    int *fdp, char *why);
 
 /* plugin.c */
 verb_fn plugin_start, plugin_adopt, plugin_signal;

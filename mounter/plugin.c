@@ -207,18 +207,14 @@ load_def(struct mounter *m, const char *name, struct plugindef *d, int *exe,
 static Berth__ErrorCode
 open_log(int dir, const char *rel, const char *name, int *fd, char *why)
 {
-	struct open_how how = { .flags = O_WRONLY | O_CREAT | O_APPEND |
-	    O_NOCTTY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, .mode = 0640,
-	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-	    RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
 	struct stat st;
 
-	if ((*fd = (int)syscall(SYS_openat2, dir, name, &how,
-	    sizeof(how))) < 0)
-		return errno == ENXIO ? fail(why,
+	if ((*fd = res_openat2(dir, name, O_WRONLY | O_CREAT | O_APPEND |
+	    O_NOCTTY | O_NONBLOCK | O_NOFOLLOW, 0640, RESOLVE_NO_XDEV)) < 0)
+		return *fd == -ENXIO ? fail(why,
 		    BERTH__ERROR_CODE__ERROR_PERMISSION, "log %s/%s is a FIFO "
 		    "or a socket; remove it", rel, name) :
-		    fail_errno(why, errno, "opening log in", rel);
+		    fail_errno(why, -*fd, "opening log in", rel);
 	if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
 	    st.st_nlink != 1 || fcntl(*fd, F_SETFL, O_APPEND) < 0)
 		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "log %s/%s "
@@ -285,8 +281,8 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		    "%d plugins at once; stop one first", PLUGIN_MAX);
 	/* dir: the descriptor checked, so a swap after the check is moot. */
 	if ((code = load_def(m, rq->def, &d, &fds[0], why)) != OK ||
-	    (code = volume_need_shared(m, rq->path, NULL, why)) != OK ||
-	    (code = volume_need_shared(m, rq->path2, &dir, why)) != OK)
+	    (code = volume_shared_root(m, rq->path, NULL, why)) != OK ||
+	    (code = volume_shared_root(m, rq->path2, &dir, why)) != OK)
 		goto out;
 	for (i = 1; i < 3; i++) {
 		snprintf(name, sizeof(name), "%s.%s", rq->def, i == 1 ?
