@@ -74,17 +74,17 @@ act(struct mounter *m, const struct mreq *rq, struct mreply *out, char *why)
 	return verbs[rq->body](m, rq, out, why);
 }
 
-static void
-send_reply(struct mounter *m, const Berth__Envelope *req,
-    const struct mreq *rq, struct mreply *out)
+void
+mounter_answer(struct mounter *m, const struct mreq *rq, struct mreply *out)
 {
-	Berth__Envelope rep = BERTH__ENVELOPE__INIT;
+	Berth__Envelope req = BERTH__ENVELOPE__INIT, rep = BERTH__ENVELOPE__INIT;
 	Berth__PrepareVolumeReply pv = BERTH__PREPARE_VOLUME_REPLY__INIT;
 	Berth__CleanupReply cr = BERTH__CLEANUP_REPLY__INIT;
 	Berth__PluginStarted ps = BERTH__PLUGIN_STARTED__INIT;
 	Berth__PluginHandle hd = BERTH__PLUGIN_HANDLE__INIT;
 	Berth__Ack ack = BERTH__ACK__INIT;
 
+	log_debug("mounter_answer: %s done", ipc_body_name(rq->body));
 	switch (rq->body) {
 	case BERTH__ENVELOPE__BODY_PREPARE_VOLUME:
 		pv.mounted = out->mounted;
@@ -110,18 +110,9 @@ send_reply(struct mounter *m, const Berth__Envelope *req,
 		rep.ack = &ack;
 	}
 	/* The channel owns the pidfd from here. */
-	chan_reply(m->h.chan, req, &rep, out->pidfd);
-	out->pidfd = -1;
-}
-
-void
-mounter_answer(struct mounter *m, const struct mreq *rq, struct mreply *out)
-{
-	Berth__Envelope req = BERTH__ENVELOPE__INIT;
-
 	req.request_id = rq->id;
-	log_debug("mounter_answer: %s done", ipc_body_name(rq->body));
-	send_reply(m, &req, rq, out);
+	chan_reply(m->h.chan, &req, &rep, out->pidfd);
+	out->pidfd = -1;
 }
 
 static void
@@ -141,17 +132,12 @@ mounter_dispatch(struct helper *h, Berth__Envelope *env, int fd)
 		    ipc_body_name(env->body_case));
 		return;
 	}
-	code = request_check(env, &rq, why);
-	if (code == BERTH__ERROR_CODE__ERROR_NONE)
+	if ((code = request_check(env, &rq, why)) == OK)
 		code = act(m, &rq, &out, why);
-	if (code == BERTH__ERROR_CODE__ERROR_NONE && out.later)
+	if (code == OK && !out.later)
+		mounter_answer(m, &rq, &out);
+	if (code == OK)
 		return;
-	if (code == BERTH__ERROR_CODE__ERROR_NONE) {
-		log_debug("mounter_dispatch: %s done",
-		    ipc_body_name(env->body_case));
-		send_reply(m, env, &rq, &out);
-		return;
-	}
 	log_warnx("mounter_dispatch: %s refused (%s): %s",
 	    ipc_body_name(env->body_case), ipc_error_name(code), why);
 	chan_reply_error(h->chan, env, code, "%s", why);

@@ -130,8 +130,7 @@ Berth__ErrorCode fail_errno(char *why, int err, const char *what,
     const char *path);
 /* The channel and dispatch on a connected socket (fuzz_verbs uses it). */
 int mounter_serve_on(struct mounter *m, int fd);
-
-/* A verb's answer that came later (out->later). */
+/* A verb's answer: at once, or later when it set out->later. */
 void mounter_answer(struct mounter *m, const struct mreq *rq,
     struct mreply *out);
 
