@@ -122,7 +122,7 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 			return errno;
 	}
 	*what = "redirecting output";
-	umask(007);	/* its socket: for the socket dir's group, no one else */
+	umask(007);	/* its socket: the socket dir's group only */
 	if (chdir("/") < 0 || dup2(fds[1], STDOUT_FILENO) < 0 ||
 	    dup2(fds[2], STDERR_FILENO) < 0 ||
 	    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)

@@ -77,7 +77,8 @@ act(struct mounter *m, const struct mreq *rq, struct mreply *out, char *why)
 void
 mounter_answer(struct mounter *m, const struct mreq *rq, struct mreply *out)
 {
-	Berth__Envelope req = BERTH__ENVELOPE__INIT, rep = BERTH__ENVELOPE__INIT;
+	Berth__Envelope rep = BERTH__ENVELOPE__INIT;
+	Berth__Envelope req = BERTH__ENVELOPE__INIT;
 	Berth__PrepareVolumeReply pv = BERTH__PREPARE_VOLUME_REPLY__INIT;
 	Berth__CleanupReply cr = BERTH__CLEANUP_REPLY__INIT;
 	Berth__PluginStarted ps = BERTH__PLUGIN_STARTED__INIT;

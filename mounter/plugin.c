@@ -217,9 +217,9 @@ open_log(int dir, const char *rel, const char *name, int *fd, char *why)
 		    fail_errno(why, -*fd, "opening log in", rel);
 	if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
 	    st.st_nlink != 1 || fcntl(*fd, F_SETFL, O_APPEND) < 0)
-		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "log %s/%s "
-		    "is not a regular file of root's with one link; remove it",
-		    rel, name);
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "log "
+		    "%s/%s is not a regular file of root's with one link; "
+		    "remove it", rel, name);
 	return OK;
 }
 

@@ -62,10 +62,7 @@ static const int allowed[] = {
 	 * reports and leak check at exit need. Never in a release build.
 	 */
 	SCMP_SYS(sigaltstack), SCMP_SYS(prctl), SCMP_SYS(sched_yield),
-	SCMP_SYS(readlink),
-	SCMP_SYS(readlinkat),
-	SCMP_SYS(newfstatat), SCMP_SYS(fstat), SCMP_SYS(getdents64),
-	SCMP_SYS(getdents),
+	SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(getdents),
 	SCMP_SYS(clone), SCMP_SYS(clone3), SCMP_SYS(ptrace), SCMP_SYS(wait4),
 	SCMP_SYS(futex), SCMP_SYS(gettid), SCMP_SYS(getppid),
 	SCMP_SYS(mprotect), SCMP_SYS(pipe2), SCMP_SYS(lseek),
