@@ -87,7 +87,6 @@ lfd(const struct job *j, int k)
 	return k == 0 ? j->m->data_fd : dirfd(j->lv[k].d);
 }
 
-/* Unmount what is stacked on one entry, then remove it if empty. */
 static void
 sweep_entry(struct job *j, int dirfd, const char *name)
 {

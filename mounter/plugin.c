@@ -110,7 +110,6 @@ ended(evutil_socket_t fd, short ev, void *arg)
 	memset(p, 0, sizeof(*p));
 }
 
-/* The reply's handle and a copy of the pidfd. */
 static Berth__ErrorCode
 answer(const struct plugin *p, struct mreply *out, char *why)
 {
@@ -121,7 +120,6 @@ answer(const struct plugin *p, struct mreply *out, char *why)
 	return OK;
 }
 
-/* Take a plugin into the table and watch its pidfd. */
 static Berth__ErrorCode
 keep(struct mounter *m, pid_t pid, uint64_t start, int pidfd,
     struct mreply *out, char *why)
@@ -223,7 +221,6 @@ open_log(int dir, const char *rel, const char *name, int *fd, char *why)
 	return OK;
 }
 
-/* Ask the launcher to start the plugin and wait for its answer. */
 static Berth__ErrorCode
 launch(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
     const int fds[3], pid_t *pid, int *pidfd, char *why)

@@ -16,7 +16,6 @@
 #include "mounter.h"
 
 
-/* Clone src detached, set attr on the clone, attach it on dst. */
 static int
 attach(int src, int dst, const struct mount_attr *attr)
 {
@@ -266,11 +265,8 @@ volume_unbind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	if ((pfd = res_open_here(m->data_fd, parent, O_PATH |
 	    O_DIRECTORY)) < 0)
 		return fail_errno(why, -pfd, "opening", parent);
-	r = res_unmount_all(pfd, leaf);
-	if (r >= 0)
+	if ((r = res_unmount_all(pfd, leaf)) >= 0)
 		res_remove(pfd, leaf);
 	close(pfd);
-	if (r < 0)
-		return fail_errno(why, -r, "unmounting", rq->path);
-	return OK;
+	return r < 0 ? fail_errno(why, -r, "unmounting", rq->path) : OK;
 }
