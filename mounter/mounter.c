@@ -220,8 +220,8 @@ main(int argc, char **argv)
 	if ((r = notify_init()) < 0)
 		log_warnx("main: NOTIFY_SOCKET: %s; not telling systemd",
 		    strerror(-r));
-	if ((r = sandbox_prepare()) < 0)
-		fatalx("main: sandbox: %s", strerror(-r));
+	if (clearenv() != 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		fatal("main: clearing the environment, not dumpable");
 	umask(022);
 	/* Records of the plugins we start are kept per boot. */
 	if ((r = open("/proc/sys/kernel/random/boot_id", O_RDONLY |
@@ -250,7 +250,8 @@ main(int argc, char **argv)
 
 	if ((r = mounter_serve_on(&m, BERTH_HELPER_FD)) < 0)
 		fatalx("main: event loop: %s", strerror(-r));
-	if ((r = sandbox_lock()) < 0)
+	if ((r = priv_keep_only(mounter_caps, mounter_ncaps)) < 0 ||
+	    (r = sandbox_seccomp()) < 0)
 		fatalx("main: locking the sandbox: %s", strerror(-r));
 	log_info("main: serving; data %s, run %s, plugins %s", m.data_dir,
 	    run_dir, plugins_dir);

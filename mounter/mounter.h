@@ -184,11 +184,7 @@ verb_fn plugin_start, plugin_adopt, plugin_signal;
  */
 extern const cap_value_t mounter_caps[];
 extern const int mounter_ncaps;
-/* Clean environment, not dumpable. */
-int sandbox_prepare(void);
-/* Keep only mounter_caps, no_new_privs, then the seccomp allow-list. */
-int sandbox_lock(void);
-/* The seccomp allow-list alone (the unit test installs it in a child). */
+/* The seccomp allow-list; main() keeps only mounter_caps first. */
 int sandbox_seccomp(void);
 /*
  * The launcher's filter, which every plugin it starts inherits: all but

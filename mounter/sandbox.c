@@ -11,13 +11,10 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdbool.h>
-#include <stdlib.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #include <seccomp.h>
 
-#include "privdrop.h"
 #include "mounter.h"
 
 const cap_value_t mounter_caps[] = {
@@ -166,16 +163,6 @@ mode_rules(scmp_filter_ctx ctx, bool mounter)
 }
 
 int
-sandbox_prepare(void)
-{
-	if (clearenv() != 0)
-		return -ENOMEM;
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		return -errno;
-	return 0;
-}
-
-int
 sandbox_seccomp(void)
 {
 	scmp_filter_ctx ctx;
@@ -218,14 +205,4 @@ sandbox_plugin_filter(void)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);
 	return r;
-}
-
-int
-sandbox_lock(void)
-{
-	int r;
-
-	if ((r = priv_keep_only(mounter_caps, mounter_ncaps)) < 0)
-		return r;
-	return sandbox_seccomp();
 }
