@@ -4,8 +4,8 @@
  * mounter locks itself: same capabilities and no_new_privs, and the
  * plugin filter (sandbox.c), which every plugin inherits. It reads
  * fixed-size requests from the mounter only, checks they are well
- * formed, and starts each plugin (through an intermediate that exits, so
- * the mounter, a subreaper, becomes its parent) in a new mount namespace
+ * formed, and starts each plugin (cloned as the mounter's child, so the
+ * mounter learns how it ends) in a new mount namespace
  * (a slave copy of the host but for the plugin's mount root and socket
  * directory, which stay in the host's peer groups) and, unless root's
  * definition keeps the host's, new UTS, IPC and cgroup namespaces; with
@@ -21,10 +21,9 @@
 #include <unistd.h>
 #include <sys/capability.h>
 #include <sys/mount.h>
-#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
+#include <sys/syscall.h>
 
 #include "mounter.h"
 #include "privdrop.h"
@@ -154,39 +153,30 @@ static void
 launch(const struct launch_req *rq, const int fds[3])
 {
 	struct launch_msg msg = { 0 };
-	const char *what = "fork";
+	const char *what = "clone";
 	int ep[2], pidfd = -1;
-	ssize_t n = -1;
-	pid_t mid;
+	ssize_t n;
+	pid_t pid;
 
-	if (pipe2(ep, O_CLOEXEC) < 0 || (mid = fork()) < 0) {
+	/* The mounter's child (it reaps and reports), pinned by a pidfd. */
+	if (pipe2(ep, O_CLOEXEC) < 0 || (pid = (pid_t)syscall(SYS_clone,
+	    CLONE_PARENT | CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL,
+	    0)) < 0) {
 		msg.err = errno;
 		goto out;
 	}
-	if (mid == 0) {
-		/* The intermediate: fork the plugin and exit. */
-		if (fork() != 0)
-			_exit(0);
+	if (pid == 0) {
 		close(ep[0]);
-		msg.pid = getpid();
-		if (write(ep[1], &msg, sizeof(msg)) == sizeof(msg)) {
-			msg.err = plugin_child(rq, fds, &what);
-			snprintf(msg.what, sizeof(msg.what), "%s", what);
-			if (write(ep[1], &msg, sizeof(msg)) < 0)
-				_exit(126);
-		}
+		msg.err = plugin_child(rq, fds, &what);
+		snprintf(msg.what, sizeof(msg.what), "%s", what);
+		if (write(ep[1], &msg, sizeof(msg)) < 0)
+			_exit(126);
 		_exit(127);
 	}
 	close(ep[1]);
-	waitpid(mid, NULL, 0);
-	/* First the plugin's pid; then end of file once it has exec'd. */
-	if (read(ep[0], &msg, sizeof(msg)) != sizeof(msg)) {
-		msg.err = ECHILD;
-		what = "fork";
-	} else if ((pidfd = pidfd_open(msg.pid, 0)) < 0) {
-		msg.err = errno;
-		what = "pidfd_open";
-	} else if ((n = read(ep[0], &msg, sizeof(msg))) != 0) {
+	msg.pid = pid;
+	/* End of file once it has exec'd; else why it could not. */
+	if ((n = read(ep[0], &msg, sizeof(msg))) != 0) {
 		close(pidfd);
 		pidfd = -1;
 		what = n == sizeof(msg) ? NULL : "exec";

@@ -241,7 +241,7 @@ main(int argc, char **argv)
 	if (m.plugins_fd < 0)
 		log_warn("main: plugin definitions %s (privileged plugins "
 		    "cannot start)", plugins_dir);
-	/* Plugins are re-parented to us: we learn how they end. */
+	/* A plugin's orphans come to us, not to init, as a plugin does. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		fatal("main: PR_SET_CHILD_SUBREAPER");
 	/* Before the seccomp lock, which every child would inherit. */

@@ -90,7 +90,7 @@ ended(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
-	/* Our child (re-parented to us, a subreaper) unless adopted. */
+	/* Our child (launcher.c clones it as ours) unless adopted. */
 	ex.status_known = waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED |
 	    WNOHANG) == 0 && si.si_pid == p->pid;
 	ex.signaled = ex.status_known && si.si_code != CLD_EXITED;
