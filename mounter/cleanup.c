@@ -265,8 +265,6 @@ step(evutil_socket_t fd, short ev, void *arg)
 	int64_t deadline = now_ns() + STEP_NS;
 	struct job *j;
 
-	(void)fd;
-	(void)ev;
 	while ((j = q->head) != NULL && work(j, deadline)) {
 		q->head = j->next;
 		q->n--;

@@ -102,9 +102,6 @@ struct mreply {
 	bool later;		/* answered later, with mounter_answer() */
 };
 
-struct mounter;
-struct cleanups;
-
 /* A plugin started or adopted; the slot is free while pidfd is 0. */
 struct plugin {
 	struct mounter *owner;

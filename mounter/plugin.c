@@ -88,8 +88,6 @@ ended(evutil_socket_t fd, short ev, void *arg)
 	struct plugin *p = arg;
 	siginfo_t si = { 0 };
 
-	(void)fd;
-	(void)ev;
 	/* Our child (launcher.c clones it as ours) unless adopted. */
 	ex.status_known = waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED |
 	    WNOHANG) == 0 && si.si_pid == p->pid;
