@@ -198,7 +198,8 @@ static void __attribute__((noreturn))
 launcher_main(pid_t mounter)
 {
 	static struct launch_req rq;
-	struct launch_msg msg = { .err = EINVAL };
+	struct launch_msg msg = { .err = EINVAL,
+	    .what = "a malformed request" };
 	int fds[3], nfd, i;
 	bool ok;
 
@@ -223,12 +224,8 @@ launcher_main(pid_t mounter)
 			ok = TERMINATED(rq.def.args[i]);
 		if (ok)
 			launch(&rq, fds);
-		else {
-			snprintf(msg.what, sizeof(msg.what), "a malformed "
-			    "request");
-			if (fdmsg_send(SOCK_FD, &msg, sizeof(msg), NULL, 0) < 0)
-				_exit(1);
-		}
+		else if (fdmsg_send(SOCK_FD, &msg, sizeof(msg), NULL, 0) < 0)
+			_exit(1);
 		for (i = 0; i < nfd; i++)
 			close(fds[i]);
 	}

@@ -66,15 +66,16 @@ start_time_of(struct mounter *m, pid_t pid, uint64_t *start)
 	return r;
 }
 
+/* The plugin with this handle; pid 0: a free slot (all zero). */
 static struct plugin *
 find(struct mounter *m, pid_t pid, uint64_t start)
 {
-	int i;
+	struct plugin *p;
 
-	for (i = 0; i < PLUGIN_MAX; i++)
-		if (m->plugins[i].pidfd > 0 && m->plugins[i].pid == pid &&
-		    m->plugins[i].start_time == start)
-			return &m->plugins[i];
+	for (p = m->plugins; p < m->plugins + PLUGIN_MAX; p++)
+		if ((p->pidfd > 0) == (pid != 0) && p->pid == pid &&
+		    p->start_time == start)
+			return p;
 	return NULL;
 }
 
@@ -122,13 +123,11 @@ static Berth__ErrorCode
 keep(struct mounter *m, pid_t pid, uint64_t start, int pidfd,
     struct mreply *out, char *why)
 {
-	struct plugin *p;
+	struct plugin *p = find(m, 0, 0);
 
-	for (p = m->plugins; p < m->plugins + PLUGIN_MAX && p->pidfd > 0; p++)
-		;
-	if (p == m->plugins + PLUGIN_MAX || (p->ev = event_new(m->h.base,
-	    pidfd, EV_READ, ended, p)) == NULL || event_add(p->ev, NULL) < 0) {
-		if (p < m->plugins + PLUGIN_MAX && p->ev != NULL)
+	if (p == NULL || (p->ev = event_new(m->h.base, pidfd, EV_READ, ended,
+	    p)) == NULL || event_add(p->ev, NULL) < 0) {
+		if (p != NULL && p->ev != NULL)
 			event_free(p->ev);
 		close(pidfd);
 		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "cannot "
@@ -269,9 +268,7 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	pid_t pid = -1;
 
 	/* Refuse before launching: a plugin we cannot watch must not run. */
-	for (i = 0; i < PLUGIN_MAX && m->plugins[i].pidfd > 0; i++)
-		;
-	if (i == PLUGIN_MAX)
+	if (find(m, 0, 0) == NULL)
 		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "at most "
 		    "%d plugins at once; stop one first", PLUGIN_MAX);
 	/* dir: the descriptor checked, so a swap after the check is moot. */
