@@ -230,15 +230,13 @@ main(int argc, char **argv)
 		fatal("main: reading /proc/sys/kernel/random/boot_id");
 	close(r);
 	/* Pinned now: every path the mounter uses is resolved from these. */
-	m.data_fd = open(m.data_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (m.data_fd < 0)
+	if ((m.data_fd = open(m.data_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0)
 		fatal("main: data directory %s", m.data_dir);
 	if ((m.proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		fatal("main: /proc");
-	m.plugins_fd = open(plugins_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (m.plugins_fd < 0)
+	if ((m.plugins_fd = open(plugins_dir, O_PATH | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) < 0)
 		log_warn("main: plugin definitions %s (privileged plugins "
 		    "cannot start)", plugins_dir);
 	/* A plugin's orphans come to us, not to init, as a plugin does. */
