@@ -7,6 +7,7 @@
  * NULL answers 501 (none now).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -400,14 +401,20 @@ api_group_id(const struct berth_config *cfg, gid_t dflt, gid_t *group,
 	return 0;
 }
 
+/*
+ * Bind <run_dir>/api.sock as the user that serves it (never as root: the
+ * run directory is that user's). The umask gives mode 0660 from the
+ * start; the run directory's set-group-ID bit gives the group (spawn
+ * mode), else we set it on a name that is ours, not following a link.
+ */
 int
-api_listen(const struct berth_config *cfg, uid_t uid, gid_t group, char *err,
+api_listen(const struct berth_config *cfg, gid_t group, char *err,
     size_t errlen)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct stat st;
 	mode_t mask;
-	int fd, r;
+	int dir, fd = -1, r;
 
 	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s",
 	    cfg->run_dir, API_SOCKET_NAME) >= sizeof(sun.sun_path)) {
@@ -415,32 +422,46 @@ api_listen(const struct berth_config *cfg, uid_t uid, gid_t group, char *err,
 		    cfg->run_dir);
 		return -1;
 	}
+	if ((dir = open(cfg->run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "run directory %s: %s", cfg->run_dir,
+		    strerror(errno));
+		return -1;
+	}
 	/* A socket left by an earlier run goes; anything else stays. */
-	if (lstat(sun.sun_path, &st) == 0) {
+	if (fstatat(dir, API_SOCKET_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
 			snprintf(err, errlen, "%s exists and is not a socket: "
 			    "move it away", sun.sun_path);
-			return -1;
+			goto fail;
 		}
-		(void)unlink(sun.sun_path);
+		(void)unlinkat(dir, API_SOCKET_NAME, 0);
 	}
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0)) < 0) {
 		snprintf(err, errlen, "api socket: %s", strerror(errno));
-		return -1;
+		goto fail;
 	}
-	/* Never reachable by others, not even between bind and chmod. */
-	mask = umask(0177);
+	/* 0660 at once: never reachable by others, not even for a moment. */
+	mask = umask(0117);
 	r = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
 	umask(mask);
-	if (r < 0 || chown(sun.sun_path, uid, group) < 0 ||
-	    chmod(sun.sun_path, 0660) < 0 || listen(fd, 64) < 0) {
-		snprintf(err, errlen, "api socket %s: %s", sun.sun_path,
-		    strerror(errno));
-		close(fd);
-		return -1;
+	if (r < 0 || fstatat(dir, API_SOCKET_NAME, &st,
+	    AT_SYMLINK_NOFOLLOW) < 0 || (st.st_gid != group &&
+	    fchownat(dir, API_SOCKET_NAME, (uid_t)-1, group,
+	    AT_SYMLINK_NOFOLLOW) < 0) || listen(fd, 128) < 0) {
+		snprintf(err, errlen, "api socket %s: %s%s", sun.sun_path,
+		    strerror(errno), r == 0 && errno == EPERM ? " (giving "
+		    "it to api_group: the supervisor's user must be in that "
+		    "group, or the run directory set-group-ID to it)" : "");
+		goto fail;
 	}
+	close(dir);
 	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	close(dir);
+	return -1;
 }
 
 struct api *
