@@ -290,8 +290,9 @@ serve(struct evhttp_request *req, void *arg)
 	size_t i;
 
 	TAILQ_INIT(&c.query);
+	api_conn_busy(api, req);
 	if (!peer_allowed(api, req, &uc)) {
-		log_warnx("api: refused %s %s from pid %ld uid %ld gid %ld: "
+		log_warnx_limited("api: refused %s %s from pid %ld uid %ld gid %ld: "
 		    "not root, not uid %ld and not in group %ld",
 		    method_name(m), evhttp_request_get_uri(req),
 		    (long)uc.pid, (long)uc.uid, (long)uc.gid,
@@ -467,6 +468,7 @@ fail:
 struct api *
 api_new(struct supervisor *sv, int fd, gid_t group)
 {
+	struct evhttp_bound_socket *bound;
 	struct api *api;
 
 	if ((api = calloc(1, sizeof(*api))) == NULL)
@@ -474,10 +476,12 @@ api_new(struct supervisor *sv, int fd, gid_t group)
 	api->sv = sv;
 	api->group = group;
 	TAILQ_INIT(&api->waiters);
+	TAILQ_INIT(&api->conns);
+	TAILQ_INIT(&api->fresh);
 	snprintf(api->path, sizeof(api->path), "%s/%s", sv->cfg.run_dir,
 	    API_SOCKET_NAME);
 	if ((api->http = evhttp_new(sv->base)) == NULL ||
-	    api_events_init(api) < 0) {
+	    api_events_init(api) < 0 || api_conns_init(api) < 0) {
 		api_free(api);
 		close(fd);
 		return NULL;
@@ -489,13 +493,16 @@ api_new(struct supervisor *sv, int fd, gid_t group)
 	evhttp_set_max_headers_size(api->http, 16 * 1024);
 	evhttp_set_timeout(api->http, 60);
 	evhttp_set_gencb(api->http, serve, api);
-	if (evhttp_accept_socket_with_handle(api->http, fd) == NULL) {
+	if ((bound = evhttp_accept_socket_with_handle(api->http, fd)) ==
+	    NULL) {
 		api_free(api);
 		close(fd);
 		return NULL;
 	}
-	log_info("api: serving on %s (root, uid %ld, group %ld)", api->path,
-	    (long)sv->uid, (long)group);
+	api_conns_listen(api, bound);
+	log_info("api: serving on %s (root, uid %ld, group %ld; at most %zu "
+	    "connections, %d per uid)", api->path, (long)sv->uid,
+	    (long)group, api->max_conns, API_MAX_CONNS_PER_PEER);
 	return api;
 }
 
@@ -509,5 +516,6 @@ api_free(struct api *api)
 		evhttp_free(api->http);
 		(void)unlink(api->path);
 	}
+	api_conns_free(api);
 	free(api);
 }

@@ -161,6 +161,7 @@ on_ping(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
+	log_rl_flush();
 	peer_ping_all(sv);
 	evtimer_add(sv->ping, &tv);
 }
@@ -411,6 +412,19 @@ load_config(const char *path, struct berth_config *cfg)
  * (the soft limit up to the hard one), so that the API's own bounds, not
  * EMFILE, decide who is served.
  */
+/*
+ * libevent's own warnings (a failed accept, a bad request) come as often
+ * as a client makes them: rate-limited, as ours are.
+ */
+static void
+on_libevent_log(int severity, const char *msg)
+{
+	if (severity >= EVENT_LOG_WARN)
+		log_warnx_limited("libevent: %s", msg);
+	else
+		log_debug("libevent: %s", msg);
+}
+
 static void
 raise_nofile(void)
 {
@@ -449,6 +463,7 @@ main(int argc, char **argv)
 	if (strcmp(sv.cfg.log_level, "debug") == 0)
 		log_init("berth-supervisor", verbose = 1);
 	raise_nofile();
+	event_set_log_callback(on_libevent_log);
 	if ((r = notify_init()) < 0)
 		log_warnx("main: NOTIFY_SOCKET: %s; not telling systemd",
 		    strerror(-r));
