@@ -14,8 +14,9 @@
  * Then the layouts that put root's paths where berth can write: a data,
  * run or config path through a berth-owned directory, an existing data
  * directory that berth owns or that others can write, a run directory
- * that belongs to someone else. Each is refused, and the victims behind
- * the planted symlinks are untouched.
+ * that belongs to someone else, helper binaries in berth's directory.
+ * Each is refused, and the victims behind the planted symlinks are
+ * untouched.
  *
  * Ends with "N attacks tried, 0 succeeded".
  */
@@ -454,6 +455,48 @@ START_TEST(run_dir_that_belongs_to_someone_else)
 }
 END_TEST
 
+/*
+ * Helpers that berth could swap: the supervisor installed in berth's
+ * directory (root's files there) must not run them as root.
+ */
+START_TEST(helpers_where_berth_can_write)
+{
+	static const char *bins[] = { "berth-supervisor", "berth-mounter",
+		"berth-registry" };
+	char cmd[2048], bin[600];
+	struct scene s;
+	pid_t sv;
+	int status, i;
+
+	scene_new(&s, "data", "run");
+	snprintf(bin, sizeof(bin), "%s/berths/bin", s.dir);
+	ck_assert_int_eq(mkdir(bin, 0755), 0);
+	ck_assert_int_eq(chown(bin, s.uid, s.gid), 0);
+	for (i = 0; i < 3; i++) {
+		snprintf(cmd, sizeof(cmd), "cp %s %s/", harness_bin(bins[i]),
+		    bin);
+		ck_assert_int_eq(system(cmd), 0);
+	}
+	if ((sv = fork()) == 0) {
+		char exe[700], *argv[] = { exe, "-c", s.cfg, NULL };
+		int fd = open(s.log, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+
+		snprintf(exe, sizeof(exe), "%s/berth-supervisor", bin);
+		dup2(fd, STDERR_FILENO);
+		execv(exe, argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(sv, &status, 0), sv);
+	reap_dead();
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) != 0 &&
+	    WEXITSTATUS(status) != 127, "status 0x%x", status);
+	ck_assert(log_has(&s, "root does not act beneath it"));
+	ck_assert(!log_has(&s, "ready:"));
+	victims_intact(&s);
+	harness_rmtree(s.dir);
+}
+END_TEST
+
 /* What a served start leaves: the modes the rules promise. */
 START_TEST(run_dir_and_socket_are_made_right)
 {
@@ -507,6 +550,7 @@ main(void)
 	tcase_add_test(tc, config_where_berth_can_write);
 	tcase_add_test(tc, existing_data_dir_that_others_can_change);
 	tcase_add_test(tc, run_dir_that_belongs_to_someone_else);
+	tcase_add_test(tc, helpers_where_berth_can_write);
 	tcase_add_test(tc, run_dir_and_socket_are_made_right);
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
