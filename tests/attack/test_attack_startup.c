@@ -102,6 +102,13 @@ scene_new(struct scene *s, const char *data, const char *run)
 	write_file(s->cfg, text, 0644, 0, 0);
 }
 
+static void
+scene_free(struct scene *s)
+{
+	harness_rmtree(s->dir);
+	free(s->dir);
+}
+
 /* Every victim still root:root, its mode and contents unchanged. */
 static void
 victims_intact(const struct scene *s)
@@ -309,7 +316,7 @@ START_TEST(symlink_swapped_in_during_thousands_of_restarts)
 	ck_assert_uint_gt(sc->swaps, 0);
 	ck_assert_int_gt(served, 0);
 	munmap(sc, sizeof(*sc));
-	harness_rmtree(s.dir);
+	scene_free(&s);
 }
 END_TEST
 
@@ -368,7 +375,7 @@ START_TEST(data_dir_through_a_berth_owned_directory)
 	expect_refused(&s, 73, "root does not act beneath it");
 	snprintf(sub, sizeof(sub), "%s/registry", s.data);
 	ck_assert_int_ne(access(sub, F_OK), 0);
-	harness_rmtree(s.dir);
+	scene_free(&s);
 }
 END_TEST
 
@@ -382,7 +389,7 @@ START_TEST(run_dir_through_a_berth_owned_directory)
 	snprintf(link, sizeof(link), "%s/berths/sub", s.dir);
 	plant_as_berth(&s, link);
 	expect_refused(&s, 73, "root does not act beneath it");
-	harness_rmtree(s.dir);
+	scene_free(&s);
 }
 END_TEST
 
@@ -416,7 +423,7 @@ START_TEST(config_where_berth_can_write)
 	snprintf(s.cfg, sizeof(s.cfg), "%s/fifo.json", s.dir);
 	ck_assert_int_eq(mkfifo(s.cfg, 0644), 0);
 	expect_refused(&s, 78, "not a regular file");
-	harness_rmtree(s.dir);
+	scene_free(&s);
 }
 END_TEST
 
@@ -433,7 +440,7 @@ START_TEST(existing_data_dir_that_others_can_change)
 	expect_refused(&s, 73, "must be root's alone");
 	ck_assert_int_eq(chmod(s.data, 0775), 0);
 	expect_refused(&s, 73, "must be root's alone");
-	harness_rmtree(s.dir);
+	scene_free(&s);
 }
 END_TEST
 
@@ -451,7 +458,7 @@ START_TEST(run_dir_that_belongs_to_someone_else)
 	snprintf(path, sizeof(path), "%s/precious", s.run);
 	write_file(path, "x", 0600, 0, 0);
 	expect_refused(&s, 73, "with entries in it");
-	harness_rmtree(s.dir);
+	scene_free(&s);
 }
 END_TEST
 
@@ -493,7 +500,7 @@ START_TEST(helpers_where_berth_can_write)
 	ck_assert(log_has(&s, "root does not act beneath it"));
 	ck_assert(!log_has(&s, "ready:"));
 	victims_intact(&s);
-	harness_rmtree(s.dir);
+	scene_free(&s);
 }
 END_TEST
 
@@ -531,7 +538,7 @@ START_TEST(run_dir_and_socket_are_made_right)
 	usleep(100 * 1000);
 	reap_dead();
 	victims_intact(&s);
-	harness_rmtree(s.dir);
+	scene_free(&s);
 }
 END_TEST
 
