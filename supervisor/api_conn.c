@@ -71,6 +71,7 @@ static void
 conn_forget(struct api *api, struct api_conn *c)
 {
 	TAILQ_REMOVE(&api->conns, c, entry);
+	api->tracked--;
 	if (!c->closing)
 		api->nconns--;
 	free(c);
@@ -191,6 +192,7 @@ admit(struct api *api, struct api_conn *c)
 		return false;
 	c->ino = st.st_ino;
 	TAILQ_INSERT_TAIL(&api->conns, c, entry);
+	api->tracked++;
 	api->nconns++;
 	if (getsockopt(c->fd, SOL_SOCKET, SO_PEERCRED, &uc, &len) < 0) {
 		/* Not a connection we can count: it does not stay. */
@@ -215,6 +217,12 @@ on_admit(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/*
+	 * Clients that connect and hang up quickly leave entries until the
+	 * next sweep: never let them make each count here long.
+	 */
+	if (api->tracked > 2 * api->max_conns)
+		sweep(api);
 	while ((c = TAILQ_FIRST(&api->fresh)) != NULL) {
 		TAILQ_REMOVE(&api->fresh, c, entry);
 		if (!admit(api, c))

@@ -51,6 +51,7 @@ struct api {
 	TAILQ_HEAD(, api_conn) conns;	/* least recently active first */
 	TAILQ_HEAD(, api_conn) fresh;	/* accepted, not yet admitted */
 	size_t nconns, max_conns;	/* counted: admitted, not closing */
+	size_t tracked;			/* on conns, ended or not */
 	unsigned long evicted, refused;
 	struct event *admit, *sweeper, *resume;
 	struct evconnlistener *listener;
