@@ -231,7 +231,7 @@ dir_has_entries(int fd)
 static int
 prepare_data_dir(const struct berth_config *cfg, char *err, size_t errlen)
 {
-	struct stat st;
+	struct stat st = { 0 };
 	int fd, created;
 
 	if ((fd = root_dir(cfg->data_dir, 0755, &created, err, errlen)) < 0)
