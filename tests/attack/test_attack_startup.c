@@ -6,10 +6,11 @@
  * The race: an attacker process running as berth swaps symlinks to
  * root:root 0600 victim files in and out of the API socket's name in
  * berth's run directory (renameat2 RENAME_EXCHANGE in a tight loop), and
- * plants them at other names there,
- * while the supervisor is started and killed thousands of times, at
- * random moments of its start-up (BERTH_STARTUP_RESTARTS sets how many;
- * 3,000 by default). No victim may change owner, mode or content.
+ * plants them at other names there; a second one, as the registry's
+ * user, does the same in registry/ and tries to replace registry/
+ * itself; while the supervisor is started and killed thousands of
+ * times, at random moments of its start-up (BERTH_STARTUP_RESTARTS sets
+ * how many; 3,000 by default). No victim may change owner, mode or content.
  *
  * Then the layouts that put root's paths where berth can write: a data,
  * run or config path through a berth-owned directory, an existing data
@@ -210,6 +211,56 @@ attacker_start(const struct scene *s, struct score *sc)
 	}
 }
 
+/*
+ * The second attacker: as the registry's user, which owns registry/ in
+ * the data directory, swap symlinks in and out of names there and try
+ * to replace registry/ itself (the data directory is root's alone: it
+ * must fail).
+ */
+static pid_t
+registry_attacker_start(const struct scene *s, struct score *sc)
+{
+	struct passwd *pw = getpwnam("berth-registry");
+	char reg[600];
+	pid_t pid;
+	int dir, data, i;
+
+	ck_assert_ptr_nonnull(pw);
+	if ((pid = fork()) != 0) {
+		ck_assert_int_gt(pid, 0);
+		harness_track_pid(pid);
+		return pid;
+	}
+	prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0);
+	if (setgroups(0, NULL) < 0 || setresgid(pw->pw_gid, pw->pw_gid,
+	    pw->pw_gid) < 0 || setresuid(pw->pw_uid, pw->pw_uid,
+	    pw->pw_uid) < 0)
+		_exit(2);
+	snprintf(reg, sizeof(reg), "%s/registry", s->data);
+	for (;;) {
+		if ((data = open(s->data, O_PATH | O_DIRECTORY)) < 0 ||
+		    (dir = open(reg, O_PATH | O_DIRECTORY)) < 0) {
+			if (data >= 0)
+				close(data);
+			usleep(1000);
+			continue;
+		}
+		for (i = 0; i < 256; i++) {
+			if (symlinkat(s->victims[1], dir, "x") == 0)
+				sc->plants++;
+			if (renameat2(dir, "x", dir, "y", RENAME_EXCHANGE) == 0)
+				sc->swaps++;
+			if (symlinkat(s->victim_dir, data, "registry.new") == 0 ||
+			    renameat2(data, "registry", data, "registry.old",
+			    RENAME_EXCHANGE) == 0)
+				_exit(9);	/* the data directory let us in */
+			sc->denied++;
+		}
+		close(dir);
+		close(data);
+	}
+}
+
 static pid_t
 supervisor_start(const struct scene *s)
 {
@@ -272,15 +323,16 @@ START_TEST(symlink_swapped_in_during_thousands_of_restarts)
 	struct score *sc = mmap(NULL, sizeof(*sc), PROT_READ | PROT_WRITE,
 	    MAP_SHARED | MAP_ANONYMOUS, -1, 0);
 	const char *env = getenv("BERTH_STARTUP_RESTARTS");
-	int restarts = env != NULL ? atoi(env) : 3000, i, served = 0;
+	int restarts = env != NULL ? atoi(env) : 3000, i, served = 0, status;
 	long t0 = now_ms(), end;
-	pid_t att, sv;
+	pid_t att, reg_att, sv;
 
 	ck_assert_ptr_ne(sc, MAP_FAILED);
 	memset(sc, 0, sizeof(*sc));
 	scene_new(&s, "data", "run");
 	srand((unsigned)getpid());
 	att = attacker_start(&s, sc);
+	reg_att = registry_attacker_start(&s, sc);
 	for (i = 0; i < restarts; i++) {
 		sv = supervisor_start(&s);
 		/*
@@ -303,8 +355,12 @@ START_TEST(symlink_swapped_in_during_thousands_of_restarts)
 		if (i % 250 == 249)
 			victims_intact(&s);
 	}
+	/* The registry's attacker never got into the data directory. */
+	ck_assert_int_eq(waitpid(reg_att, &status, WNOHANG), 0);
 	kill(att, SIGKILL);
+	kill(reg_att, SIGKILL);
 	waitpid(att, NULL, 0);
+	waitpid(reg_att, NULL, 0);
 	usleep(100 * 1000);
 	reap_dead();
 	victims_intact(&s);
