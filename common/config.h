@@ -39,6 +39,9 @@ struct berth_config {
 /* 0, or -1 with a one-line reason in err (and cfg left empty). */
 int config_load(const char *path, struct berth_config *cfg, char *err,
     size_t errlen);
+/* The same, read from fd (opened by the caller; path names it in errors). */
+int config_load_fd(int fd, const char *path, struct berth_config *cfg,
+    char *err, size_t errlen);
 /* Defaults only, for tools that run without a file. */
 int config_defaults(struct berth_config *cfg);
 void config_free(struct berth_config *cfg);

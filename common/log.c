@@ -15,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <syslog.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "log.h"
@@ -97,6 +98,19 @@ vlog(int pri, int with_errno, const char *fmt, va_list ap)
 	errno = saved;
 }
 
+static void
+log_emit(int pri, const char *fmt, ...) BERTH_PRINTF(2, 3);
+
+static void
+log_emit(int pri, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vlog(pri, 0, fmt, ap);
+	va_end(ap);
+}
+
 #define LOGFN(fn, pri, e)                 \
 	void fn(const char *fmt, ...)     \
 	{                                 \
@@ -133,4 +147,91 @@ fatalx(const char *fmt, ...)
 	vlog(LOG_CRIT, 0, fmt, ap);
 	va_end(ap);
 	exit(1);
+}
+
+/*
+ * Rate limiting (see log.h). A flood of one message costs a clock read
+ * and a vsnprintf per line, never a write.
+ */
+static struct log_rl *log_rl_sites;
+
+static long long
+log_rl_now_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+	return (long long)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static void
+log_rl_report(struct log_rl *rl, int pri)
+{
+	if (rl->suppressed == 0)
+		return;
+	log_emit(pri, "%lu similar messages suppressed in %d s, the last: "
+	    "%s", rl->suppressed, LOG_RL_WINDOW_MS / 1000, rl->last);
+	rl->suppressed = 0;
+}
+
+static void
+log_rl_v(struct log_rl *rl, int pri, const char *fmt, va_list ap)
+{
+	long long now = log_rl_now_ms();
+
+	if (pri == LOG_DEBUG && !log_verbosity)
+		return;
+	if (now - rl->window_ms >= LOG_RL_WINDOW_MS) {
+		log_rl_report(rl, pri);
+		rl->window_ms = now;
+		rl->passed = 0;
+	}
+	if (rl->passed < LOG_RL_BURST) {
+		rl->passed++;
+		vlog(pri, 0, fmt, ap);
+		return;
+	}
+	if (!rl->listed) {
+		rl->listed = 1;
+		rl->next = log_rl_sites;
+		log_rl_sites = rl;
+	}
+	rl->suppressed++;
+	if (vsnprintf(rl->last, sizeof(rl->last), fmt, ap) < 0)
+		rl->last[0] = '\0';
+}
+
+void
+log_rl_warnx(struct log_rl *rl, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_rl_v(rl, LOG_WARNING, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_rl_info(struct log_rl *rl, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	log_rl_v(rl, LOG_INFO, fmt, ap);
+	va_end(ap);
+}
+
+void
+log_rl_flush(void)
+{
+	long long now = log_rl_now_ms();
+	struct log_rl *rl;
+
+	for (rl = log_rl_sites; rl != NULL; rl = rl->next)
+		if (rl->suppressed > 0 && now - rl->window_ms >=
+		    LOG_RL_WINDOW_MS) {
+			log_rl_report(rl, LOG_WARNING);
+			rl->window_ms = now;
+			rl->passed = 0;
+		}
 }
