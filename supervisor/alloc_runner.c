@@ -438,10 +438,18 @@ on_mounted(enum volmgr_status st, const char *why, void *arg)
 		return;
 	}
 	if (st == VOLMGR_RETRY) {
-		/* Kept as far as it went; the next try goes on from there. */
-		log_warnx("alloc %s: volumes not in place yet: %s; trying "
-		    "again in %lld ms", ar->doc->id, why,
-		    (long long)ar->retry_ms);
+		/* Kept as far as it went; the next try goes on from there.
+		 * The first wait is routine (after a restart the plugin
+		 * registers again a moment after the allocs are read):
+		 * only one that lasts is a warning. */
+		if (ar->retry_ms <= VOLUME_RETRY_FIRST_MS)
+			log_info("alloc %s: volumes not in place yet: %s; "
+			    "trying again in %lld ms", ar->doc->id, why,
+			    (long long)ar->retry_ms);
+		else
+			log_warnx("alloc %s: volumes not in place yet: %s; "
+			    "trying again in %lld ms", ar->doc->id, why,
+			    (long long)ar->retry_ms);
 		arm_retry(ar);
 		return;
 	}
