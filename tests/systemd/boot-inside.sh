@@ -200,6 +200,12 @@ for s in mounter registry; do
 	    fail "operator's connect to $s.sock was not refused: $e"
 done
 
+step "every file a man page names is there"
+for f in $(grep -oh '_/[^_ <>]*_' "$T"/*.scd | tr -d _ | sort -u); do
+	[ -e "$f" ] || fail "a man page names $f, which is not there"
+	echo "there: $f"
+done
+
 step "berthctl(1)'s EXAMPLES, as written"
 man_example berthctl.1 EXAMPLES 1 >berthctl-examples.sh
 cat berthctl-examples.sh
