@@ -45,6 +45,7 @@ struct trun {
 	struct drv_handler *dh;		/* its driver's events */
 	struct event *timer;		/* restart wait, or kill timeout */
 	bool have_adopt, adopting, stop_asked, restart_asked;
+	bool hold;			/* adopt only: trun_run() starts it */
 	Berth__TaskHandle handle;	/* what the registry keeps */
 	int64_t backoff_ms;
 	struct timespec started;
@@ -306,11 +307,17 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 			return;
 		}
 		if (adopted) {
-			/* It ended while we were away: start it as new. */
+			/* It ended while we were away: start it as new,
+			 * once its alloc says (its volumes are in place). */
 			tr_event(tr, "Terminated", "pid %ld %s while the "
 			    "supervisor was not running", (long)tr->handle.pid,
 			    why);
 			tr->have_adopt = false;
+			if (tr->hold) {
+				tr->hold = false;
+				tr->state = TR_PENDING;
+				return;
+			}
 			start(tr);
 			return;
 		}
@@ -578,8 +585,19 @@ fail:
 void
 trun_run(struct trun *tr)
 {
+	/* An adoption under way that fails starts the task at once. */
+	tr->hold = false;
 	if (tr->state == TR_PENDING)
 		start(tr);
+}
+
+void
+trun_adopt(struct trun *tr)
+{
+	if (tr->state != TR_PENDING || !tr->have_adopt)
+		return;
+	tr->hold = true;
+	start(tr);
 }
 
 void

@@ -39,11 +39,22 @@ gone() { ! berthctl alloc status "$1" >/dev/null 2>&1; }
 main_pid() { systemctl show -P MainPID "$1"; }
 since() { date '+%Y-%m-%d %H:%M:%S'; }
 # Warnings (and worse) that berth's own processes logged since $1, as
-# journald took their priorities.
+# journald took their priorities. Two of berth-mounter's are left out, and
+# shown: it logs every refused request as a warning (mounter/mounter.c,
+# mounter_dispatch), also the two refusals that re-adoption expects (a
+# bind already in place after a restart, a plugin pid from before a
+# reboot). They are info to the supervisor; the mounter's own level is
+# its owner's to change.
+KNOWN='bind_volume refused \(ERROR_CONFLICT\): .* is already a mount point'
+KNOWN="$KNOWN|adopt_plugin refused \(ERROR_PERMISSION\): pid [0-9]+ "
+KNOWN="$KNOWN\(start time [0-9]+\) is not a plugin berth-mounter started"
 warnings() {
 	journalctl --no-pager -q -p warning --since "$1" -o json |
-	    jq -r 'select((._COMM // "") | startswith("berth-")) |
-	    "\(._COMM): \(.MESSAGE)"'
+	    jq -r 'select((.SYSLOG_IDENTIFIER // "") | startswith("berth-")) |
+	    "\(.SYSLOG_IDENTIFIER): \(.MESSAGE)"' >"$T/warnings"
+	grep -E "^berth-mounter: mounter_dispatch: ($KNOWN)" "$T/warnings" |
+	    sed 's/^/  (left to the mounter) /' >&2
+	grep -v -E "^berth-mounter: mounter_dispatch: ($KNOWN)" "$T/warnings"
 }
 # Every pid of berth's tasks and plugins.
 workload() {
@@ -59,6 +70,55 @@ no_failed_units() {
 	f=$(systemctl list-units --failed --plain --no-legend)
 	[ -z "$f" ] || { echo "failed units: $f"; return 1; }
 }
+
+# No mount, no process of berth, no failed unit, no left-over process
+# that systemd noted since $1.
+check_stopped() {
+	m=$(grep -c ' /var/lib/berth' /proc/self/mountinfo)
+	p=$(ps -o pid=,user=,args= -u berth,berth-registry;
+	    berth_procs)
+	echo "mounts left under /var/lib/berth: $m; processes left: ${p:-none}"
+	[ "$m" -eq 0 ] && [ -z "$p" ] || fail "berth left something behind"
+	no_failed_units || fail "a unit failed on stop"
+	l=$(journalctl --no-pager -q --since "$1" -o cat |
+	    grep -E 'left-over process|remains running after unit stopped')
+	[ -z "$l" ] || fail "systemd found left-over processes: $l"
+}
+
+# After the reboot of a node whose plugin and writer ran: berth.target
+# (enabled) starts them again, with the volume mounted again, and neither
+# the shutdown nor what it finds of the last boot is a warning.
+if [ "${1:-}" = after-reboot ]; then
+	step "after a reboot: berth starts the allocations again"
+	t4=$(cat "$T/shutdown-at")
+	wait_for 60 systemctl is-active berth-supervisor ||
+	    fail "berth did not start at boot"
+	berthctl plugin status hostpath --wait-healthy --timeout 60s \
+	    >/dev/null || fail "the plugin is not healthy after the reboot"
+	wait_for 60 running writer || fail "the writer is not running"
+	note=/var/lib/berth/allocs/writer/write/volumes/data/note
+	wait_for 10 sh -c "! cmp -s $note $T/note-before" ||
+	    fail "the writer wrote nothing since the reboot"
+	echo "before the reboot: $(cat "$T/note-before"); after: $(cat "$note")"
+	berthctl alloc list
+	echo "refusals since the shutdown began (info: re-adoption):"
+	journalctl --no-pager -q --since "$t4" -o json | jq -r \
+	    'select(.MESSAGE | test("refused")) |
+	    "  priority \(.PRIORITY) \(.SYSLOG_IDENTIFIER): \(.MESSAGE)"'
+	w=$(warnings "$t4")
+	[ -z "$w" ] || fail "warnings after the reboot: $w"
+	echo "no warning from berth since the shutdown began"
+	berthctl alloc stop writer >/dev/null || fail "stop the writer"
+	wait_for 30 gone writer || fail "the writer did not stop"
+	berthctl volume delete shared >/dev/null || fail "volume delete"
+	berthctl alloc stop hostpath-plugin >/dev/null
+	wait_for 30 gone hostpath-plugin || fail "the plugin did not stop"
+	t5=$(since)
+	systemctl stop berth.target || fail "stop berth.target"
+	check_stopped "$t5"
+	echo "inside: all checks after the reboot passed"
+	exit 0
+fi
 
 step "README's 'Under systemd' commands, as written (berth is installed)"
 awk '/^<!-- systemd-boot: the node/ { on = 1; next }
@@ -223,17 +283,6 @@ berthctl alloc stop hostpath-plugin || fail "stop the plugin"
 wait_for 30 gone hostpath-plugin || fail "the plugin did not stop"
 t1=$(since)
 systemctl stop berth.target || fail "stop berth.target"
-check_stopped() {
-	m=$(grep -c ' /var/lib/berth' /proc/self/mountinfo)
-	p=$(ps -o pid=,user=,args= -u berth,berth-registry;
-	    berth_procs)
-	echo "mounts left under /var/lib/berth: $m; processes left: ${p:-none}"
-	[ "$m" -eq 0 ] && [ -z "$p" ] || fail "berth left something behind"
-	no_failed_units || fail "a unit failed on stop"
-	l=$(journalctl --no-pager -q --since "$1" -o cat |
-	    grep -E 'left-over process|remains running after unit stopped')
-	[ -z "$l" ] || fail "systemd found left-over processes: $l"
-}
 check_stopped "$t1"
 
 step "20 starts and stops of berth.target: no unit fails"
@@ -338,4 +387,19 @@ for u in berth-supervisor:1.0 berth-registry:1.0 berth-mounter:3.5; do
 done
 [ $bad -eq 0 ] || fail "an exposure figure is over its limit"
 no_failed_units || fail "a unit failed"
+step "a plugin and a writer left running for the reboot"
+systemctl start berth.target || fail "start"
+wait_for 30 systemctl is-active berth-supervisor || fail "supervisor not ready"
+berthctl alloc run plugin.json --wait --timeout 60s >/dev/null ||
+    fail "the plugin"
+berthctl plugin status hostpath --wait-healthy --timeout 60s >/dev/null ||
+    fail "the plugin did not become healthy"
+berthctl volume create volume.json >/dev/null || fail "volume create"
+berthctl alloc run writer.json --wait --timeout 60s >/dev/null ||
+    fail "the writer"
+berthctl alloc list
+note=/var/lib/berth/allocs/writer/write/volumes/data/note
+wait_for 10 test -s "$note" || fail "the writer wrote nothing"
+cp "$note" "$T/note-before"
+since >"$T/shutdown-at"
 echo "inside: all checks passed"

@@ -107,60 +107,79 @@ cp "$src"/man/*.scd "$t/"
 echo berth-boot >"$work/root/etc/hostname"
 echo "127.0.1.1 berth-boot" >>"$work/root/etc/hosts"
 
-# 3. Boot it, from a cgroup of its own on the cgroup2 hierarchy.
+# 3. Boot it, from a cgroup of its own on the cgroup2 hierarchy, twice:
+# the second boot is the reboot of a node whose allocations ran.
 cgroot=$(findmnt -n -t cgroup2 -o TARGET | head -n 1)
 [ -n "$cgroot" ] || fail "no cgroup2 hierarchy is mounted"
 cg=$cgroot/berth-test-boot-$$
 mkdir "$cg" || fail "cannot create the cgroup $cg"
-(
-	echo 0 >"$cg/cgroup.procs" || exit 1
-	exec env SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn -q -b \
-	    -D "$work/root" --register=no --keep-unit -M berth-boot \
-	    </dev/null >"$work/console" 2>&1
-) &
-nspawn=$!
-i=0
-while [ -z "$cpid" ]; do
-	for f in $(find "$cg" -name cgroup.procs); do
-		for p in $(cat "$f"); do
-			grep -qs '^NSpid:.*[[:space:]]1$' "/proc/$p/status" &&
-			    cpid=$p
-		done
-	done
-	i=$((i + 1))
-	if [ $i -gt 300 ] || ! kill -0 "$nspawn" 2>/dev/null; then
-		cat "$work/console" >&2
-		fail "the container did not start"
-	fi
-	[ -n "$cpid" ] || sleep 0.1
-done
 ctr() { nsenter -t "$cpid" -a "$@"; }
-# Until its systemd listens on its private bus, then until it booted.
-i=0
-until state=$(ctr timeout 60 systemctl is-system-running --wait 2>&1) ||
-    [ -e "$work/root/run/systemd/private" ] || [ $i -gt 300 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-case $state in
-*"connect to bus"*)
-	state=$(ctr timeout 60 systemctl is-system-running --wait 2>&1) ;;
-esac
-case $state in
-running|degraded) say "booted: systemd pid $cpid on the host, $state" ;;
-*)	cat "$work/console" >&2; fail "the system did not boot: $state" ;;
-esac
-[ "$state" = degraded ] && ctr systemctl --failed --no-pager
+
+boot() {
+	cpid=""
+	(
+		echo 0 >"$cg/cgroup.procs" || exit 1
+		exec env SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn \
+		    -q -b -D "$work/root" --register=no --keep-unit \
+		    -M berth-boot </dev/null >>"$work/console" 2>&1
+	) &
+	nspawn=$!
+	i=0
+	while [ -z "$cpid" ]; do
+		for f in $(find "$cg" -name cgroup.procs); do
+			for p in $(cat "$f"); do
+				grep -qs '^NSpid:.*[[:space:]]1$' \
+				    "/proc/$p/status" && cpid=$p
+			done
+		done
+		i=$((i + 1))
+		if [ $i -gt 300 ] || ! kill -0 "$nspawn" 2>/dev/null; then
+			cat "$work/console" >&2
+			fail "the container did not start"
+		fi
+		[ -n "$cpid" ] || sleep 0.1
+	done
+	# Until its systemd answers on its private bus, then until booted.
+	i=0
+	while :; do
+		state=$(ctr timeout 60 systemctl is-system-running --wait 2>&1)
+		case $state in *bus*) ;; *) break ;; esac
+		i=$((i + 1))
+		[ $i -gt 300 ] && break
+		sleep 0.1
+	done
+	case $state in
+	running|degraded) say "booted: systemd pid $cpid on the host, $state" ;;
+	*)	cat "$work/console" >&2; fail "the system did not boot: $state" ;;
+	esac
+	[ "$state" = degraded ] && ctr systemctl --failed --no-pager
+}
+
+# halt poweroff|reboot: the container's systemd stops everything.
+halt() {
+	ctr systemctl "$1" >/dev/null 2>&1
+	i=0
+	while kill -0 "$nspawn" 2>/dev/null && [ $i -lt 600 ]; do
+		sleep 0.1
+		i=$((i + 1))
+	done
+	kill -0 "$nspawn" 2>/dev/null && fail "the container did not $1"
+	wait "$nspawn"
+	nspawn=""
+	find "$cg" -mindepth 1 -depth -type d -exec rmdir {} + 2>/dev/null
+}
 
 # 4. The checks, as a service of the container's systemd.
-ctr systemd-run --wait --pipe -q --collect -p TimeoutStartSec=15min \
-    /bin/sh /root/berth-test/boot-inside.sh
-rc=$?
-ctr systemctl poweroff >/dev/null 2>&1
-i=0
-while kill -0 "$nspawn" 2>/dev/null && [ $i -lt 300 ]; do
-	sleep 0.1
-	i=$((i + 1))
-done
-[ $rc -eq 0 ] || fail "the checks inside failed (status $rc)"
+checks() {
+	ctr systemd-run --wait --pipe -q --collect \
+	    -p TimeoutStartSec=15min /bin/sh /root/berth-test/boot-inside.sh \
+	    "$1" || fail "the checks inside failed ($1)"
+}
+boot
+checks first-boot
+halt reboot
+say "rebooting, with the plugin and the writer running"
+boot
+checks after-reboot
+halt poweroff
 say "all checks passed"
