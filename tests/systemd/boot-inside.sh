@@ -5,7 +5,7 @@
 set -u
 T=/root/berth-test
 cd "$T" || exit 1
-export SYSTEMD_PAGER= SYSTEMD_COLORS=0
+export SYSTEMD_PAGER='' SYSTEMD_COLORS=0
 
 step() { printf '\n== %s\n' "$*"; }
 fail() {
