@@ -213,6 +213,20 @@ w=$(warnings "$t0")
 [ -z "$w" ] || fail "warnings in a routine run: $w"
 echo "no warning, no doubled prefix"
 
+step "a task that exits 3 and is restarted: journalctl -p warning says so"
+t6=$(since)
+cat >failing.json <<'JSON'
+{"id": "failing", "tasks": [{"name": "fail", "driver": "exec",
+  "config": {"command": "/bin/sh", "args": ["-c", "exit 3"]}}]}
+JSON
+berthctl alloc run failing.json >/dev/null || fail "submit failing.json"
+wait_for 15 sh -c "journalctl -q -p warning --since '$t6' -o cat \
+    -u berth-supervisor | grep -q 'task=fail type=Restarting'" ||
+    fail "a crash loop is not a warning"
+journalctl --no-pager -q -p warning --since "$t6" -o cat -u berth-supervisor
+berthctl alloc stop failing >/dev/null || fail "stop failing"
+wait_for 30 gone failing || fail "failing did not stop"
+
 step "systemctl restart berth-mounter: plugins re-adopted"
 systemctl restart berth-mounter || fail "restart berth-mounter"
 wait_for 30 berthctl plugin status hostpath --wait-healthy \
