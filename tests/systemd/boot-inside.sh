@@ -39,13 +39,12 @@ gone() { ! berthctl alloc status "$1" >/dev/null 2>&1; }
 main_pid() { systemctl show -P MainPID "$1"; }
 since() { date '+%Y-%m-%d %H:%M:%S'; }
 # Warnings (and worse) that berth's own processes logged since $1, as
-# journald took their priorities. Two of berth-mounter's are left out, and
-# shown: it logs every refused request as a warning (mounter/mounter.c,
-# mounter_dispatch), also the two refusals that re-adoption expects (a
-# bind already in place after a restart, a plugin pid from before a
-# reboot or a stop of berth.target, a plugin pid that ended). They are
-# info to the supervisor; the mounter's own level is its owner's to
-# change.
+# journald took their priorities. Three of berth-mounter's are left out,
+# and shown: it logs every refused request as a warning (mounter/mounter.c,
+# mounter_dispatch), also the refusals that re-adoption expects: a bind
+# already in place after a restart, a plugin pid from before a reboot,
+# a plugin pid that ended with a stop of berth.target. They are info to
+# the supervisor; the mounter's own level is its owner's to change.
 KNOWN='bind_volume refused \(ERROR_CONFLICT\): .* is already a mount point'
 KNOWN="$KNOWN|adopt_plugin refused \(ERROR_PERMISSION\): pid [0-9]+ "
 KNOWN="$KNOWN\(start time [0-9]+\) is not a plugin berth-mounter started"
