@@ -172,7 +172,7 @@ halt() {
 # 4. The checks, as a service of the container's systemd.
 checks() {
 	ctr systemd-run --wait --pipe -q --collect \
-	    -p TimeoutStartSec=15min /bin/sh /root/berth-test/boot-inside.sh \
+	    -p RuntimeMaxSec=15min /bin/sh /root/berth-test/boot-inside.sh \
 	    "$1" || fail "the checks inside failed ($1)"
 }
 boot
