@@ -37,8 +37,13 @@ state_of() { berthctl --json alloc status "$1" | jq -r '.tasks[0].state'; }
 running() { [ "$(state_of "$1")" = running ]; }
 gone() { ! berthctl alloc status "$1" >/dev/null 2>&1; }
 main_pid() { systemctl show -P MainPID "$1"; }
-since() { date '+%Y-%m-%d %H:%M:%S'; }
-# Warnings (and worse) that berth's own processes logged since $1, as
+# since: now, as journalctl's option for what comes after (a cursor: a
+# second is too coarse, several steps happen within one).
+since() {
+	printf -- '--after-cursor=%s\n' "$(journalctl -q -n 1 --show-cursor \
+	    -o cat | sed -n 's/^-- cursor: //p')"
+}
+# Warnings (and worse) that berth's own processes logged after $1, as
 # journald took their priorities. Three of berth-mounter's are left out,
 # and shown: it logs every refused request as a warning (mounter/mounter.c,
 # mounter_dispatch), also the refusals that re-adoption expects: a bind
@@ -51,7 +56,7 @@ KNOWN="$KNOWN\(start time [0-9]+\) is not a plugin berth-mounter started"
 KNOWN="$KNOWN|adopt_plugin refused \(ERROR_NOT_FOUND\): plugin pid [0-9]+ "
 KNOWN="${KNOWN}has ended"
 warnings() {
-	journalctl --no-pager -q -p warning --since "$1" -o json |
+	journalctl --no-pager -q -p warning "$1" -o json |
 	    jq -r 'select((.SYSLOG_IDENTIFIER // "") | startswith("berth-")) |
 	    "\(.SYSLOG_IDENTIFIER): \(.MESSAGE)"' >"$T/warnings"
 	grep -E "^berth-mounter: mounter_dispatch: ($KNOWN)" "$T/warnings" |
@@ -74,7 +79,7 @@ no_failed_units() {
 }
 
 # No mount, no process of berth, no failed unit, no left-over process
-# that systemd noted since $1.
+# that systemd noted after $1.
 check_stopped() {
 	m=$(grep -c ' /var/lib/berth' /proc/self/mountinfo)
 	p=$(ps -o pid=,user=,args= -u berth,berth-registry;
@@ -82,7 +87,7 @@ check_stopped() {
 	echo "mounts left under /var/lib/berth: $m; processes left: ${p:-none}"
 	[ "$m" -eq 0 ] && [ -z "$p" ] || fail "berth left something behind"
 	no_failed_units || fail "a unit failed on stop"
-	l=$(journalctl --no-pager -q --since "$1" -o cat |
+	l=$(journalctl --no-pager -q "$1" -o cat |
 	    grep -E 'left-over process|remains running after unit stopped')
 	[ -z "$l" ] || fail "systemd found left-over processes: $l"
 }
@@ -104,7 +109,7 @@ if [ "${1:-}" = after-reboot ]; then
 	echo "before the reboot: $(cat "$T/note-before"); after: $(cat "$note")"
 	berthctl alloc list
 	echo "refusals since the shutdown began (info: re-adoption):"
-	journalctl --no-pager -q --since "$t4" -o json | jq -r \
+	journalctl --no-pager -q "$t4" -o json | jq -r \
 	    'select(.MESSAGE | test("refused")) |
 	    "  priority \(.PRIORITY) \(.SYSLOG_IDENTIFIER): \(.MESSAGE)"'
 	w=$(warnings "$t4")
@@ -207,7 +212,7 @@ echo "workload pids: $after"
 [ "$after" = "$before" ] || fail "pids changed: $before -> $after"
 
 step "journal: one prefix, no warning from berth so far"
-if journalctl --no-pager -q --since "$t0" -o cat -u 'berth*' |
+if journalctl --no-pager -q "$t0" -o cat -u 'berth*' |
     grep -E '^berth-[a-z]+\[[0-9]+\]: '; then
 	fail "lines carry berth's own name[pid]: prefix under journald"
 fi
@@ -222,10 +227,10 @@ cat >failing.json <<'JSON'
   "config": {"command": "/bin/sh", "args": ["-c", "exit 3"]}}]}
 JSON
 berthctl alloc run failing.json >/dev/null || fail "submit failing.json"
-wait_for 15 sh -c "journalctl -q -p warning --since '$t6' -o cat \
+wait_for 15 sh -c "journalctl -q -p warning '$t6' -o cat \
     -u berth-supervisor | grep -q 'task=fail type=Restarting'" ||
     fail "a crash loop is not a warning"
-journalctl --no-pager -q -p warning --since "$t6" -o cat -u berth-supervisor
+journalctl --no-pager -q -p warning "$t6" -o cat -u berth-supervisor
 berthctl alloc stop failing >/dev/null || fail "stop failing"
 wait_for 30 gone failing || fail "failing did not stop"
 
@@ -251,7 +256,7 @@ kill -STOP "$old"
 wait_for 30 sh -c "[ \"\$(systemctl show -P MainPID berth-supervisor)\" \
     != $old ] && [ \"\$(systemctl show -P MainPID berth-supervisor)\" != 0 ]" ||
     fail "the watchdog did not restart a frozen supervisor"
-journalctl --no-pager -q -u berth-supervisor -o cat --since "$t0" |
+journalctl --no-pager -q -u berth-supervisor -o cat "$t0" |
     grep -i watchdog | tail -n 2
 wait_for 30 running writer && wait_for 30 running reader ||
     fail "the tasks are not running after the watchdog's restart"
@@ -340,7 +345,7 @@ wpid=$(pid_of writer)
 t3=$(since)
 systemctl stop berth.target || fail "stop berth.target"
 no_failed_units || fail "a unit failed"
-l=$(journalctl --no-pager -q --since "$t3" -o cat |
+l=$(journalctl --no-pager -q "$t3" -o cat |
     grep -E 'left-over process|remains running after unit stopped')
 [ -z "$l" ] || fail "systemd found left-over processes: $l"
 # berth.target's stop stops the workloads and takes berth's mounts away
@@ -349,7 +354,7 @@ l=$(journalctl --no-pager -q --since "$t3" -o cat |
 # and starts the allocation again.
 kill -0 "$wpid" 2>/dev/null && fail "the writer outlived the stop"
 check_stopped "$t3"
-journalctl --no-pager -q --since "$t3" -o cat | grep berth-stop-workloads
+journalctl --no-pager -q "$t3" -o cat | grep berth-stop-workloads
 systemctl start berth.target || fail "start again"
 wait_for 30 systemctl is-active berth-supervisor || fail "supervisor not ready"
 wait_for 30 running writer || fail "the writer did not start again"
@@ -416,5 +421,6 @@ berthctl alloc list
 note=/var/lib/berth/allocs/writer/write/volumes/data/note
 wait_for 10 test -s "$note" || fail "the writer wrote nothing"
 cp "$note" "$T/note-before"
-since >"$T/shutdown-at"
+# The journal may not outlive the reboot: a time, then, not a cursor.
+echo "--since=@$(date +%s)" >"$T/shutdown-at"
 echo "inside: all checks passed"
