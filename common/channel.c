@@ -21,6 +21,13 @@
 
 /* Datagrams handled per wake-up, so one busy peer cannot starve others. */
 #define CHAN_BATCH 64
+/*
+ * Back-pressure: with this many replies queued (the peer is not reading
+ * them), stop reading its requests until half have gone. A reply is
+ * never dropped: each request read makes at most one, so the queue of
+ * replies stays under CHAN_HIGH + CHAN_BATCH.
+ */
+#define CHAN_HIGH (BERTH_IPC_QUEUE_MAX / 2)
 
 struct pending {
 	TAILQ_ENTRY(pending) entry;
@@ -37,6 +44,7 @@ struct outmsg {
 	uint8_t *buf;
 	size_t len;
 	int fd;
+	bool reply;
 };
 
 struct chan {
@@ -49,7 +57,8 @@ struct chan {
 	uint64_t next_id;
 	TAILQ_HEAD(, pending) pending;
 	TAILQ_HEAD(, outmsg) outq;
-	size_t npending, nout;
+	size_t npending, nout, nreplies;
+	bool paused;		/* reading stopped: too many replies queued */
 	uint8_t *rbuf;
 	int depth;		/* callbacks in progress */
 	bool closed, free_later;
@@ -333,6 +342,7 @@ chan_write(evutil_socket_t sfd, short ev, void *arg)
 		}
 		TAILQ_REMOVE(&c->outq, o, entry);
 		c->nout--;
+		c->nreplies -= o->reply;
 		if (o->fd >= 0)
 			close(o->fd);
 		free(o->buf);
@@ -341,6 +351,10 @@ chan_write(evutil_socket_t sfd, short ev, void *arg)
 			snprintf(why, sizeof(why), "send: %s", strerror(-r));
 			chan_close(c, why);
 			return;
+		}
+		if (c->paused && c->nreplies < CHAN_HIGH / 2 && !c->closed) {
+			c->paused = false;
+			event_add(c->rev, NULL);
 		}
 	}
 }
@@ -387,7 +401,9 @@ chan_send(struct chan *c, Berth__Envelope *env, int fd)
 			goto fail;
 		}
 	}
-	if (c->nout >= BERTH_IPC_QUEUE_MAX ||
+	/* Replies are bounded by back-pressure (chan_read), never dropped. */
+	if ((c->nout >= BERTH_IPC_QUEUE_MAX &&
+	    env->kind != BERTH__KIND__KIND_REPLY) ||
 	    (o = calloc(1, sizeof(*o))) == NULL) {
 		free(buf);
 		log_warnx("chan_send: queue to %s is full", c->peer);
@@ -397,8 +413,10 @@ chan_send(struct chan *c, Berth__Envelope *env, int fd)
 	o->buf = buf;
 	o->len = len;
 	o->fd = fd;
+	o->reply = env->kind == BERTH__KIND__KIND_REPLY;
 	TAILQ_INSERT_TAIL(&c->outq, o, entry);
 	c->nout++;
+	c->nreplies += o->reply;
 	event_add(c->wev, NULL);
 	return 0;
 fail:
@@ -714,6 +732,12 @@ chan_read(evutil_socket_t sfd, short ev, void *arg)
 	(void)ev;
 	enter(c);
 	for (batch = 0; batch < CHAN_BATCH && !c->closed; batch++) {
+		if (c->nreplies >= CHAN_HIGH) {
+			/* chan_write reads on once the peer has caught up. */
+			c->paused = true;
+			event_del(c->rev);
+			break;
+		}
 		memset(&msg, 0, sizeof(msg));
 		iov.iov_base = c->rbuf;
 		iov.iov_len = BERTH_IPC_MAX;

@@ -32,7 +32,8 @@
 
 #define BERTH_PROTOCOL_VERSION 1
 #define BERTH_IPC_MAX (64 * 1024)
-/* Outgoing datagrams queued while the socket is full. */
+/* Requests and notices queued while the socket is full (replies are never
+ * dropped: see CHAN_HIGH in channel.c). */
 #define BERTH_IPC_QUEUE_MAX 4096
 
 struct chan;

@@ -3,8 +3,9 @@
  * (mounter/plugindef.c, included so its static functions are reached).
  *
  * Beyond "no crash": an accepted definition has an absolute exec path,
- * at most LAUNCH_ARGS NUL-terminated arguments, and grants no capability
- * but the mounter's own.
+ * at most LAUNCH_ARGS NUL-terminated arguments, grants no capability
+ * but the mounter's own, and keeps no host namespace but those of
+ * LAUNCH_NS.
  */
 #include <stdlib.h>
 
@@ -26,7 +27,8 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	    sizeof(why)) < 0)
 		return 0;
 	if (d.args[0][0] != '/' || d.nargs < 1 || d.nargs > LAUNCH_ARGS ||
-	    (d.caps & ~(1ULL << CAP_SYS_ADMIN)) != 0)
+	    (d.caps & ~(1ULL << CAP_SYS_ADMIN)) != 0 ||
+	    (d.hostns & ~(uint32_t)LAUNCH_NS) != 0)
 		abort();
 	for (i = 0; i < d.nargs; i++)
 		if (memchr(d.args[i], '\0', LAUNCH_STR) == NULL)

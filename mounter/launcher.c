@@ -1,13 +1,16 @@
 /*
  * launcher.c: the process that starts privileged plugins. A seccomp
  * filter is inherited and survives exec, so it is forked before the
- * mounter locks itself: same capabilities and no_new_privs, no filter. It
- * reads fixed-size requests from the mounter only, checks they are well
+ * mounter locks itself: same capabilities and no_new_privs, and the
+ * plugin filter (sandbox.c), which every plugin inherits. It reads
+ * fixed-size requests from the mounter only, checks they are well
  * formed, and starts each plugin (through an intermediate that exits, so
- * the mounter, a subreaper, becomes its parent) in a new mount namespace:
- * a slave copy of the host but for the plugin's mount root and socket
- * directory, which stay in the host's peer groups; with only the granted
- * capabilities. Must not: read anything else, or decide anything.
+ * the mounter, a subreaper, becomes its parent) in a new mount namespace
+ * (a slave copy of the host but for the plugin's mount root and socket
+ * directory, which stay in the host's peer groups) and, unless root's
+ * definition keeps the host's, new UTS, IPC and cgroup namespaces; with
+ * only the granted capabilities. Must not: read anything else, or decide
+ * anything.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -95,8 +98,9 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 	cap_value_t c;
 	cap_t caps;
 
-	*what = "entering a new session and mount namespace";
-	if (setsid() < 0 || fchdir(DATA_FD) < 0 || unshare(CLONE_NEWNS) < 0)
+	*what = "entering a new session and namespaces";
+	if (setsid() < 0 || fchdir(DATA_FD) < 0 ||
+	    unshare(CLONE_NEWNS | (int)rq->ns) < 0)
 		return errno;
 	/* Copies of the two shared mounts, cloned into their peer groups. */
 	for (i = 0; i < 2; i++) {
@@ -212,7 +216,7 @@ launcher_main(pid_t mounter)
 	prctl(PR_SET_NAME, "berth-launcher", 0, 0, 0);
 	if (prctl(PR_SET_PDEATHSIG, SIGKILL, 0, 0, 0) < 0 ||
 	    getppid() != mounter || priv_keep_only(mounter_caps,
-	    mounter_ncaps) < 0)
+	    mounter_ncaps) < 0 || sandbox_plugin_filter() < 0)
 		_exit(1);
 	/* One request at a time, until the mounter closes its end. */
 	for (;;) {
@@ -222,6 +226,7 @@ launcher_main(pid_t mounter)
 		if (nfd < 0 && nfd != -EBADMSG)
 			_exit(nfd == -EPIPE ? 0 : 1);
 		ok = nfd == 3 && rq.nargs >= 1 && rq.nargs <= LAUNCH_ARGS &&
+		    (rq.ns & ~(uint32_t)LAUNCH_NS) == 0 &&
 		    TERMINATED(rq.root) && TERMINATED(rq.sockdir) &&
 		    TERMINATED(rq.endpoint);
 		for (i = 0; ok && i < (int)rq.nargs; i++)

@@ -153,6 +153,15 @@ mounter_takes_fd(Berth__Envelope__BodyCase body)
 	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
 }
 
+int
+mounter_serve_on(struct mounter *m, int fd)
+{
+	m->h = (struct helper){ .name = "berth-mounter", .arg = m,
+	    .role = BERTH__ROLE__ROLE_MOUNTER, .dispatch = mounter_dispatch,
+	    .takes_fd = mounter_takes_fd, .base = m->h.base };
+	return helper_init(&m->h, fd);
+}
+
 static void
 usage(void)
 {
@@ -241,10 +250,7 @@ main(int argc, char **argv)
 	if ((m.launcher_fd = launcher_spawn(m.data_fd)) < 0)
 		fatalx("main: plugin launcher: %s", strerror(-m.launcher_fd));
 
-	m.h = (struct helper){ .name = "berth-mounter", .arg = &m,
-	    .role = BERTH__ROLE__ROLE_MOUNTER, .dispatch = mounter_dispatch,
-	    .takes_fd = mounter_takes_fd };
-	if ((r = helper_init(&m.h, BERTH_HELPER_FD)) < 0)
+	if ((r = mounter_serve_on(&m, BERTH_HELPER_FD)) < 0)
 		fatalx("main: event loop: %s", strerror(-r));
 	if ((r = sandbox_lock()) < 0)
 		fatalx("main: locking the sandbox: %s", strerror(-r));

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sched.h>
 #include <sys/stat.h>
 
 #include "helper.h"
@@ -30,11 +31,14 @@
  */
 #define LAUNCH_ARGS 32
 #define LAUNCH_STR 256
+/* A plugin's own namespaces besides its mount namespace, by default. */
+#define LAUNCH_NS (CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
 
 /* Mounter to launcher; with three descriptors: exe, stdout, stderr. */
 struct launch_req {
 	uint32_t nargs;
 	uint64_t caps;			/* bit n: capability n */
+	uint32_t ns;			/* CLONE_NEW* of LAUNCH_NS */
 	char args[LAUNCH_ARGS][LAUNCH_STR];
 	char root[MREQ_PATH];		/* mount root, under the data dir */
 	char sockdir[MREQ_PATH];	/* socket dir, under the data dir */
@@ -65,6 +69,7 @@ struct plugindef {
 	char args[LAUNCH_ARGS][LAUNCH_STR];	/* argv; [0]: exec path */
 	int nargs;				/* with argv[0] */
 	uint64_t caps;			/* bit n: capability n */
+	uint32_t hostns;		/* LAUNCH_NS bits kept the host's */
 };
 
 /* Parse buf; 0, or -1 with why set ("line 3: ..."). */
@@ -119,6 +124,8 @@ Berth__ErrorCode fail(char *why, Berth__ErrorCode code, const char *fmt, ...)
     BERTH_PRINTF(3, 4);
 Berth__ErrorCode fail_errno(char *why, int err, const char *what,
     const char *path);
+/* The channel and dispatch on a connected socket (fuzz_verbs uses it). */
+int mounter_serve_on(struct mounter *m, int fd);
 
 /* request.c: the first switch. */
 Berth__ErrorCode request_check(const Berth__Envelope *env, struct mreq *rq,

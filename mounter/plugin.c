@@ -178,7 +178,7 @@ load_def(struct mounter *m, const char *name, struct plugindef *d, int *exe,
 		    "and not be group- or world-writable");
 	snprintf(file, sizeof(file), "%s" PLUGINDEF_SUFFIX, name);
 	if ((fd = res_open(m->plugins_fd, file, O_RDONLY | O_NOCTTY |
-	    O_NONBLOCK, 0)) < 0)
+	    O_NONBLOCK | O_NOFOLLOW, 0)) < 0)
 		return fail_errno(why, -fd, "opening plugin definition", file);
 	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && root_only(&st))
 		while ((size_t)got < sizeof(buf) &&
@@ -201,6 +201,36 @@ load_def(struct mounter *m, const char *name, struct plugindef *d, int *exe,
 		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "%s must "
 		    "be an executable file owned by root and not group- or "
 		    "world-writable", d->args[0]);
+	return OK;
+}
+
+/*
+ * A plugin's log, appended to, opened so that nothing a peer planted can
+ * block the mounter or receive root's writes: the one name in the pinned
+ * socket directory, not through a symlink or across a mount (a bind of a
+ * FIFO or device onto it), O_NONBLOCK (a FIFO gives ENXIO at once, or
+ * opens and is refused); then it must be root's regular file, one link.
+ */
+static Berth__ErrorCode
+open_log(int dir, const char *rel, const char *name, int *fd, char *why)
+{
+	struct open_how how = { .flags = O_WRONLY | O_CREAT | O_APPEND |
+	    O_NOCTTY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, .mode = 0640,
+	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
+	    RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
+	struct stat st;
+
+	if ((*fd = (int)syscall(SYS_openat2, dir, name, &how,
+	    sizeof(how))) < 0)
+		return errno == ENXIO ? fail(why,
+		    BERTH__ERROR_CODE__ERROR_PERMISSION, "log %s/%s is a FIFO "
+		    "or a socket; remove it", rel, name) :
+		    fail_errno(why, errno, "opening log in", rel);
+	if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
+	    st.st_nlink != 1 || fcntl(*fd, F_SETFL, O_APPEND) < 0)
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "log %s/%s "
+		    "is not a regular file of root's with one link; remove it",
+		    rel, name);
 	return OK;
 }
 
@@ -228,6 +258,7 @@ launch(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
 	memcpy(lr.args, d->args, sizeof(lr.args));
 	lr.nargs = (uint32_t)d->nargs;
 	lr.caps = d->caps;
+	lr.ns = LAUNCH_NS & ~d->hostns;
 	if ((r = fdmsg_send(m->launcher_fd, &lr, sizeof(lr), fds, 3)) < 0)
 		return fail_errno(why, -r, "asking the launcher", "");
 	if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) != 1 || (r = fdmsg_recv(
@@ -251,8 +282,8 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 {
 	Berth__ErrorCode code;
 	struct plugindef d;
-	char rel[MREQ_PATH + MREQ_IDENT + 8];
-	int fds[3] = { -1, -1, -1 }, i, pidfd = -1;
+	char name[MREQ_IDENT + 8];
+	int fds[3] = { -1, -1, -1 }, i, pidfd = -1, dir = -1;
 	uint64_t start = 0;
 	pid_t pid = -1;
 
@@ -266,14 +297,16 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	    (code = volume_need_shared(m, rq->path, why)) != OK ||
 	    (code = volume_need_shared(m, rq->path2, why)) != OK)
 		goto out;
+	if ((dir = res_open(m->data_fd, rq->path2, O_PATH | O_DIRECTORY,
+	    0)) < 0) {
+		code = fail_errno(why, -dir, "opening", rq->path2);
+		goto out;
+	}
 	for (i = 1; i < 3; i++) {
-		snprintf(rel, sizeof(rel), "%s/%s.%s", rq->path2, rq->def,
-		    i == 1 ? "stdout" : "stderr");
-		if ((fds[i] = res_open(m->data_fd, rel, O_WRONLY | O_CREAT |
-		    O_APPEND | O_NOCTTY, 0640)) < 0) {
-			code = fail_errno(why, -fds[i], "opening log", rel);
+		snprintf(name, sizeof(name), "%s.%s", rq->def, i == 1 ?
+		    "stdout" : "stderr");
+		if ((code = open_log(dir, rq->path2, name, &fds[i], why)) != OK)
 			goto out;
-		}
 	}
 	if ((code = launch(m, rq, &d, fds, &pid, &pidfd, why)) != OK)
 		goto out;
@@ -287,6 +320,8 @@ out:
 	for (i = 0; i < 3; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
+	if (dir >= 0)
+		close(dir);
 	return code;
 }
 

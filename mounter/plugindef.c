@@ -9,10 +9,13 @@
  *	exec /usr/libexec/csi/hostpath-plugin	(once: absolute path)
  *	arg --nodeid=node-1			(0 to 31 times, in order)
  *	cap CAP_SYS_ADMIN			(0 or more)
+ *	hostns uts				(0 or more: uts, ipc, cgroup)
  *
  * Only printable ASCII; at most PLUGINDEF_MAX bytes; an argument is the
  * rest of its line after "arg ", so it may hold spaces. A capability can
- * be granted only if the mounter holds it itself (see sandbox.c).
+ * be granted only if the mounter holds it itself (see sandbox.c). A
+ * plugin gets its own UTS, IPC and cgroup namespaces unless "hostns"
+ * names one: root's decision, never the supervisor's.
  * Must not: read anything but the one file; the caller (plugin.c) checks
  * who owns it. fuzz/fuzz_plugindef.c includes this file.
  */
@@ -62,10 +65,27 @@ dotdot(const char *p)
 	    (l >= 3 && strcmp(p + l - 3, "/..") == 0);
 }
 
+/* The CLONE_NEW* flag of a namespace name, or 0. */
+static uint32_t
+hostns(const char *name)
+{
+	static const struct { const char *name; uint32_t flag; } ns[] = {
+		{ "uts", CLONE_NEWUTS }, { "ipc", CLONE_NEWIPC },
+		{ "cgroup", CLONE_NEWCGROUP },
+	};
+	size_t i;
+
+	for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
+		if (strcmp(name, ns[i].name) == 0)
+			return ns[i].flag;
+	return 0;
+}
+
 static int
 line(const char *s, size_t len, struct plugindef *d, char *why, size_t n)
 {
 	char val[LAUNCH_STR];
+	uint32_t ns;
 	int cap, r;
 
 	if (len == 0 || s[0] == '#')
@@ -94,9 +114,15 @@ line(const char *s, size_t len, struct plugindef *d, char *why, size_t n)
 			return -1;
 		}
 		d->caps |= 1ULL << cap;
+	} else if ((r = setting(s, len, "hostns", val)) != 0) {
+		if (r < 0 || (ns = hostns(val)) == 0) {
+			snprintf(why, n, "hostns takes uts, ipc or cgroup");
+			return -1;
+		}
+		d->hostns |= ns;
 	} else {
-		snprintf(why, n, "unknown setting (expected exec, arg, cap "
-		    "or #)");
+		snprintf(why, n, "unknown setting (expected exec, arg, cap, "
+		    "hostns or #)");
 		return -1;
 	}
 	return 0;

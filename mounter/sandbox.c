@@ -8,8 +8,12 @@
  * with the verb named beside it.
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <stdbool.h>
 #include <stdlib.h>
 #include <sys/prctl.h>
+#include <sys/stat.h>
 
 #include <seccomp.h>
 
@@ -40,8 +44,9 @@ static const int allowed[] = {
 	/* every verb: paths beneath the data dir (resolve.c) */
 	SCMP_SYS(openat2), SCMP_SYS(statx), SCMP_SYS(fstat),
 	SCMP_SYS(newfstatat),
-	/* prepare_*, bind_volume: directories; prepare_task: its owner */
-	SCMP_SYS(mkdirat), SCMP_SYS(fchown), SCMP_SYS(fchmod),
+	/* prepare_*, bind_volume: directories (mkdirat and fchmod are in
+	 * mode_calls); prepare_task: its owner */
+	SCMP_SYS(fchown),
 	/* cleanup_alloc: a task's directory back to root, to empty it */
 	SCMP_SYS(fchownat),
 	/* prepare_plugin, bind_volume: detached mounts on pinned fds */
@@ -57,7 +62,7 @@ static const int allowed[] = {
 	 * reports and leak check at exit need. Never in a release build.
 	 */
 	SCMP_SYS(sigaltstack), SCMP_SYS(prctl), SCMP_SYS(sched_yield),
-	SCMP_SYS(open), SCMP_SYS(openat), SCMP_SYS(readlink),
+	SCMP_SYS(readlink),
 	SCMP_SYS(readlinkat),
 	SCMP_SYS(newfstatat), SCMP_SYS(fstat), SCMP_SYS(getdents64),
 	SCMP_SYS(getdents),
@@ -70,6 +75,98 @@ static const int allowed[] = {
 	SCMP_SYS(prlimit64), SCMP_SYS(uname), SCMP_SYS(getuid),
 #endif
 };
+
+#define N(a) (sizeof(a) / sizeof((a)[0]))
+#ifdef BERTH_SANITIZE
+#define SAN true	/* the sanitizers' runtimes open files */
+#else
+#define SAN false
+#endif
+
+/*
+ * Every call that sets a mode: the arguments that hold the mode and the
+ * open flags (-1: none); whether the mounter makes it. S_ISUID and
+ * S_ISGID are refused (EPERM) on each, as systemd's RestrictSUIDSGID did
+ * (which refuses openat2 outright: its mode is in a struct no filter can
+ * read; see SECURITY.md).
+ */
+static const struct mode_call {
+	const char *name;
+	int mode, flags;
+	bool mounter;
+} mode_calls[] = {
+	{ "chmod", 1, -1, false }, { "fchmod", 1, -1, true },
+	{ "fchmodat", 2, -1, false }, { "fchmodat2", 2, -1, false },
+	{ "mkdir", 1, -1, false }, { "mkdirat", 2, -1, true },
+	{ "mknod", 1, -1, false }, { "mknodat", 2, -1, false },
+	{ "creat", 1, -1, false }, { "open", 2, 1, SAN },
+	{ "openat", 3, 2, SAN },
+};
+
+/*
+ * What the launcher and every plugin it starts get EPERM for: the ways
+ * out of their namespaces (setns; new user namespaces, below) and the
+ * kernel-wide powers CAP_SYS_ADMIN would open: BPF, perf, swap, the
+ * kernel log, keyrings, fanotify, quotas, file handles, modules, kexec;
+ * tracing other processes.
+ */
+static const char *const plugin_denied[] = {
+	"setns", "bpf", "perf_event_open", "swapon", "swapoff", "syslog",
+	"keyctl", "add_key", "request_key", "fanotify_init", "quotactl",
+	"quotactl_fd", "open_by_handle_at", "name_to_handle_at",
+	"lookup_dcookie", "ptrace", "process_vm_readv", "process_vm_writev",
+	"kexec_load", "kexec_file_load", "init_module", "finit_module",
+	"delete_module", "userfaultfd", "iopl", "ioperm", "acct", "reboot",
+};
+
+/*
+ * EPERM for S_ISUID or S_ISGID on each mode call (with O_CREAT or
+ * O_TMPFILE where there are flags). mounter: the calls it makes are
+ * allowed without those bits, and fchmod also with exactly 02750 (the
+ * socket directory: see SECURITY.md); any other S_ISGID kills.
+ */
+static int
+mode_rules(scmp_filter_ctx ctx, bool mounter)
+{
+	static const scmp_datum_t bit[] = { S_ISUID, S_ISGID };
+	static const scmp_datum_t creat[] = { O_CREAT, O_TMPFILE };
+	const struct mode_call *c;
+	size_t b, f;
+	int nr, r = 0;
+
+	for (c = mode_calls; c < mode_calls + N(mode_calls) && r == 0; c++) {
+		if ((nr = seccomp_syscall_resolve_name(c->name)) < 0)
+			continue;	/* not on this architecture */
+		for (b = 0; b < N(bit) && r == 0; b++) {
+			struct scmp_arg_cmp m = SCMP_CMP((unsigned)c->mode,
+			    SCMP_CMP_MASKED_EQ, bit[b], bit[b]);
+
+			if (mounter && nr == SCMP_SYS(fchmod) && b == 1)
+				continue;	/* see 02750 below */
+			for (f = 0; c->flags >= 0 && f < N(creat) && r == 0;
+			    f++)
+				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+				    nr, 2, m, SCMP_CMP((unsigned)c->flags,
+				    SCMP_CMP_MASKED_EQ, creat[f], creat[f]));
+			if (c->flags < 0)
+				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
+				    nr, 1, m);
+		}
+		if (r != 0 || !mounter || !c->mounter)
+			continue;
+		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1, SCMP_CMP(
+		    (unsigned)c->mode, SCMP_CMP_MASKED_EQ, S_ISUID | S_ISGID,
+		    0));
+		if (r == 0 && c->flags >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1,
+			    SCMP_CMP((unsigned)c->flags, SCMP_CMP_MASKED_EQ,
+			    O_CREAT | __O_TMPFILE, 0));
+		if (r == 0 && nr == SCMP_SYS(fchmod))
+			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1,
+			    SCMP_A1(SCMP_CMP_EQ, 02750, 0));
+	}
+	return r;
+}
 
 int
 sandbox_prepare(void)
@@ -90,8 +187,36 @@ sandbox_seccomp(void)
 
 	if ((ctx = seccomp_init(SCMP_ACT_KILL_PROCESS)) == NULL)
 		return -ENOMEM;
-	for (i = 0; i < sizeof(allowed) / sizeof(allowed[0]) && r == 0; i++)
+	r = mode_rules(ctx, true);
+	for (i = 0; i < N(allowed) && r == 0; i++)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, allowed[i], 0);
+	if (r == 0)
+		r = seccomp_load(ctx);
+	seccomp_release(ctx);
+	return r;
+}
+
+int
+sandbox_plugin_filter(void)
+{
+	scmp_filter_ctx ctx;
+	size_t i;
+	int nr, r;
+
+	if ((ctx = seccomp_init(SCMP_ACT_ALLOW)) == NULL)
+		return -ENOMEM;
+	r = mode_rules(ctx, false);
+	for (i = 0; i < N(plugin_denied) && r == 0; i++)
+		if ((nr = seccomp_syscall_resolve_name(plugin_denied[i])) >= 0)
+			r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), nr, 0);
+	/* A new user namespace: clone's flags are an argument, clone3's not. */
+	for (i = 0; i < 2 && r == 0; i++)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), i ?
+		    SCMP_SYS(clone) : SCMP_SYS(unshare), 1, SCMP_A0(
+		    SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
+	if (r == 0)
+		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
+		    SCMP_SYS(clone3), 0);
 	if (r == 0)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);

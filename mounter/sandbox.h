@@ -16,5 +16,10 @@ int sandbox_prepare(void);
 int sandbox_lock(void);
 /* The seccomp allow-list alone (the unit test installs it in a child). */
 int sandbox_seccomp(void);
+/*
+ * The launcher's filter, which every plugin it starts inherits: all but
+ * plugin_denied[], new user namespaces and setuid/setgid mode bits.
+ */
+int sandbox_plugin_filter(void);
 
 #endif

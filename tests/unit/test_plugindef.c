@@ -2,6 +2,8 @@
  * test_plugindef.c: the privileged plugin definition format, which root
  * writes and the mounter parses (mounter/plugindef.c).
  */
+#include <sched.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
 
@@ -32,6 +34,36 @@ START_TEST(accepts_a_definition)
 	/* No final newline, no capability. */
 	ck_assert_int_eq(parse("exec /bin/true", &d, why), 0);
 	ck_assert(d.caps == 0);
+	ck_assert_int_eq(d.hostns, 0);
+}
+END_TEST
+
+START_TEST(host_namespaces_only_by_name)
+{
+	static const char *bad[] = {
+		"hostns net\n", "hostns pid\n", "hostns mnt\n", "hostns user\n",
+		"hostns\n", "hostns \n", "hostns uts \n", "hostns UTS\n",
+		"hostns uts,ipc\n", "hostns  uts\n",
+	};
+	struct plugindef d;
+	char why[256], text[128];
+	size_t i;
+
+	/* By default a plugin gets its own: the launcher unshares these. */
+	ck_assert_int_eq(parse("exec /a\n", &d, why), 0);
+	ck_assert_int_eq(d.hostns, 0);
+	ck_assert_int_eq(parse("exec /a\nhostns uts\n", &d, why), 0);
+	ck_assert_int_eq(d.hostns, CLONE_NEWUTS);
+	ck_assert_int_eq(parse("exec /a\nhostns ipc\nhostns cgroup\n"
+	    "hostns ipc\n", &d, why), 0);
+	ck_assert_int_eq(d.hostns, CLONE_NEWIPC | CLONE_NEWCGROUP);
+	ck_assert_int_eq(d.hostns & ~(uint32_t)LAUNCH_NS, 0);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "exec /a\n%s", bad[i]);
+		ck_assert_msg(parse(text, &d, why) < 0, "accepted '%s'", bad[i]);
+		ck_assert_msg(strncmp(why, "line 2: ", 8) == 0 &&
+		    strstr(why, "hostns") != NULL, "why: %s", why);
+	}
 }
 END_TEST
 
@@ -90,6 +122,7 @@ main(void)
 
 	tcase_add_test(tc, accepts_a_definition);
 	tcase_add_test(tc, refuses_what_it_does_not_know);
+	tcase_add_test(tc, host_namespaces_only_by_name);
 	tcase_add_test(tc, bounds_arguments_and_size);
 	return harness_run("plugindef", tc);
 }

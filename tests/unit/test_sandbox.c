@@ -3,11 +3,16 @@
  * allow, and lets the event loop's system calls through. Each test runs
  * the filter in a forked child and reads how it ended.
  */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -16,9 +21,9 @@
 #include "harness.h"
 #include "sandbox.h"
 
-/* Run fn in a child under the filter; return its wait status. */
+/* Run fn in a child under a filter; return its wait status. */
 static int
-under_filter(void (*fn)(void))
+under(int (*filter)(void), void (*fn)(void))
 {
 	pid_t pid;
 	int status;
@@ -26,7 +31,7 @@ under_filter(void (*fn)(void))
 	pid = fork();
 	ck_assert_int_ge(pid, 0);
 	if (pid == 0) {
-		if (sandbox_seccomp() != 0)
+		if (filter() != 0)
 			_exit(100);
 		fn();
 		_exit(0);
@@ -34,6 +39,125 @@ under_filter(void (*fn)(void))
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	return status;
 }
+
+static int
+under_filter(void (*fn)(void))
+{
+	return under(sandbox_seccomp, fn);
+}
+
+/* Opened before the filter, in a directory made for the test. */
+static char dir[64];
+static int file_fd = -1, dir_fd = -1;
+
+static void
+make_files(void)
+{
+	char path[128];
+
+	snprintf(dir, sizeof(dir), "/tmp/berth-test-sandbox-XXXXXX");
+	ck_assert_ptr_nonnull(mkdtemp(dir));
+	snprintf(path, sizeof(path), "%s/file", dir);
+	ck_assert_int_ge(file_fd = open(path, O_RDWR | O_CREAT, 0644), 0);
+	ck_assert_int_ge(dir_fd = open(dir, O_RDONLY | O_DIRECTORY), 0);
+}
+
+static void
+remove_files(void)
+{
+	char cmd[128];
+
+	snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+	ck_assert_int_eq(system(cmd), 0);
+	close(file_fd);
+	close(dir_fd);
+}
+
+/* Exits with the number of the first step that went wrong. */
+#define STEP(n, call, want_errno) do { errno = 0; \
+	if ((call) != ((want_errno) ? -1 : 0) || errno != (want_errno)) \
+		_exit(n); } while (0)
+
+static void
+do_mode_bits(void)
+{
+	STEP(1, fchmod(file_fd, 04755), EPERM);
+	STEP(2, fchmod(file_fd, 06755), EPERM);
+	STEP(3, fchmod(file_fd, 0755), 0);
+	STEP(4, mkdirat(dir_fd, "d", 02755), EPERM);
+	STEP(5, mkdirat(dir_fd, "d", 04755), EPERM);
+	STEP(6, mkdirat(dir_fd, "d", 0755), 0);
+	/* The socket directory's one setgid mode (see SECURITY.md). */
+	STEP(7, fchmod(dir_fd, 02750), 0);
+	STEP(8, fchmod(dir_fd, 0755), 0);
+}
+
+static void
+do_setgid_other_than_the_socket_dir(void)
+{
+	fchmod(file_fd, 02755);
+}
+
+START_TEST(setuid_and_setgid_bits_refused)
+{
+	struct stat st;
+	int s;
+
+	make_files();
+	s = under_filter(do_mode_bits);
+	ck_assert_msg(WIFEXITED(s) && WEXITSTATUS(s) == 0, "mode bits: "
+	    "status 0x%x (exit n: step n went wrong)", s);
+	ck_assert_int_eq(fstat(file_fd, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0755);
+	s = under_filter(do_setgid_other_than_the_socket_dir);
+	ck_assert_msg(WIFSIGNALED(s) && WTERMSIG(s) == SIGSYS, "fchmod 02755 "
+	    "was not killed (status 0x%x)", s);
+	ck_assert_int_eq(fstat(file_fd, &st), 0);
+	ck_assert_int_eq(st.st_mode & 07777, 0755);
+	remove_files();
+}
+END_TEST
+
+static void
+do_plugin_calls(void)
+{
+	char path[128];
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/file", dir);
+	STEP(1, chmod(path, 04755), EPERM);
+	STEP(2, fchmodat(AT_FDCWD, path, 02755, 0), EPERM);
+	STEP(3, fchmod(file_fd, 04700), EPERM);
+	STEP(4, mkdirat(dir_fd, "d", 04755), EPERM);
+	STEP(5, mknodat(dir_fd, "n", S_IFREG | 02644, 0), EPERM);
+	errno = 0;
+	if (openat(dir_fd, "new", O_WRONLY | O_CREAT, 04755) != -1 ||
+	    errno != EPERM)
+		_exit(6);
+	if (openat(dir_fd, "new", O_WRONLY | O_CREAT, 0644) < 0)
+		_exit(7);
+	/* Without O_CREAT a mode means nothing and is not looked at. */
+	if ((fd = openat(dir_fd, "new", O_RDONLY, 04755)) < 0)
+		_exit(8);
+	close(fd);
+	STEP(9, chmod(path, 0700), 0);
+	STEP(10, unshare(CLONE_NEWUSER), EPERM);
+	STEP(11, setns(dir_fd, 0), EPERM);
+	STEP(12, (int)syscall(SYS_bpf, 0, NULL, 0), EPERM);
+	STEP(13, (int)syscall(SYS_ptrace, 0, 0, 0, 0), EPERM);
+}
+
+START_TEST(plugin_filter_refuses_escapes_and_mode_bits)
+{
+	int s;
+
+	make_files();
+	s = under(sandbox_plugin_filter, do_plugin_calls);
+	ck_assert_msg(WIFEXITED(s) && WEXITSTATUS(s) == 0, "plugin filter: "
+	    "status 0x%x (exit n: step n went wrong)", s);
+	remove_files();
+}
+END_TEST
 
 static void
 do_socket(void)
@@ -118,6 +242,8 @@ main(void)
 
 	tcase_add_test(tc, forbidden_calls_kill);
 	tcase_add_test(tc, allowed_calls_pass);
+	tcase_add_test(tc, setuid_and_setgid_bits_refused);
+	tcase_add_test(tc, plugin_filter_refuses_escapes_and_mode_bits);
 	tcase_add_test(tc, only_the_documented_caps_are_kept);
 	return harness_run("sandbox", tc);
 }
