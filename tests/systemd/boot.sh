@@ -139,11 +139,12 @@ boot() {
 		fi
 		[ -n "$cpid" ] || sleep 0.1
 	done
-	# Until its systemd answers on its private bus, then until booted.
+	# Until its systemd answers on its private bus ("offline" before it
+	# made /run/systemd/system), then until it booted.
 	i=0
 	while :; do
 		state=$(ctr timeout 60 systemctl is-system-running --wait 2>&1)
-		case $state in *bus*) ;; *) break ;; esac
+		case $state in *bus*|offline) ;; *) break ;; esac
 		i=$((i + 1))
 		[ $i -gt 300 ] && break
 		sleep 0.1
