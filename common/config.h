@@ -24,7 +24,8 @@ struct berth_config {
 	char *alloc_dir;	/* allocation documents; /etc/berth/allocs.d */
 	char *plugins_dir;	/* privileged plugins; /etc/berth/plugins.d */
 	char *sysfs_root;	/* where devices are read from; /sys */
-	char *api_group;	/* may use api.sock; "": the supervisor's */
+	char *api_group;	/* may use api.sock; berth-api; "": the
+				   supervisor's group */
 	/* Durations, in milliseconds. */
 	int64_t plugin_heartbeat_ms;	/* probe interval once healthy; 30s */
 	int64_t plugin_resync_ms;	/* CSI manager's backstop resync; 30s */

@@ -9,6 +9,9 @@
  * texts, names), so a control character in them is written as \xNN. A
  * newline there would otherwise start a forged line, with a priority
  * prefix of the writer's choosing, in the journal.
+ *
+ * Under journald (stderr is the stream that JOURNAL_STREAM names) the
+ * journal adds "name[pid]: " itself, so berth's own is left out.
  */
 #include <errno.h>
 #include <stdio.h>
@@ -17,17 +20,34 @@
 #include <syslog.h>
 #include <time.h>
 #include <unistd.h>
+#include <sys/stat.h>
 
 #include "log.h"
 
 static const char *log_progname = "berth";
 static int log_verbosity;
+static int log_journal;		/* stderr is journald's: no name prefix */
+
+/* JOURNAL_STREAM is "<dev>:<inode>" of the stream systemd connected. */
+static int
+stderr_is_journal(void)
+{
+	unsigned long long dev, ino;
+	const char *js = getenv("JOURNAL_STREAM");
+	struct stat st;
+
+	if (js == NULL || sscanf(js, "%llu:%llu", &dev, &ino) != 2 ||
+	    fstat(STDERR_FILENO, &st) < 0)
+		return 0;
+	return st.st_dev == (dev_t)dev && st.st_ino == (ino_t)ino;
+}
 
 void
 log_init(const char *name, int verbose)
 {
 	log_progname = name;
 	log_verbosity = verbose;
+	log_journal = stderr_is_journal();
 }
 
 const char *
@@ -80,8 +100,11 @@ vlog(int pri, int with_errno, const char *fmt, va_list ap)
 
 	if (pri == LOG_DEBUG && !log_verbosity)
 		return;
-	n = snprintf(line, sizeof(line), "<%d>%s[%ld]: ", pri, log_progname,
-	    (long)getpid());
+	if (log_journal)
+		n = snprintf(line, sizeof(line), "<%d>", pri);
+	else
+		n = snprintf(line, sizeof(line), "<%d>%s[%ld]: ", pri,
+		    log_progname, (long)getpid());
 	if (n < 0 || (size_t)n >= sizeof(line) / 4)
 		n = 0;
 	if (vsnprintf(msg, sizeof(msg), fmt, ap) < 0)
