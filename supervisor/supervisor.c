@@ -198,6 +198,13 @@ root_dir(const char *path, mode_t mode, int *created, char *err,
 		snprintf(err, errlen, "opening %s: %s%s", path,
 		    strerror(errno), errno == ELOOP || errno == ENOTDIR ?
 		    " (not a directory, or a symlink: name a directory)" : "");
+	/* The mode we meant, whatever umask the service manager gave us. */
+	else if (*created && fchmod(fd, mode) < 0) {
+		snprintf(err, errlen, "setting the mode of %s: %s", path,
+		    strerror(errno));
+		close(fd);
+		fd = -1;
+	}
 	return fd;
 }
 

@@ -342,8 +342,9 @@ pid_in(struct berth *b, const char *alloc, const char *name)
  * A stopped task takes its whole process group along: a shell's
  * background "sleep" and the command it waits for (the main job's
  * tasks are such shells). And a task starts with umask 022 whatever the
- * supervisor's (0066 here; its unit sets 0077, which spawn mode's start-up
- * as root does not survive): what it writes is 0644, not 0600.
+ * supervisor's (0077 here, as its unit sets; spawn mode's start-up gives
+ * its directories their modes whatever the umask): what it writes is
+ * 0644, not 0600.
  */
 START_TEST(a_stopped_task_leaves_no_process_and_writes_0644)
 {
@@ -354,7 +355,7 @@ START_TEST(a_stopped_task_leaves_no_process_and_writes_0644)
 	mode_t old;
 
 	berth_config(&b, "1s", NULL);
-	old = umask(0066);
+	old = umask(0077);
 	berth_start(&b);
 	umask(old);
 	exec_alloc(&b, "pg", "sleep 3600 & echo $! > bg; echo x > written; "
