@@ -43,7 +43,7 @@ static const struct key keys[] = {
 	STR("alloc_dir", alloc_dir, "/etc/berth/allocs.d", CHECK_ABS_DIR),
 	STR("plugins_dir", plugins_dir, "/etc/berth/plugins.d", CHECK_ABS_DIR),
 	STR("sysfs_root", sysfs_root, "/sys", CHECK_ABS_DIR),
-	STR("api_group", api_group, "", CHECK_ANY),
+	STR("api_group", api_group, "berth-api", CHECK_ANY),
 	DUR("plugin_heartbeat", plugin_heartbeat_ms, "30s"),
 	DUR("plugin_resync", plugin_resync_ms, "30s"),
 	DUR("plugin_retry_initial", plugin_retry_initial_ms, "5s"),
@@ -261,8 +261,26 @@ prefix_path(char *err, size_t errlen, const char *path)
 	snprintf(err, errlen, "config %s: %s", path, reason);
 }
 
+static int load(int fd, const char *path, struct berth_config *cfg,
+    char *err, size_t errlen);
+
 int
 config_load(const char *path, struct berth_config *cfg, char *err,
+    size_t errlen)
+{
+	return load(-1, path, cfg, err, errlen);
+}
+
+int
+config_load_fd(int fd, const char *path, struct berth_config *cfg,
+    char *err, size_t errlen)
+{
+	return load(fd, path, cfg, err, errlen);
+}
+
+/* From fd when it is not -1, else from the file at path. */
+static int
+load(int fd, const char *path, struct berth_config *cfg, char *err,
     size_t errlen)
 {
 	json_error_t jerr;
@@ -275,7 +293,8 @@ config_load(const char *path, struct berth_config *cfg, char *err,
 		config_free(cfg);
 		return -1;
 	}
-	root = json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
+	root = fd >= 0 ? json_loadfd(fd, JSON_REJECT_DUPLICATES, &jerr) :
+	    json_load_file(path, JSON_REJECT_DUPLICATES, &jerr);
 	if (root == NULL) {
 		if (jerr.line < 0 || strstr(jerr.text, "unable to open") != NULL)
 			snprintf(err, errlen, "cannot read config %s: %s", path,

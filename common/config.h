@@ -24,7 +24,8 @@ struct berth_config {
 	char *alloc_dir;	/* allocation documents; /etc/berth/allocs.d */
 	char *plugins_dir;	/* privileged plugins; /etc/berth/plugins.d */
 	char *sysfs_root;	/* where devices are read from; /sys */
-	char *api_group;	/* may use api.sock; "": the supervisor's */
+	char *api_group;	/* may use api.sock; berth-api; "": the
+				   supervisor's group */
 	/* Durations, in milliseconds. */
 	int64_t plugin_heartbeat_ms;	/* probe interval once healthy; 30s */
 	int64_t plugin_resync_ms;	/* CSI manager's backstop resync; 30s */
@@ -39,6 +40,9 @@ struct berth_config {
 /* 0, or -1 with a one-line reason in err (and cfg left empty). */
 int config_load(const char *path, struct berth_config *cfg, char *err,
     size_t errlen);
+/* The same, read from fd (opened by the caller; path names it in errors). */
+int config_load_fd(int fd, const char *path, struct berth_config *cfg,
+    char *err, size_t errlen);
 /* Defaults only, for tools that run without a file. */
 int config_defaults(struct berth_config *cfg);
 void config_free(struct berth_config *cfg);

@@ -31,6 +31,36 @@ void log_info(const char *fmt, ...) BERTH_PRINTF(1, 2);
 void log_debug(const char *fmt, ...) BERTH_PRINTF(1, 2);
 void fatal(const char *fmt, ...) BERTH_PRINTF(1, 2) __attribute__((noreturn));
 void fatalx(const char *fmt, ...) BERTH_PRINTF(1, 2) __attribute__((noreturn));
+/*
+ * Rate-limited lines, for what a peer can make us say as often as it
+ * likes: one struct log_rl per call site (log_warnx_limited() declares
+ * it). At most LOG_RL_BURST lines per LOG_RL_WINDOW_MS pass from a site;
+ * the rest are counted, not written, and the next line from the site,
+ * or log_rl_flush() (call it now and then), says "N similar messages
+ * suppressed" with the last one. For one thread, the event loop's.
+ */
+#define LOG_RL_BURST		10
+#define LOG_RL_WINDOW_MS	10000
+struct log_rl {
+	long long window_ms;		/* start of the current window */
+	unsigned int passed;		/* lines written in it */
+	unsigned long suppressed;	/* counted since the last report */
+	char last[200];			/* the last one suppressed */
+	struct log_rl *next;		/* on the list that flush walks */
+	int listed;
+};
+void log_rl_warnx(struct log_rl *rl, const char *fmt, ...) BERTH_PRINTF(2, 3);
+void log_rl_info(struct log_rl *rl, const char *fmt, ...) BERTH_PRINTF(2, 3);
+/* Report what each site suppressed in a window now past. */
+void log_rl_flush(void);
+#define log_warnx_limited(...) do {					\
+		static struct log_rl log_rl_site_;			\
+		log_rl_warnx(&log_rl_site_, __VA_ARGS__);		\
+	} while (0)
+#define log_info_limited(...) do {					\
+		static struct log_rl log_rl_site_;			\
+		log_rl_info(&log_rl_site_, __VA_ARGS__);		\
+	} while (0)
 /* src with control characters as \xNN, cut to fit n; returns the length. */
 size_t log_escape(char *dst, size_t n, const char *src);
 

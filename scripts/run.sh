@@ -167,6 +167,12 @@ grep " $work/" /proc/self/mountinfo |
     awk -v w="$work/" '{ sub(w, "", $5); print "  " $5, $6 }'
 
 step "stopping the allocations, deleting the volume, stopping the plugin"
+# Each task leads a process group (its shell and the shell's sleep).
+groups=""
+for a in reader writer; do
+	groups="$groups $(ctl --json alloc status "$a" |
+	    sed -n 's/.*"pid": *\([0-9]*\).*/\1/p' | head -n 1)"
+done
 for a in reader writer; do
 	ctl alloc stop "$a"
 	i=0
@@ -184,6 +190,16 @@ while ctl alloc status hostpath-plugin >/dev/null 2>&1; do
 	[ $i -le 300 ] || fail "the plugin's allocation did not stop"
 	sleep 0.1
 done
+
+# Killed when their task ended; gone once their new parent reaps them.
+i=0
+while left=$(for g in $groups; do pgrep -g "$g"; done | tr '\n' ' ') &&
+    [ -n "$left" ]; do
+	i=$((i + 1))
+	[ $i -le 50 ] || fail "processes of the tasks outlived them: $left"
+	sleep 0.1
+done
+echo "no process of the tasks' groups ($groups ) is left"
 
 step "events, as the supervisor logged them"
 grep -E "event:|volmgr:|alloc [a-z-]*: (stopped|[0-9]* volume)" "$work/log" |

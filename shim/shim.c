@@ -9,6 +9,12 @@
  * it rotates; and when the task ends, writes its exit status to a file,
  * which the supervisor reads even if it started after the task ended.
  *
+ * The task leads a process group of its own: when it ends, for whatever
+ * reason, the shim kills what is left of that group (a "sleep" that a
+ * shell started), so that stopping a task stops its processes. It starts
+ * with umask 022, whatever the supervisor's (UMask=0077 in its unit): a
+ * file a task writes is readable by the tasks that share its volume.
+ *
  * Runs as the supervisor's user and holds no privilege. Must not:
  * outlive its task, write anything outside DIR, or let a full disk block
  * the task (output that cannot be written is dropped, and said so once).
@@ -202,7 +208,8 @@ run_task(char **argv, int o, int e, int report)
 		signal(sigs[i], SIG_DFL);
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	if (fchdir(dfd) < 0 || (devnull = open("/dev/null", O_RDONLY)) < 0 ||
+	umask(022);
+	if (setpgid(0, 0) < 0 || fchdir(dfd) < 0 || (devnull = open("/dev/null", O_RDONLY)) < 0 ||
 	    dup2(devnull, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0 ||
 	    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		goto fail;
@@ -234,6 +241,18 @@ write_status(const struct shim_report *r, const siginfo_t *si)
 	    SHIM_STATUS_FILE) < 0 || fsync(dfd) < 0)
 		return -1;
 	return 0;
+}
+
+/*
+ * The task's process group, all of it, while the task is still unreaped
+ * (a zombie at worst): its pid, and so the group's id, cannot have been
+ * reused, and the signal reaches no one else.
+ */
+static void
+kill_group(pid_t task)
+{
+	kill(-task, SIGKILL);
+	kill(task, SIGKILL);
 }
 
 static void __attribute__((noreturn))
@@ -297,6 +316,8 @@ main(int argc, char **argv)
 		fail(SHIM_STAGE_SETUP, errno);
 	if (pid == 0)
 		run_task(argv + optind, po[1], pe[1], px[1]);
+	/* Also here, so that the group exists before anyone signals it. */
+	(void)setpgid(pid, pid);
 	close(po[1]);
 	close(pe[1]);
 	close(px[1]);
@@ -315,13 +336,13 @@ main(int argc, char **argv)
 	    proc_start_time(r.shim_pid, &r.shim_start) < 0 ||
 	    proc_start_time(pid, &r.task_start) < 0) {
 		x = errno;
-		kill(pid, SIGKILL);
+		kill_group(pid);
 		waitpid(pid, NULL, 0);
 		fail(SHIM_STAGE_SETUP, x);
 	}
 	/* Nobody heard of the task: nobody could adopt it. Stop it. */
 	if (!send_report(&r)) {
-		kill(pid, SIGKILL);
+		kill_group(pid);
 		waitpid(pid, NULL, 0);
 		return 1;
 	}
@@ -346,8 +367,8 @@ main(int argc, char **argv)
 		if (fds[2].revents != 0)
 			break;
 	}
-	/* What the task wrote before it ended; not what its children still
-	 * write, which could go on for ever. */
+	/* Nothing of the task outlives it; then what it (and they) wrote. */
+	kill_group(pid);
 	pump(&out, true);
 	pump(&err, true);
 	while (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0)

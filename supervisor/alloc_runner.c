@@ -385,18 +385,33 @@ stop_run(struct arun *ar, const char *why)
 		trun_stop(ar->tasks[i]);
 }
 
+/* Start every task not running yet (adopted ones run already). */
 static void
 run_tasks(struct arun *ar)
 {
+	bool first = !ar->running;
 	size_t i;
 
-	if (ar->running)
-		return;
 	ar->running = true;
 	for (i = 0; i < ar->ntasks; i++)
 		trun_run(ar->tasks[i]);
-	if (ar->ntasks < ar->doc->ntasks)
+	if (first && ar->ntasks < ar->doc->ntasks)
 		stop_run(ar, "out of memory");
+}
+
+/* Adopt the tasks that still run from before; start none. */
+static void
+adopt_tasks(struct arun *ar)
+{
+	size_t i;
+
+	ar->running = true;
+	if (ar->ntasks < ar->doc->ntasks) {
+		stop_run(ar, "out of memory");
+		return;
+	}
+	for (i = 0; i < ar->ntasks; i++)
+		trun_adopt(ar->tasks[i]);
 }
 
 static void mount_volumes(struct arun *ar);
@@ -438,10 +453,18 @@ on_mounted(enum volmgr_status st, const char *why, void *arg)
 		return;
 	}
 	if (st == VOLMGR_RETRY) {
-		/* Kept as far as it went; the next try goes on from there. */
-		log_warnx("alloc %s: volumes not in place yet: %s; trying "
-		    "again in %lld ms", ar->doc->id, why,
-		    (long long)ar->retry_ms);
+		/* Kept as far as it went; the next try goes on from there.
+		 * The first wait is routine (after a restart the plugin
+		 * registers again a moment after the allocs are read):
+		 * only one that lasts is a warning. */
+		if (ar->retry_ms <= VOLUME_RETRY_FIRST_MS)
+			log_info("alloc %s: volumes not in place yet: %s; "
+			    "trying again in %lld ms", ar->doc->id, why,
+			    (long long)ar->retry_ms);
+		else
+			log_warnx("alloc %s: volumes not in place yet: %s; "
+			    "trying again in %lld ms", ar->doc->id, why,
+			    (long long)ar->retry_ms);
 		arm_retry(ar);
 		return;
 	}
@@ -642,12 +665,17 @@ start_run(struct allocs *am, const char *file, const char *sig)
 	/*
 	 * A task starts only once its volumes are in place. Tasks still
 	 * running from before a restart are adopted at once; the volume
-	 * manager then finds their volumes in place and keeps them.
+	 * manager then finds their volumes in place and keeps them. One
+	 * that ended meanwhile (after a reboot, its volumes are gone too)
+	 * starts with the others, once the volumes are in place.
 	 */
-	if (adopting || doc->nvolumes == 0)
+	if (doc->nvolumes == 0)
 		run_tasks(ar);
-	if (doc->nvolumes > 0)
+	else {
+		if (adopting)
+			adopt_tasks(ar);
 		mount_volumes(ar);
+	}
 }
 
 static bool

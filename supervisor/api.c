@@ -7,6 +7,7 @@
  * NULL answers 501 (none now).
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <grp.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -289,8 +290,9 @@ serve(struct evhttp_request *req, void *arg)
 	size_t i;
 
 	TAILQ_INIT(&c.query);
+	api_conn_busy(api, req);
 	if (!peer_allowed(api, req, &uc)) {
-		log_warnx("api: refused %s %s from pid %ld uid %ld gid %ld: "
+		log_warnx_limited("api: refused %s %s from pid %ld uid %ld gid %ld: "
 		    "not root, not uid %ld and not in group %ld",
 		    method_name(m), evhttp_request_get_uri(req),
 		    (long)uc.pid, (long)uc.uid, (long)uc.gid,
@@ -400,14 +402,20 @@ api_group_id(const struct berth_config *cfg, gid_t dflt, gid_t *group,
 	return 0;
 }
 
+/*
+ * Bind <run_dir>/api.sock as the user that serves it (never as root: the
+ * run directory is that user's). The umask gives mode 0660 from the
+ * start; the run directory's set-group-ID bit gives the group (spawn
+ * mode), else we set it on a name that is ours, not following a link.
+ */
 int
-api_listen(const struct berth_config *cfg, uid_t uid, gid_t group, char *err,
+api_listen(const struct berth_config *cfg, gid_t group, char *err,
     size_t errlen)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct stat st;
 	mode_t mask;
-	int fd, r;
+	int dir, fd = -1, r;
 
 	if ((size_t)snprintf(sun.sun_path, sizeof(sun.sun_path), "%s/%s",
 	    cfg->run_dir, API_SOCKET_NAME) >= sizeof(sun.sun_path)) {
@@ -415,37 +423,52 @@ api_listen(const struct berth_config *cfg, uid_t uid, gid_t group, char *err,
 		    cfg->run_dir);
 		return -1;
 	}
+	if ((dir = open(cfg->run_dir, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "run directory %s: %s", cfg->run_dir,
+		    strerror(errno));
+		return -1;
+	}
 	/* A socket left by an earlier run goes; anything else stays. */
-	if (lstat(sun.sun_path, &st) == 0) {
+	if (fstatat(dir, API_SOCKET_NAME, &st, AT_SYMLINK_NOFOLLOW) == 0) {
 		if (!S_ISSOCK(st.st_mode)) {
 			snprintf(err, errlen, "%s exists and is not a socket: "
 			    "move it away", sun.sun_path);
-			return -1;
+			goto fail;
 		}
-		(void)unlink(sun.sun_path);
+		(void)unlinkat(dir, API_SOCKET_NAME, 0);
 	}
 	if ((fd = socket(AF_UNIX, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC,
 	    0)) < 0) {
 		snprintf(err, errlen, "api socket: %s", strerror(errno));
-		return -1;
+		goto fail;
 	}
-	/* Never reachable by others, not even between bind and chmod. */
-	mask = umask(0177);
+	/* 0660 at once: never reachable by others, not even for a moment. */
+	mask = umask(0117);
 	r = bind(fd, (struct sockaddr *)&sun, sizeof(sun));
 	umask(mask);
-	if (r < 0 || chown(sun.sun_path, uid, group) < 0 ||
-	    chmod(sun.sun_path, 0660) < 0 || listen(fd, 64) < 0) {
-		snprintf(err, errlen, "api socket %s: %s", sun.sun_path,
-		    strerror(errno));
-		close(fd);
-		return -1;
+	if (r < 0 || fstatat(dir, API_SOCKET_NAME, &st,
+	    AT_SYMLINK_NOFOLLOW) < 0 || (st.st_gid != group &&
+	    fchownat(dir, API_SOCKET_NAME, (uid_t)-1, group,
+	    AT_SYMLINK_NOFOLLOW) < 0) || listen(fd, 128) < 0) {
+		snprintf(err, errlen, "api socket %s: %s%s", sun.sun_path,
+		    strerror(errno), r == 0 && errno == EPERM ? " (giving "
+		    "it to api_group: the supervisor's user must be in that "
+		    "group, or the run directory set-group-ID to it)" : "");
+		goto fail;
 	}
+	close(dir);
 	return fd;
+fail:
+	if (fd >= 0)
+		close(fd);
+	close(dir);
+	return -1;
 }
 
 struct api *
 api_new(struct supervisor *sv, int fd, gid_t group)
 {
+	struct evhttp_bound_socket *bound;
 	struct api *api;
 
 	if ((api = calloc(1, sizeof(*api))) == NULL)
@@ -453,10 +476,12 @@ api_new(struct supervisor *sv, int fd, gid_t group)
 	api->sv = sv;
 	api->group = group;
 	TAILQ_INIT(&api->waiters);
+	TAILQ_INIT(&api->conns);
+	TAILQ_INIT(&api->fresh);
 	snprintf(api->path, sizeof(api->path), "%s/%s", sv->cfg.run_dir,
 	    API_SOCKET_NAME);
 	if ((api->http = evhttp_new(sv->base)) == NULL ||
-	    api_events_init(api) < 0) {
+	    api_events_init(api) < 0 || api_conns_init(api) < 0) {
 		api_free(api);
 		close(fd);
 		return NULL;
@@ -468,13 +493,16 @@ api_new(struct supervisor *sv, int fd, gid_t group)
 	evhttp_set_max_headers_size(api->http, 16 * 1024);
 	evhttp_set_timeout(api->http, 60);
 	evhttp_set_gencb(api->http, serve, api);
-	if (evhttp_accept_socket_with_handle(api->http, fd) == NULL) {
+	if ((bound = evhttp_accept_socket_with_handle(api->http, fd)) ==
+	    NULL) {
 		api_free(api);
 		close(fd);
 		return NULL;
 	}
-	log_info("api: serving on %s (root, uid %ld, group %ld)", api->path,
-	    (long)sv->uid, (long)group);
+	api_conns_listen(api, bound);
+	log_info("api: serving on %s (root, uid %ld, group %ld; at most %zu "
+	    "connections, %d per uid)", api->path, (long)sv->uid,
+	    (long)group, api->max_conns, API_MAX_CONNS_PER_PEER);
 	return api;
 }
 
@@ -488,5 +516,6 @@ api_free(struct api *api)
 		evhttp_free(api->http);
 		(void)unlink(api->path);
 	}
+	api_conns_free(api);
 	free(api);
 }

@@ -2,9 +2,10 @@
  * api.h: the operator API, HTTP/1.1 and JSON on <run_dir>/api.sock,
  * served with libevent's evhttp, in the spirit of Nomad's /v1/ API.
  *
- * The socket is made by root before the privilege drop (so that it can
- * be given to api_group, a group the supervisor's user need not be in),
- * owned by the supervisor's user, mode 0660. Every request's peer is
+ * The socket is made by the supervisor's user after the privilege drop,
+ * never by root, mode 0660 from the start; in spawn mode the run
+ * directory (the user's, set-group-ID to api_group) gives it the group,
+ * a group the user need not be in. Every request's peer is
  * checked again with SO_PEERCRED: root, the supervisor's own uid and
  * members of the group are served; anyone else gets 403 and a log line.
  *
@@ -33,12 +34,12 @@ struct api;
 int api_group_id(const struct berth_config *cfg, gid_t dflt, gid_t *group,
     char *err, size_t errlen);
 /*
- * As root, before the drop: bind <run_dir>/api.sock for uid and group,
- * mode 0660, and listen. The descriptor, or -1 with a one-line reason in
- * err.
+ * Unprivileged, after the drop: bind <run_dir>/api.sock, mode 0660,
+ * group group, and listen. The descriptor, or -1 with a one-line reason
+ * in err.
  */
-int api_listen(const struct berth_config *cfg, uid_t uid, gid_t group,
-    char *err, size_t errlen);
+int api_listen(const struct berth_config *cfg, gid_t group, char *err,
+    size_t errlen);
 /* Serve on fd (from api_listen); NULL when out of memory. */
 struct api *api_new(struct supervisor *sv, int fd, gid_t group);
 /* Answers nothing more; unlinks the socket when it can. */

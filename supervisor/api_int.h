@@ -26,7 +26,19 @@ struct supervisor;
 #define API_POLL_MAX_MS		(5 * 60 * 1000)
 #define API_POLL_MAX_WAITERS	256
 
+/*
+ * Connections (api_conn.c): at most API_MAX_CONNS in all (fewer when the
+ * descriptor limit less API_FD_RESERVE is lower), API_MAX_CONNS_PER_PEER
+ * per uid; accept pauses API_ACCEPT_PAUSE_MS when it fails.
+ */
+#define API_MAX_CONNS		4096
+#define API_MAX_CONNS_PER_PEER	1024
+#define API_FD_RESERVE		256
+#define API_ACCEPT_PAUSE_MS	100
+
 struct api_waiter;
+struct api_conn;
+struct evconnlistener;
 
 struct api {
 	struct supervisor *sv;
@@ -36,6 +48,13 @@ struct api {
 	struct event *wake;		/* new events: answer the polls */
 	TAILQ_HEAD(, api_waiter) waiters;
 	size_t nwaiters;
+	TAILQ_HEAD(, api_conn) conns;	/* least recently active first */
+	TAILQ_HEAD(, api_conn) fresh;	/* accepted, not yet admitted */
+	size_t nconns, max_conns;	/* counted: admitted, not closing */
+	size_t tracked;			/* on conns, ended or not */
+	unsigned long evicted, refused;
+	struct event *admit, *sweeper, *resume;
+	struct evconnlistener *listener;
 };
 
 /* One request, as a handler sees it. */
@@ -84,6 +103,13 @@ void api_volume(struct api_call *c);
 void api_volume_register(struct api_call *c);
 void api_volume_create(struct api_call *c);
 void api_volume_delete(struct api_call *c);
+
+/* api_conn.c: every connection counted and bounded */
+int api_conns_init(struct api *api);
+void api_conns_listen(struct api *api, struct evhttp_bound_socket *bound);
+/* A handler has the request: its connection is not idle until answered. */
+void api_conn_busy(struct api *api, struct evhttp_request *req);
+void api_conns_free(struct api *api);
 
 /* api_events.c */
 void api_events(struct api_call *c);

@@ -6,6 +6,12 @@
  * stderr and its socket, no environment, an empty signal mask, and its
  * own session so that a terminal's ^C reaches the supervisor alone, which
  * then stops the helpers in order.
+ *
+ * Root runs only a binary that root alone can change, found through
+ * directories that root alone can change (priv_open_trusted): nobody
+ * else can then swap the file or a directory on its path between that
+ * check and the exec, which takes the path so that the helper keeps its
+ * name (an exec by descriptor would name it after the descriptor).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -21,6 +27,7 @@
 
 #include "helper.h"
 #include "log.h"
+#include "privdrop.h"
 #include "spawn.h"
 
 int
@@ -74,9 +81,15 @@ child(const char *path, char *const argv[], int sock)
 int
 spawn_helper(const char *path, char *const argv[], pid_t *pid, int *fd)
 {
-	int sp[2];
+	char err[768];
+	int sp[2], exe;
 	pid_t p;
 
+	if ((exe = priv_open_trusted(path, O_PATH, err, sizeof(err))) < 0) {
+		log_errx("spawn_helper: %s", err);
+		return exe;
+	}
+	close(exe);
 	if (socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sp) < 0)
 		return -errno;
 	if ((p = fork()) < 0) {

@@ -10,8 +10,10 @@
  * A helper that dies or stops answering makes it say which and how, and
  * exit non-zero: a service manager restarts the whole.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <getopt.h>
 #include <signal.h>
 #include <stdio.h>
@@ -19,6 +21,7 @@
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -158,69 +161,190 @@ on_ping(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
+	log_rl_flush();
 	peer_ping_all(sv);
 	evtimer_add(sv->ping, &tv);
 }
 
-/* mkdir that accepts an existing directory but never a symlink there. */
+/*
+ * Make (or find) the directory at path, and open it. Root resolves the
+ * path only through directories that root alone can change (see
+ * privdrop.h) and opens the last component without following a symlink;
+ * every later change is made on the descriptor. *created says whether we
+ * made it. -1 with err set.
+ */
 static int
-ensure_dir(const char *path, mode_t mode, int *created)
+root_dir(const char *path, mode_t mode, int *created, char *err,
+    size_t errlen)
 {
-	struct stat st;
+	char last[NAME_MAX + 1];
+	int parent, fd;
 
 	*created = 0;
-	if (mkdir(path, mode) == 0) {
+	if ((parent = priv_trusted_parent(path, last, sizeof(last), err,
+	    errlen)) < 0)
+		return -1;
+	if (mkdirat(parent, last, mode) == 0)
 		*created = 1;
-		return 0;
+	else if (errno != EEXIST) {
+		snprintf(err, errlen, "creating %s: %s", path, strerror(errno));
+		close(parent);
+		return -1;
 	}
-	if (errno != EEXIST)
-		return -errno;
-	if (lstat(path, &st) < 0)
-		return -errno;
-	if (!S_ISDIR(st.st_mode))
-		return -ENOTDIR;
+	fd = openat(parent, last, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC);
+	close(parent);
+	if (fd < 0)
+		snprintf(err, errlen, "opening %s: %s%s", path,
+		    strerror(errno), errno == ELOOP || errno == ENOTDIR ?
+		    " (not a directory, or a symlink: name a directory)" : "");
+	/* The mode we meant, whatever umask the service manager gave us. */
+	else if (*created && fchmod(fd, mode) < 0) {
+		snprintf(err, errlen, "setting the mode of %s: %s", path,
+		    strerror(errno));
+		close(fd);
+		fd = -1;
+	}
+	return fd;
+}
+
+/* Has the directory fd any entry? 1, 0, or -1 (errno). */
+static int
+dir_has_entries(int fd)
+{
+	struct dirent *de;
+	DIR *d;
+	int dup_fd, any = 0;
+
+	if ((dup_fd = openat(fd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0)
+		return -1;
+	if ((d = fdopendir(dup_fd)) == NULL) {
+		close(dup_fd);
+		return -1;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") !=
+		    0)
+			any = 1;
+	closedir(d);
+	return any;
+}
+
+/*
+ * The data directory: root's, and changed by root alone (the mounter and
+ * we act beneath it as root). An existing one that others can change is
+ * refused, not repaired: what they may have planted is unknown.
+ */
+static int
+prepare_data_dir(const struct berth_config *cfg, char *err, size_t errlen)
+{
+	struct stat st = { 0 };
+	int fd, created;
+
+	if ((fd = root_dir(cfg->data_dir, 0755, &created, err, errlen)) < 0)
+		return -1;
+	if (fstat(fd, &st) < 0 || !priv_root_only(&st)) {
+		snprintf(err, errlen, "data directory %s is owned by uid %ld "
+		    "or writable by group or others: root works beneath it, "
+		    "so it must be root's alone (chown root and chmod go-w, "
+		    "after checking what is in it)", cfg->data_dir,
+		    (long)st.st_uid);
+		close(fd);
+		return -1;
+	}
+	return fd;
+}
+
+/*
+ * The registry's own directory, made and given away on descriptors
+ * beneath the data directory's.
+ */
+static int
+prepare_registry_dir(int data_fd, const struct berth_config *cfg,
+    const struct priv_user *ru, char *err, size_t errlen)
+{
+	int fd;
+
+	if ((mkdirat(data_fd, LAYOUT_REGISTRY_DIR, 0700) < 0 &&
+	    errno != EEXIST) || (fd = openat(data_fd, LAYOUT_REGISTRY_DIR,
+	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "registry directory %s/%s: %s",
+		    cfg->data_dir, LAYOUT_REGISTRY_DIR, strerror(errno));
+		return -1;
+	}
+	if (fchown(fd, ru->uid, ru->gid) < 0 || fchmod(fd, 0700) < 0) {
+		snprintf(err, errlen, "giving %s/%s to %s: %s", cfg->data_dir,
+		    LAYOUT_REGISTRY_DIR, ru->name, strerror(errno));
+		close(fd);
+		return -1;
+	}
+	close(fd);
 	return 0;
 }
 
 /*
- * The directories berth needs before its helpers start. Existing data and
- * run directories are left as the operator made them; the registry's own
- * directory is always made the registry user's.
+ * The run directory belongs to the supervisor's user, group api_group,
+ * mode 02755: the supervisor makes its API socket there itself after the
+ * drop, and the set-group-ID bit gives the socket the API group from the
+ * start. Root touches nothing in it. An existing directory is taken over
+ * only when it is already the supervisor's, or root's and empty.
+ */
+static int
+prepare_run_dir(const struct berth_config *cfg, const struct priv_user *su,
+    gid_t api_group, char *err, size_t errlen)
+{
+	struct stat st;
+	int fd, created;
+
+	if ((fd = root_dir(cfg->run_dir, 0700, &created, err, errlen)) < 0)
+		return -1;
+	if (fstat(fd, &st) < 0) {
+		snprintf(err, errlen, "run directory %s: %s", cfg->run_dir,
+		    strerror(errno));
+		goto fail;
+	}
+	if (!created && st.st_uid != su->uid && (st.st_uid != 0 ||
+	    dir_has_entries(fd) != 0)) {
+		snprintf(err, errlen, "run directory %s exists and belongs to "
+		    "uid %ld%s: berth's run directory must be its own (remove "
+		    "it, or name another \"run_dir\")", cfg->run_dir,
+		    (long)st.st_uid, st.st_uid == 0 ? " with entries in it" :
+		    "");
+		goto fail;
+	}
+	if (fchown(fd, su->uid, api_group) < 0 || fchmod(fd, 02755) < 0) {
+		snprintf(err, errlen, "giving run directory %s to %s: %s",
+		    cfg->run_dir, su->name, strerror(errno));
+		goto fail;
+	}
+	close(fd);
+	return 0;
+fail:
+	close(fd);
+	return -1;
+}
+
+/*
+ * The directories berth needs before its helpers start, each made and
+ * changed on a descriptor, never by a path through a directory that a
+ * less trusted user can change.
  */
 static int
 prepare_dirs(const struct berth_config *cfg, const struct priv_user *ru,
-    const struct priv_user *su)
+    const struct priv_user *su, gid_t api_group)
 {
-	char path[512];
-	int created, fd;
+	char err[768];
+	int data_fd;
 
-	if (ensure_dir(cfg->data_dir, 0755, &created) < 0) {
-		log_err("prepare_dirs: data directory %s", cfg->data_dir);
+	if ((data_fd = prepare_data_dir(cfg, err, sizeof(err))) < 0 ||
+	    prepare_registry_dir(data_fd, cfg, ru, err, sizeof(err)) < 0 ||
+	    prepare_run_dir(cfg, su, api_group, err, sizeof(err)) < 0) {
+		log_errx("prepare_dirs: %s", err);
+		if (data_fd >= 0)
+			close(data_fd);
 		return -1;
 	}
-	if (ensure_dir(cfg->run_dir, 0755, &created) < 0) {
-		log_err("prepare_dirs: run directory %s", cfg->run_dir);
-		return -1;
-	}
-	if (created && chown(cfg->run_dir, su->uid, su->gid) < 0) {
-		log_err("prepare_dirs: chown %s", cfg->run_dir);
-		return -1;
-	}
-	if (layout_abs(path, sizeof(path), cfg->data_dir,
-	    LAYOUT_REGISTRY_DIR) < 0 || ensure_dir(path, 0700, &created) < 0) {
-		log_err("prepare_dirs: registry directory under %s",
-		    cfg->data_dir);
-		return -1;
-	}
-	fd = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-	if (fd < 0 || fchown(fd, ru->uid, ru->gid) < 0 ||
-	    fchmod(fd, 0700) < 0) {
-		log_err("prepare_dirs: giving %s to %s", path, ru->name);
-		if (fd >= 0)
-			close(fd);
-		return -1;
-	}
-	close(fd);
+	close(data_fd);
 	return 0;
 }
 
@@ -257,6 +381,70 @@ start_helper(struct peer *p, char *const argv[])
 	p->spawned = true;
 }
 
+/*
+ * The config, as root only from a file that root alone can change, found
+ * through directories that root alone can change (see privdrop.h), and
+ * opened without blocking on a FIFO. 0, or -1 after logging why.
+ */
+static int
+load_config(const char *path, struct berth_config *cfg)
+{
+	char err[768];
+	struct stat st;
+	int fd, r;
+
+	if (geteuid() != 0)
+		r = config_load(path, cfg, err, sizeof(err));
+	else if ((fd = priv_open_trusted(path, O_RDONLY | O_NONBLOCK, err,
+	    sizeof(err))) < 0) {
+		log_errx("cannot read config %s", err);
+		return -1;
+	} else {
+		if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode)) {
+			log_errx("cannot read config %s: not a regular file",
+			    path);
+			close(fd);
+			return -1;
+		}
+		r = config_load_fd(fd, path, cfg, err, sizeof(err));
+		close(fd);
+	}
+	if (r < 0)
+		log_errx("%s", err);
+	return r;
+}
+
+/*
+ * Every API client holds a descriptor: take all the kernel allows us
+ * (the soft limit up to the hard one), so that the API's own bounds, not
+ * EMFILE, decide who is served.
+ */
+/*
+ * libevent's own warnings (a failed accept, a bad request) come as often
+ * as a client makes them: rate-limited, as ours are.
+ */
+static void
+on_libevent_log(int severity, const char *msg)
+{
+	if (severity >= EVENT_LOG_WARN)
+		log_warnx_limited("libevent: %s", msg);
+	else
+		log_debug("libevent: %s", msg);
+}
+
+static void
+raise_nofile(void)
+{
+	struct rlimit rl;
+
+	if (getrlimit(RLIMIT_NOFILE, &rl) < 0 || rl.rlim_cur >= rl.rlim_max)
+		return;
+	rl.rlim_cur = rl.rlim_max;
+	if (setrlimit(RLIMIT_NOFILE, &rl) < 0)
+		log_warn("raise_nofile: RLIMIT_NOFILE to %llu",
+		    (unsigned long long)rl.rlim_max);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -277,12 +465,12 @@ main(int argc, char **argv)
 	if (cfgpath == NULL || optind != argc)
 		usage();
 	log_init("berth-supervisor", verbose);
-	if (config_load(cfgpath, &sv.cfg, err, sizeof(err)) < 0) {
-		log_errx("%s", err);
+	if (load_config(cfgpath, &sv.cfg) < 0)
 		return EX_CONFIG;
-	}
 	if (strcmp(sv.cfg.log_level, "debug") == 0)
 		log_init("berth-supervisor", verbose = 1);
+	raise_nofile();
+	event_set_log_callback(on_libevent_log);
 	if ((r = notify_init()) < 0)
 		log_warnx("main: NOTIFY_SOCKET: %s; not telling systemd",
 		    strerror(-r));
@@ -294,8 +482,7 @@ main(int argc, char **argv)
 		/* Not root: service mode, the helpers are systemd's. */
 		service_mode_start(&sv);
 		if (api_group_id(&sv.cfg, getgid(), &api_group, err,
-		    sizeof(err)) < 0 || (api_fd = api_listen(&sv.cfg, getuid(),
-		    api_group, err, sizeof(err))) < 0) {
+		    sizeof(err)) < 0) {
 			log_errx("%s", err);
 			config_free(&sv.cfg);
 			return EX_CANTCREAT;
@@ -314,14 +501,7 @@ main(int argc, char **argv)
 		config_free(&sv.cfg);
 		return EX_CONFIG;
 	}
-	if (prepare_dirs(&sv.cfg, &ru, &su) < 0) {
-		config_free(&sv.cfg);
-		return EX_CANTCREAT;
-	}
-	/* As root: the socket may go to a group we are not in. */
-	if ((api_fd = api_listen(&sv.cfg, su.uid, api_group, err,
-	    sizeof(err))) < 0) {
-		log_errx("%s", err);
+	if (prepare_dirs(&sv.cfg, &ru, &su, api_group) < 0) {
 		config_free(&sv.cfg);
 		return EX_CANTCREAT;
 	}
@@ -344,6 +524,16 @@ main(int argc, char **argv)
 		fatalx("main: dropping to user %s: %s", su.name, strerror(-r));
 
 unprivileged:
+	/*
+	 * The API socket is made by the user that serves it, never by root:
+	 * the run directory is that user's, and root acting by path in it
+	 * could be sent elsewhere by a symlink.
+	 */
+	if ((api_fd = api_listen(&sv.cfg, api_group, err, sizeof(err))) < 0) {
+		log_errx("%s", err);
+		config_free(&sv.cfg);
+		return EX_CANTCREAT;
+	}
 	sv.uid = getuid();
 	sv.gid = getgid();
 	clock_gettime(CLOCK_MONOTONIC, &sv.started);

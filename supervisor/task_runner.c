@@ -45,6 +45,7 @@ struct trun {
 	struct drv_handler *dh;		/* its driver's events */
 	struct event *timer;		/* restart wait, or kill timeout */
 	bool have_adopt, adopting, stop_asked, restart_asked;
+	bool hold;			/* adopt only: trun_run() starts it */
 	Berth__TaskHandle handle;	/* what the registry keeps */
 	int64_t backoff_ms;
 	struct timespec started;
@@ -62,12 +63,20 @@ static void kill_task(struct trun *tr);
 static void
 tr_event(struct trun *tr, const char *type, const char *fmt, ...)
     BERTH_PRINTF(3, 4);
-
 static void
-tr_event(struct trun *tr, const char *type, const char *fmt, ...)
+tr_warning(struct trun *tr, const char *type, const char *fmt, ...)
+    BERTH_PRINTF(3, 4);
+
+/*
+ * An event, logged as a warning when warn: a task that failed (exited
+ * non-zero, was killed, could not start) and its restarts, so that
+ * "journalctl -p warning" shows a crash loop. Routine events are info.
+ */
+static void
+tr_eventv(struct trun *tr, bool warn, const char *type, const char *fmt,
+    va_list ap)
 {
 	struct task_event *ev;
-	va_list ap;
 
 	if (tr->nevents == TRUN_EVENTS) {
 		ev = &tr->events[tr->first];
@@ -79,14 +88,36 @@ tr_event(struct trun *tr, const char *type, const char *fmt, ...)
 	/* On the heap, as long as it is: most are short, and 100 plugins'
 	 * rings of fixed buffers cost more than their gRPC channels. */
 	free(ev->message);
-	va_start(ap, fmt);
 	if (vasprintf(&ev->message, fmt, ap) < 0)
 		fatal("tr_event");
-	va_end(ap);
-	log_info("event: alloc=%s task=%s type=%s message=\"%s\"", tr->a->id,
-	    tr->t->name, ev->type, ev->message);
+	if (warn)
+		log_warnx("event: alloc=%s task=%s type=%s message=\"%s\"",
+		    tr->a->id, tr->t->name, ev->type, ev->message);
+	else
+		log_info("event: alloc=%s task=%s type=%s message=\"%s\"",
+		    tr->a->id, tr->t->name, ev->type, ev->message);
 	events_record(tr->sv->events, "task", ev->type, tr->a->id,
 	    tr->t->name, tr->t->csi.id, "%s", ev->message);
+}
+
+static void
+tr_event(struct trun *tr, const char *type, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tr_eventv(tr, false, type, fmt, ap);
+	va_end(ap);
+}
+
+static void
+tr_warning(struct trun *tr, const char *type, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	tr_eventv(tr, true, type, fmt, ap);
+	va_end(ap);
 }
 
 static void
@@ -193,14 +224,18 @@ finish(struct trun *tr)
 	tr->stopped(tr, tr->arg);
 }
 
+/* warn: after a failure, so a crash loop is a warning each turn. */
 static void
-restart_later(struct trun *tr)
+restart_later(struct trun *tr, bool warn)
 {
 	char dur[32];
 
 	tr->state = TR_RESTART_WAIT;
 	duration_format(tr->backoff_ms, dur, sizeof(dur));
-	tr_event(tr, "Restarting", "starting again in %s", dur);
+	if (warn)
+		tr_warning(tr, "Restarting", "starting again in %s", dur);
+	else
+		tr_event(tr, "Restarting", "starting again in %s", dur);
 	arm(tr, tr->backoff_ms);
 	tr->backoff_ms *= 2;
 	if (tr->backoff_ms > TRUN_RESTART_MAX_MS)
@@ -222,8 +257,13 @@ on_exited(struct taskproc *tp, const struct task_exit *ex, void *arg)
 {
 	struct trun *tr = arg;
 	char how[128];
+	bool failed;
 
+	/* ex may live in tp: read it before the free. Ended on its own,
+	 * and not well: that is for an operator to see. */
 	task_exit_describe(ex, how, sizeof(how));
+	failed = !tr->restart_asked && !(ex->status_known && !ex->signaled &&
+	    ex->code == 0);
 	taskproc_free(tp);
 	tr->proc = NULL;
 	if (tr->ps != NULL && tr->state != TR_STOPPING)
@@ -234,13 +274,18 @@ on_exited(struct taskproc *tp, const struct task_exit *ex, void *arg)
 		finish(tr);
 		return;
 	}
-	tr_event(tr, "Terminated", "pid %ld %s%s", (long)tr->handle.pid, how,
-	    tr->restart_asked ? " (restarted by berth)" : "");
+	if (failed)
+		tr_warning(tr, "Terminated", "pid %ld %s", (long)tr->handle.pid,
+		    how);
+	else
+		tr_event(tr, "Terminated", "pid %ld %s%s",
+		    (long)tr->handle.pid, how, tr->restart_asked ?
+		    " (restarted by berth)" : "");
 	if (secs_since(&tr->started) > TRUN_RESTART_MAX_MS / 1000)
 		tr->backoff_ms = TRUN_RESTART_FIRST_MS;
 	tr->restart_asked = false;
 	tr->handle.restarts++;
-	restart_later(tr);
+	restart_later(tr, failed);
 }
 
 static void
@@ -262,16 +307,22 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 			return;
 		}
 		if (adopted) {
-			/* It ended while we were away: start it as new. */
+			/* It ended while we were away: start it as new,
+			 * once its alloc says (its volumes are in place). */
 			tr_event(tr, "Terminated", "pid %ld %s while the "
 			    "supervisor was not running", (long)tr->handle.pid,
 			    why);
 			tr->have_adopt = false;
+			if (tr->hold) {
+				tr->hold = false;
+				tr->state = TR_PENDING;
+				return;
+			}
 			start(tr);
 			return;
 		}
-		tr_event(tr, "DriverFailure", "%s", why);
-		restart_later(tr);
+		tr_warning(tr, "DriverFailure", "%s", why);
+		restart_later(tr, true);
 		return;
 	}
 	tr->state = TR_RUNNING;
@@ -329,8 +380,8 @@ launch(struct trun *tr)
 	tr->state = TR_STARTING;
 	if ((tr->proc = taskproc_start(tr->sv->drv, &spec, on_started,
 	    on_exited, tr)) == NULL) {
-		tr_event(tr, "DriverFailure", "out of memory");
-		restart_later(tr);
+		tr_warning(tr, "DriverFailure", "out of memory");
+		restart_later(tr, true);
 	}
 }
 
@@ -353,8 +404,8 @@ on_prepared(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 		return;
 	}
 	if (tr->why[0] != '\0') {
-		tr_event(tr, "SetupFailure", "%s", tr->why);
-		restart_later(tr);
+		tr_warning(tr, "SetupFailure", "%s", tr->why);
+		restart_later(tr, true);
 		return;
 	}
 	/* A socket left by an earlier run would be probed as if new. */
@@ -534,8 +585,19 @@ fail:
 void
 trun_run(struct trun *tr)
 {
+	/* An adoption under way that fails starts the task at once. */
+	tr->hold = false;
 	if (tr->state == TR_PENDING)
 		start(tr);
+}
+
+void
+trun_adopt(struct trun *tr)
+{
+	if (tr->state != TR_PENDING || !tr->have_adopt)
+		return;
+	tr->hold = true;
+	start(tr);
 }
 
 void

@@ -44,6 +44,12 @@ struct trun *trun_new(struct supervisor *sv, const struct alloc *a,
     const struct alloc_task *t, const Berth__TaskHandle *adopt,
     trun_stopped_cb stopped, void *arg);
 void trun_run(struct trun *tr);
+/*
+ * Adopt the task from the handle it was made with, if it has one, and
+ * nothing else: one that ended meanwhile (a reboot) waits, pending, for
+ * trun_run(), so that it starts anew only once its volumes are in place.
+ */
+void trun_adopt(struct trun *tr);
 /* Deregister, stop the task (TERM, then KILL after kill_timeout), forget
  * its handle; then the stopped callback runs. */
 void trun_stop(struct trun *tr);

@@ -269,6 +269,10 @@ shim_ended(struct taskproc *tp, struct task_exit *ex)
 	ex->unknown = "its shim ended without writing it";
 	if (tp->task_pidfd < 0)
 		tp->task_pidfd = open_verified(tp->pid, tp->start_time);
+	/* Still the task (so its group's id is its own): all of it goes. */
+	if (tp->task_pidfd >= 0 && pidfd_send_signal(tp->task_pidfd, 0, NULL,
+	    0) == 0)
+		kill(-tp->pid, SIGKILL);
 	if (tp->task_pidfd >= 0 && pidfd_send_signal(tp->task_pidfd, SIGKILL,
 	    NULL, 0) == 0)
 		tp_event(tp, "ShimLost", "berth-shim (pid %ld) ended without "
@@ -388,12 +392,32 @@ describe_failure(struct taskproc *tp, const struct task_spec *spec,
 		    "up the task in %s: %s", spec->dir, e);
 }
 
+/* Every process of the session that berth-shim pid leads. */
+static void
+kill_session(pid_t shim)
+{
+	struct dirent *de;
+	pid_t sid;
+	DIR *d;
+
+	if ((d = opendir("/proc")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		pid_t pid = (pid_t)atol(de->d_name);
+
+		if (pid > 1 && proc_session(pid, &sid) == 0 && sid == shim)
+			kill(pid, SIGKILL);
+	}
+	closedir(d);
+}
+
 /*
  * A shim already running for this task directory, which no handle
  * names: its start came in the milliseconds before the handle was in
  * the registry, and a supervisor died there. Its task must not run
- * twice: the shim's process group (the shim and its task) is killed
- * before the task starts anew. Returns how many were found.
+ * twice: the shim's session (the shim, its task and the task's process
+ * group) is killed before the task starts anew. Returns how many were
+ * found.
  */
 static int
 kill_unrecorded(const char *dir)
@@ -425,6 +449,7 @@ kill_unrecorded(const char *dir)
 		log_warnx("taskdrv: berth-shim pid %ld runs for %s with no "
 		    "handle (a supervisor died as it started); killing it and "
 		    "its task before starting again", (long)pid, dir);
+		kill_session(pid);
 		kill(-pid, SIGKILL);
 		kill(pid, SIGKILL);
 		n++;

@@ -209,7 +209,8 @@ START_TEST(read_routes_answer)
 	ck_assert_int_eq(stat(b.sock, &st), 0);
 	ck_assert(S_ISSOCK(st.st_mode));
 	ck_assert_int_eq(st.st_mode & 07777, 0660);
-	ck_assert_uint_eq(st.st_gid, getgrnam("berth")->gr_gid);
+	/* The default api_group: not berth, the helpers' sockets' group. */
+	ck_assert_uint_eq(st.st_gid, getgrnam("berth-api")->gr_gid);
 
 	j = api_ok(&b, "GET", "/v1/status", NULL);
 	ck_assert_str_eq(jstr(j, "version"), "0.1.0");

@@ -5,7 +5,8 @@
  * the restart or while no supervisor runs; a shim that dies takes its
  * task with it; logs rotate at their limit and keep only so many files;
  * both drivers fingerprint healthy, and a driver blocked while the
- * supervisor was down has its stale task stopped, not adopted.
+ * supervisor was down has its stale task stopped, not adopted; a stopped
+ * task leaves no process of its group behind, and writes with umask 022.
  */
 #include <errno.h>
 #include <signal.h>
@@ -321,6 +322,70 @@ START_TEST(an_unrecorded_task_is_not_run_twice)
 }
 END_TEST
 
+/* The pid a task wrote to its file name; 0 if none yet. */
+static pid_t
+pid_in(struct berth *b, const char *alloc, const char *name)
+{
+	char path[1024], buf[32] = "";
+	FILE *f;
+
+	task_file(b, alloc, name, path, sizeof(path));
+	if ((f = fopen(path, "r")) == NULL)
+		return 0;
+	if (fgets(buf, sizeof(buf), f) == NULL)
+		buf[0] = '\0';
+	fclose(f);
+	return (pid_t)atol(buf);
+}
+
+/*
+ * A stopped task takes its whole process group along: a shell's
+ * background "sleep" and the command it waits for (the main job's
+ * tasks are such shells). And a task starts with umask 022 whatever the
+ * supervisor's (0077 here, as its unit sets; spawn mode's start-up gives
+ * its directories their modes whatever the umask): what it writes is
+ * 0644, not 0600.
+ */
+START_TEST(a_stopped_task_leaves_no_process_and_writes_0644)
+{
+	struct berth b;
+	struct stat st;
+	char path[1024];
+	pid_t task, bg = 0, fg = 0;
+	mode_t old;
+
+	berth_config(&b, "1s", NULL);
+	old = umask(0077);
+	berth_start(&b);
+	umask(old);
+	exec_alloc(&b, "pg", "sleep 3600 & echo $! > bg; echo x > written; "
+	    "umask > umask; sh -c 'echo $$ > fg; exec sleep 3600'", NULL);
+	task = started(&b, "pg");
+	for (int i = 0; i < 200 && (bg == 0 || fg == 0); i++) {
+		usleep(50000);
+		bg = pid_in(&b, "pg", "bg");
+		fg = pid_in(&b, "pg", "fg");
+	}
+	ck_assert_int_gt(bg, 0);
+	ck_assert_int_gt(fg, 0);
+	ck_assert(pid_alive(bg) && pid_alive(fg));
+	harness_track_pid(bg);
+	harness_track_pid(fg);
+	task_file(&b, "pg", "written", path, sizeof(path));
+	ck_assert_int_eq(stat(path, &st), 0);
+	ck_assert_msg((st.st_mode & 07777) == 0644, "a task's file has mode "
+	    "%04o", st.st_mode & 07777);
+	remove_alloc(&b, "pg.json");
+	wait_log(&b, "alloc pg: stopped", 15000);
+	ck_assert(pid_wait_gone(task, 5000));
+	ck_assert_msg(pid_wait_gone(bg, 5000), "the background sleep (pid "
+	    "%ld) outlived its task", (long)bg);
+	ck_assert_msg(pid_wait_gone(fg, 5000), "the foreground sleep (pid "
+	    "%ld) outlived its task", (long)fg);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -334,5 +399,6 @@ main(void)
 	tcase_add_test(tc, logs_rotate_at_their_limit);
 	tcase_add_test(tc, a_blocked_driver_has_its_stale_task_stopped);
 	tcase_add_test(tc, an_unrecorded_task_is_not_run_twice);
+	tcase_add_test(tc, a_stopped_task_leaves_no_process_and_writes_0644);
 	return harness_run("drivers", tc);
 }

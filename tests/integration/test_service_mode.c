@@ -176,9 +176,10 @@ start_all(struct svc *s)
 	char *margv[] = { (char *)harness_bin("berth-mounter"), "--data-dir",
 		s->data, "--run-dir", s->run, "--plugins-dir", s->dir,
 		"--peer-user", "berth", NULL };
+	/* As the unit does: SupplementaryGroups=berth-api, api_group. */
 	char *sargv[] = { "/usr/bin/setpriv", "--reuid=berth", "--regid=berth",
-		"--clear-groups", "--", (char *)harness_bin("berth-supervisor"),
-		"-c", s->cfg, NULL };
+		"--groups=berth-api", "--",
+		(char *)harness_bin("berth-supervisor"), "-c", s->cfg, NULL };
 
 	start_registry(s);
 	start_service(&s->mounter, margv, s->mounter_lfd, &s->m_n);

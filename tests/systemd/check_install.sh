@@ -34,9 +34,11 @@ want() {
 want "$sbindir/berth-supervisor" x
 want "$libexecdir/berth-mounter" x
 want "$libexecdir/berth-registry" x
+want "$libexecdir/berth-stop-workloads" x
+want "$libexecdir/berth-csi-hostpath" x
 for u in berth-supervisor.service berth-mounter.service \
     berth-registry.service berth-mounter.socket berth-registry.socket \
-    berth.target; do
+    berth.target berth-helpers.target; do
 	want "$unitdir/$u"
 done
 want "$sysusersdir/berth.conf"

@@ -93,14 +93,17 @@ refused(const char *text, const char *expect)
 	ck_assert_ptr_null(cfg.data_dir);
 }
 
-/* Who may use api.sock: the supervisor's group unless a group is named. */
+/*
+ * Who may use api.sock: berth-api unless a group is named; not the
+ * supervisor's group, which reaches the helpers' sockets too.
+ */
 START_TEST(api_group)
 {
 	struct berth_config cfg;
 	char err[512];
 
 	ck_assert_int_eq(load("{}", &cfg, err, sizeof(err)), 0);
-	ck_assert_str_eq(cfg.api_group, "");
+	ck_assert_str_eq(cfg.api_group, "berth-api");
 	config_free(&cfg);
 	ck_assert_int_eq(load("{\"api_group\": \"berth-operators\"}", &cfg,
 	    err, sizeof(err)), 0);

@@ -8,6 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 
 #include <check.h>
@@ -75,6 +76,36 @@ START_TEST(priority_prefixes)
 	snprintf(want, sizeof(want), "<3>test-log[%ld]: e 1\n"
 	    "<4>test-log[%ld]: w\n<6>test-log[%ld]: i\n<7>test-log[%ld]: d\n",
 	    (long)getpid(), (long)getpid(), (long)getpid(), (long)getpid());
+	ck_assert_str_eq(out, want);
+}
+END_TEST
+
+/*
+ * Under journald (stderr is the stream JOURNAL_STREAM names) the journal
+ * adds "name[pid]: "; berth's own would make it twice. A JOURNAL_STREAM
+ * that names another stream (inherited, stale) keeps the prefix.
+ */
+START_TEST(journal_stream_drops_name)
+{
+	char js[64], want[64], *out;
+	struct stat st;
+
+	capture();
+	ck_assert_int_eq(fstat(STDERR_FILENO, &st), 0);
+	snprintf(js, sizeof(js), "%llu:%llu", (unsigned long long)st.st_dev,
+	    (unsigned long long)st.st_ino);
+	ck_assert_int_eq(setenv("JOURNAL_STREAM", js, 1), 0);
+	log_init("test-log", 0);
+	log_warnx("w");
+	snprintf(js, sizeof(js), "%llu:%llu", (unsigned long long)st.st_dev,
+	    (unsigned long long)st.st_ino + 1);
+	ck_assert_int_eq(setenv("JOURNAL_STREAM", js, 1), 0);
+	log_init("test-log", 0);
+	log_info("i");
+	unsetenv("JOURNAL_STREAM");
+	out = captured();
+	snprintf(want, sizeof(want), "<4>w\n<6>test-log[%ld]: i\n",
+	    (long)getpid());
 	ck_assert_str_eq(out, want);
 }
 END_TEST
@@ -175,6 +206,7 @@ main(void)
 	TCase *tc = tcase_create("log");
 
 	tcase_add_test(tc, priority_prefixes);
+	tcase_add_test(tc, journal_stream_drops_name);
 	tcase_add_test(tc, errno_text_appended);
 	tcase_add_test(tc, control_characters_escaped);
 	tcase_add_test(tc, long_message_stays_one_line);

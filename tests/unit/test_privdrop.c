@@ -4,6 +4,7 @@
  * check's forked child, so the drop does not outlive it.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -94,11 +95,107 @@ START_TEST(die_with_parent_notices_a_dead_parent)
 }
 END_TEST
 
+/*
+ * Root's path walk: the trusted directories it goes through, and those
+ * it refuses, under a fresh root-owned directory in /tmp (sticky).
+ */
+static char *
+walk_scene(void)
+{
+	char *d = harness_tmpdir("trusted"), p[512];
+
+	snprintf(p, sizeof(p), "%s/root", d);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	snprintf(p, sizeof(p), "%s/root/f", d);
+	harness_write(p, "x");
+	ck_assert_int_eq(chmod(p, 0644), 0);
+	snprintf(p, sizeof(p), "%s/theirs", d);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	ck_assert_int_eq(chown(p, 65534, 65534), 0);
+	snprintf(p, sizeof(p), "%s/group", d);
+	ck_assert_int_eq(mkdir(p, 0775), 0);
+	ck_assert_int_eq(chmod(p, 0775), 0);
+	snprintf(p, sizeof(p), "%s/sticky", d);
+	ck_assert_int_eq(mkdir(p, 01777), 0);
+	ck_assert_int_eq(chmod(p, 01777), 0);
+	snprintf(p, sizeof(p), "%s/sticky/theirs", d);
+	ck_assert_int_eq(mkdir(p, 0755), 0);
+	ck_assert_int_eq(chown(p, 65534, 65534), 0);
+	return d;
+}
+
+static int
+walk(const char *d, const char *rel, char *last, char *err, size_t n)
+{
+	char p[512];
+	int fd;
+
+	snprintf(p, sizeof(p), "%s/%s", d, rel);
+	fd = priv_trusted_parent(p, last, 256, err, n);
+	if (fd >= 0)
+		close(fd);
+	return fd < 0 ? fd : 0;
+}
+
+START_TEST(root_walks_only_what_root_alone_changes)
+{
+	char *d = walk_scene(), last[256], err[512], p[512], t[512];
+	int fd;
+
+	/* Through /tmp (sticky, root's entries) and root's own directory. */
+	ck_assert_int_eq(walk(d, "root/new", last, err, sizeof(err)), 0);
+	ck_assert_str_eq(last, "new");
+	ck_assert_int_eq(walk(d, "sticky/new", last, err, sizeof(err)), 0);
+	/* Another user's directory, or one its group can write: refused. */
+	ck_assert_int_eq(walk(d, "theirs/x", last, err, sizeof(err)),
+	    -EPERM);
+	ck_assert_ptr_nonnull(strstr(err, "theirs on the way is not root's"));
+	ck_assert_int_eq(walk(d, "group/x", last, err, sizeof(err)), -EPERM);
+	ck_assert_int_eq(walk(d, "sticky/theirs/x", last, err, sizeof(err)),
+	    -EPERM);
+	/* "." and "..": refused. */
+	ck_assert_int_eq(walk(d, "root/../root/x", last, err, sizeof(err)),
+	    -EINVAL);
+	ck_assert_int_eq(walk(d, "./root/x", last, err, sizeof(err)),
+	    -EINVAL);
+	/* Root's symlink is followed; another user's is not. */
+	snprintf(p, sizeof(p), "%s/root/link", d);
+	snprintf(t, sizeof(t), "%s/root", d);
+	ck_assert_int_eq(symlink(t, p), 0);
+	ck_assert_int_eq(walk(d, "root/link/x", last, err, sizeof(err)), 0);
+	ck_assert_int_eq(lchown(p, 65534, 65534), 0);
+	ck_assert_int_eq(walk(d, "root/link/x", last, err, sizeof(err)),
+	    -EPERM);
+	ck_assert_ptr_nonnull(strstr(err, "symlink that root does not own"));
+	/* A root symlink that leads into another user's directory. */
+	ck_assert_int_eq(unlink(p), 0);
+	snprintf(t, sizeof(t), "%s/theirs", d);
+	ck_assert_int_eq(symlink(t, p), 0);
+	ck_assert_int_eq(walk(d, "root/link/x", last, err, sizeof(err)),
+	    -EPERM);
+	/* The file: root's and not writable by others, never a symlink. */
+	snprintf(p, sizeof(p), "%s/root/f", d);
+	fd = priv_open_trusted(p, O_RDONLY, err, sizeof(err));
+	ck_assert_int_ge(fd, 0);
+	close(fd);
+	ck_assert_int_eq(chmod(p, 0664), 0);
+	ck_assert_int_eq(priv_open_trusted(p, O_RDONLY, err, sizeof(err)),
+	    -EPERM);
+	snprintf(p, sizeof(p), "%s/root/link", d);
+	ck_assert_int_lt(priv_open_trusted(p, O_RDONLY, err, sizeof(err)), 0);
+	ck_assert_int_eq(priv_trusted_parent("relative/x", last, 256, err,
+	    sizeof(err)), -EINVAL);
+	harness_rmtree(d);
+	free(d);
+}
+END_TEST
+
 int
 main(void)
 {
 	TCase *tc = tcase_create("privdrop");
 
+	tcase_add_test(tc, root_walks_only_what_root_alone_changes);
 	tcase_add_test(tc, drop_to_user_leaves_nothing);
 	tcase_add_test(tc, keep_only_sys_admin);
 	tcase_add_test(tc, unknown_and_root_users_are_refused);
