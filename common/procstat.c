@@ -3,7 +3,8 @@
  * procstat.h).
  *
  * Shared by the supervisor, which adopts tasks by pid and start time,
- * and berth-shim, which reports both for itself and its task.
+ * berth-shim, which reports both for itself and its task, and
+ * berth-mounter, which opens the file itself beneath its pinned /proc.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -13,20 +14,14 @@
 
 #include "procstat.h"
 
-/* Field i (from 1, as proc(5) counts) of /proc/<pid>/stat, i > 2. */
+/* Field i (from 1, as proc(5) counts) of an open /proc/<pid>/stat, i > 2. */
 static int
-stat_field(pid_t pid, int i, unsigned long long *v)
+stat_field_of(int fd, int i, unsigned long long *v)
 {
-	char path[64], buf[1024], *p;
+	char buf[1024], *p;
 	ssize_t n;
-	int fd;
 
-	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
-	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
-		return -errno;
-	n = read(fd, buf, sizeof(buf) - 1);
-	close(fd);
-	if (n <= 0)
+	if ((n = read(fd, buf, sizeof(buf) - 1)) <= 0)
 		return -EIO;
 	buf[n] = '\0';
 	/* comm may hold anything, even ") ": the last one ends it. */
@@ -39,6 +34,20 @@ stat_field(pid_t pid, int i, unsigned long long *v)
 	return 0;
 }
 
+static int
+stat_field(pid_t pid, int i, unsigned long long *v)
+{
+	char path[64];
+	int fd, r;
+
+	snprintf(path, sizeof(path), "/proc/%ld/stat", (long)pid);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return -errno;
+	r = stat_field_of(fd, i, v);
+	close(fd);
+	return r;
+}
+
 int
 proc_start_time(pid_t pid, uint64_t *start)
 {
@@ -46,6 +55,18 @@ proc_start_time(pid_t pid, uint64_t *start)
 	int r;
 
 	if ((r = stat_field(pid, 22, &v)) < 0)
+		return r;
+	*start = v;
+	return 0;
+}
+
+int
+proc_read_start_time(int fd, uint64_t *start)
+{
+	unsigned long long v;
+	int r;
+
+	if ((r = stat_field_of(fd, 22, &v)) < 0)
 		return r;
 	*start = v;
 	return 0;

@@ -10,6 +10,8 @@
 
 /* /proc/<pid>/stat field 22 (start time in clock ticks); 0 or -errno. */
 int proc_start_time(pid_t pid, uint64_t *start);
+/* The same from an open /proc/<pid>/stat. */
+int proc_read_start_time(int fd, uint64_t *start);
 /* /proc/<pid>/stat field 6 (session id); 0 or -errno. */
 int proc_session(pid_t pid, pid_t *sid);
 

@@ -87,7 +87,6 @@ lfd(const struct job *j, int k)
 	return k == 0 ? j->m->data_fd : dirfd(j->lv[k].d);
 }
 
-/* Unmount what is stacked on one entry, then remove it if empty. */
 static void
 sweep_entry(struct job *j, int dirfd, const char *name)
 {
@@ -105,18 +104,12 @@ sweep_entry(struct job *j, int dirfd, const char *name)
 static void
 root(struct job *j, int dirfd, const char *name)
 {
-	int fd, n = 0;
-	DIR *d;
+	int fd, n;
 
-	if ((fd = res_self_bind(dirfd, name, O_RDONLY)) < 0)
+	if ((fd = res_self_bind(dirfd, name, O_PATH)) < 0)
 		return;
-	if ((d = fdopendir(fd)) == NULL) {
-		close(fd);
-		return;
-	}
-	while (readdir(d) != NULL)
-		n++;
-	closedir(d);
+	n = res_entries(fd, NULL, NULL);
+	close(fd);
 	if (n == 2)
 		sweep_entry(j, dirfd, name);
 }
@@ -156,8 +149,7 @@ take_back(struct job *j, int dirfd, const char *name)
 		j->out.unmounted += r;
 	if ((fd = res_open_here(dirfd, name, O_PATH | O_DIRECTORY)) < 0)
 		return fd;
-	if ((r = res_chown_dir(fd, 0, (gid_t)-1)) == 0)
-		r = res_open_here(fd, ".", O_RDONLY | O_DIRECTORY);
+	r = res_take_back(fd, (gid_t)-1);
 	close(fd);
 	return r;
 }
@@ -273,8 +265,6 @@ step(evutil_socket_t fd, short ev, void *arg)
 	int64_t deadline = now_ns() + STEP_NS;
 	struct job *j;
 
-	(void)fd;
-	(void)ev;
 	while ((j = q->head) != NULL && work(j, deadline)) {
 		q->head = j->next;
 		q->n--;

@@ -4,8 +4,8 @@
  * mounter locks itself: same capabilities and no_new_privs, and the
  * plugin filter (sandbox.c), which every plugin inherits. It reads
  * fixed-size requests from the mounter only, checks they are well
- * formed, and starts each plugin (through an intermediate that exits, so
- * the mounter, a subreaper, becomes its parent) in a new mount namespace
+ * formed, and starts each plugin (cloned as the mounter's child, so the
+ * mounter learns how it ends) in a new mount namespace
  * (a slave copy of the host but for the plugin's mount root and socket
  * directory, which stay in the host's peer groups) and, unless root's
  * definition keeps the host's, new UTS, IPC and cgroup namespaces; with
@@ -21,14 +21,12 @@
 #include <unistd.h>
 #include <sys/capability.h>
 #include <sys/mount.h>
-#include <sys/pidfd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
-#include <sys/wait.h>
+#include <sys/syscall.h>
 
 #include "mounter.h"
 #include "privdrop.h"
-#include "sandbox.h"
 
 #define SOCK_FD 3
 #define DATA_FD 4
@@ -100,7 +98,7 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 
 	*what = "entering a new session and namespaces";
 	if (setsid() < 0 || fchdir(DATA_FD) < 0 ||
-	    unshare(CLONE_NEWNS | (int)rq->ns) < 0)
+	    unshare(CLONE_NEWNS | (int)(LAUNCH_NS & ~rq->def.hostns)) < 0)
 		return errno;
 	/* Copies of the two shared mounts, cloned into their peer groups. */
 	for (i = 0; i < 2; i++) {
@@ -123,7 +121,7 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 			return errno;
 	}
 	*what = "redirecting output";
-	umask(007);	/* its socket: for the socket dir's group, no one else */
+	umask(007);	/* its socket: the socket dir's group only */
 	if (chdir("/") < 0 || dup2(fds[1], STDOUT_FILENO) < 0 ||
 	    dup2(fds[2], STDERR_FILENO) < 0 ||
 	    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
@@ -132,15 +130,15 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 	if ((caps = cap_init()) == NULL)
 		return errno;
 	for (c = 0; c < 64; c++)
-		if ((rq->caps & (1ULL << c)) &&
+		if ((rq->def.caps & (1ULL << c)) &&
 		    (cap_set_flag(caps, CAP_EFFECTIVE, 1, &c, CAP_SET) < 0 ||
 		    cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_SET) < 0))
 			return errno;
 	/* With no_new_privs, exec as root keeps no more than this. */
 	if (cap_set_proc(caps) < 0)
 		return errno;
-	for (i = 0; i < (int)rq->nargs; i++)
-		argv[i] = (char *)rq->args[i];
+	for (i = 0; i < rq->def.nargs; i++)
+		argv[i] = (char *)rq->def.args[i];
 	argv[i] = NULL;
 	envp[0] = (char *)rq->endpoint;
 	envp[1] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
@@ -155,39 +153,30 @@ static void
 launch(const struct launch_req *rq, const int fds[3])
 {
 	struct launch_msg msg = { 0 };
-	const char *what = "fork";
+	const char *what = "clone";
 	int ep[2], pidfd = -1;
-	ssize_t n = -1;
-	pid_t mid;
+	ssize_t n;
+	pid_t pid;
 
-	if (pipe2(ep, O_CLOEXEC) < 0 || (mid = fork()) < 0) {
+	/* The mounter's child (it reaps and reports), pinned by a pidfd. */
+	if (pipe2(ep, O_CLOEXEC) < 0 || (pid = (pid_t)syscall(SYS_clone,
+	    CLONE_PARENT | CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL,
+	    0)) < 0) {
 		msg.err = errno;
 		goto out;
 	}
-	if (mid == 0) {
-		/* The intermediate: fork the plugin and exit. */
-		if (fork() != 0)
-			_exit(0);
+	if (pid == 0) {
 		close(ep[0]);
-		msg.pid = getpid();
-		if (write(ep[1], &msg, sizeof(msg)) == sizeof(msg)) {
-			msg.err = plugin_child(rq, fds, &what);
-			snprintf(msg.what, sizeof(msg.what), "%s", what);
-			if (write(ep[1], &msg, sizeof(msg)) < 0)
-				_exit(126);
-		}
+		msg.err = plugin_child(rq, fds, &what);
+		snprintf(msg.what, sizeof(msg.what), "%s", what);
+		if (write(ep[1], &msg, sizeof(msg)) < 0)
+			_exit(126);
 		_exit(127);
 	}
 	close(ep[1]);
-	waitpid(mid, NULL, 0);
-	/* First the plugin's pid; then end of file once it has exec'd. */
-	if (read(ep[0], &msg, sizeof(msg)) != sizeof(msg)) {
-		msg.err = ECHILD;
-		what = "fork";
-	} else if ((pidfd = pidfd_open(msg.pid, 0)) < 0) {
-		msg.err = errno;
-		what = "pidfd_open";
-	} else if ((n = read(ep[0], &msg, sizeof(msg))) != 0) {
+	msg.pid = pid;
+	/* End of file once it has exec'd; else why it could not. */
+	if ((n = read(ep[0], &msg, sizeof(msg))) != 0) {
 		close(pidfd);
 		pidfd = -1;
 		what = n == sizeof(msg) ? NULL : "exec";
@@ -209,7 +198,8 @@ static void __attribute__((noreturn))
 launcher_main(pid_t mounter)
 {
 	static struct launch_req rq;
-	struct launch_msg msg = { .err = EINVAL };
+	struct launch_msg msg = { .err = EINVAL,
+	    .what = "a malformed request" };
 	int fds[3], nfd, i;
 	bool ok;
 
@@ -225,20 +215,17 @@ launcher_main(pid_t mounter)
 			continue;
 		if (nfd < 0 && nfd != -EBADMSG)
 			_exit(nfd == -EPIPE ? 0 : 1);
-		ok = nfd == 3 && rq.nargs >= 1 && rq.nargs <= LAUNCH_ARGS &&
-		    (rq.ns & ~(uint32_t)LAUNCH_NS) == 0 &&
+		ok = nfd == 3 && rq.def.nargs >= 1 &&
+		    rq.def.nargs <= LAUNCH_ARGS &&
+		    (rq.def.hostns & ~(uint32_t)LAUNCH_NS) == 0 &&
 		    TERMINATED(rq.root) && TERMINATED(rq.sockdir) &&
 		    TERMINATED(rq.endpoint);
-		for (i = 0; ok && i < (int)rq.nargs; i++)
-			ok = TERMINATED(rq.args[i]);
+		for (i = 0; ok && i < rq.def.nargs; i++)
+			ok = TERMINATED(rq.def.args[i]);
 		if (ok)
 			launch(&rq, fds);
-		else {
-			snprintf(msg.what, sizeof(msg.what), "a malformed "
-			    "request");
-			if (fdmsg_send(SOCK_FD, &msg, sizeof(msg), NULL, 0) < 0)
-				_exit(1);
-		}
+		else if (fdmsg_send(SOCK_FD, &msg, sizeof(msg), NULL, 0) < 0)
+			_exit(1);
 		for (i = 0; i < nfd; i++)
 			close(fds[i]);
 	}

@@ -21,7 +21,6 @@
 #include "mounter.h"
 #include "notify.h"
 #include "privdrop.h"
-#include "sandbox.h"
 #include "service.h"
 
 Berth__ErrorCode
@@ -75,17 +74,18 @@ act(struct mounter *m, const struct mreq *rq, struct mreply *out, char *why)
 	return verbs[rq->body](m, rq, out, why);
 }
 
-static void
-send_reply(struct mounter *m, const Berth__Envelope *req,
-    const struct mreq *rq, struct mreply *out)
+void
+mounter_answer(struct mounter *m, const struct mreq *rq, struct mreply *out)
 {
 	Berth__Envelope rep = BERTH__ENVELOPE__INIT;
+	Berth__Envelope req = BERTH__ENVELOPE__INIT;
 	Berth__PrepareVolumeReply pv = BERTH__PREPARE_VOLUME_REPLY__INIT;
 	Berth__CleanupReply cr = BERTH__CLEANUP_REPLY__INIT;
 	Berth__PluginStarted ps = BERTH__PLUGIN_STARTED__INIT;
 	Berth__PluginHandle hd = BERTH__PLUGIN_HANDLE__INIT;
 	Berth__Ack ack = BERTH__ACK__INIT;
 
+	log_debug("mounter_answer: %s done", ipc_body_name(rq->body));
 	switch (rq->body) {
 	case BERTH__ENVELOPE__BODY_PREPARE_VOLUME:
 		pv.mounted = out->mounted;
@@ -111,18 +111,9 @@ send_reply(struct mounter *m, const Berth__Envelope *req,
 		rep.ack = &ack;
 	}
 	/* The channel owns the pidfd from here. */
-	chan_reply(m->h.chan, req, &rep, out->pidfd);
-	out->pidfd = -1;
-}
-
-void
-mounter_answer(struct mounter *m, const struct mreq *rq, struct mreply *out)
-{
-	Berth__Envelope req = BERTH__ENVELOPE__INIT;
-
 	req.request_id = rq->id;
-	log_debug("mounter_answer: %s done", ipc_body_name(rq->body));
-	send_reply(m, &req, rq, out);
+	chan_reply(m->h.chan, &req, &rep, out->pidfd);
+	out->pidfd = -1;
 }
 
 static void
@@ -142,17 +133,12 @@ mounter_dispatch(struct helper *h, Berth__Envelope *env, int fd)
 		    ipc_body_name(env->body_case));
 		return;
 	}
-	code = request_check(env, &rq, why);
-	if (code == BERTH__ERROR_CODE__ERROR_NONE)
+	if ((code = request_check(env, &rq, why)) == OK)
 		code = act(m, &rq, &out, why);
-	if (code == BERTH__ERROR_CODE__ERROR_NONE && out.later)
+	if (code == OK && !out.later)
+		mounter_answer(m, &rq, &out);
+	if (code == OK)
 		return;
-	if (code == BERTH__ERROR_CODE__ERROR_NONE) {
-		log_debug("mounter_dispatch: %s done",
-		    ipc_body_name(env->body_case));
-		send_reply(m, env, &rq, &out);
-		return;
-	}
 	log_warnx("mounter_dispatch: %s refused (%s): %s",
 	    ipc_body_name(env->body_case), ipc_error_name(code), why);
 	chan_reply_error(h->chan, env, code, "%s", why);
@@ -234,8 +220,8 @@ main(int argc, char **argv)
 	if ((r = notify_init()) < 0)
 		log_warnx("main: NOTIFY_SOCKET: %s; not telling systemd",
 		    strerror(-r));
-	if ((r = sandbox_prepare()) < 0)
-		fatalx("main: sandbox: %s", strerror(-r));
+	if (clearenv() != 0 || prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
+		fatal("main: clearing the environment, not dumpable");
 	umask(022);
 	/* Records of the plugins we start are kept per boot. */
 	if ((r = open("/proc/sys/kernel/random/boot_id", O_RDONLY |
@@ -244,18 +230,16 @@ main(int argc, char **argv)
 		fatal("main: reading /proc/sys/kernel/random/boot_id");
 	close(r);
 	/* Pinned now: every path the mounter uses is resolved from these. */
-	m.data_fd = open(m.data_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (m.data_fd < 0)
+	if ((m.data_fd = open(m.data_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0)
 		fatal("main: data directory %s", m.data_dir);
 	if ((m.proc_fd = open("/proc", O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0)
 		fatal("main: /proc");
-	m.plugins_fd = open(plugins_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
-	    O_CLOEXEC);
-	if (m.plugins_fd < 0)
+	if ((m.plugins_fd = open(plugins_dir, O_PATH | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) < 0)
 		log_warn("main: plugin definitions %s (privileged plugins "
 		    "cannot start)", plugins_dir);
-	/* Plugins are re-parented to us: we learn how they end. */
+	/* A plugin's orphans come to us, not to init, as a plugin does. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		fatal("main: PR_SET_CHILD_SUBREAPER");
 	/* Before the seccomp lock, which every child would inherit. */
@@ -264,7 +248,8 @@ main(int argc, char **argv)
 
 	if ((r = mounter_serve_on(&m, BERTH_HELPER_FD)) < 0)
 		fatalx("main: event loop: %s", strerror(-r));
-	if ((r = sandbox_lock()) < 0)
+	if ((r = priv_keep_only(mounter_caps, mounter_ncaps)) < 0 ||
+	    (r = sandbox_seccomp()) < 0)
 		fatalx("main: locking the sandbox: %s", strerror(-r));
 	log_info("main: serving; data %s, run %s, plugins %s", m.data_dir,
 	    run_dir, plugins_dir);

@@ -10,7 +10,9 @@
 #include <stddef.h>
 #include <stdint.h>
 #include <sched.h>
+#include <sys/capability.h>
 #include <sys/stat.h>
+#include <linux/openat2.h>
 
 #include "helper.h"
 #include "ident.h"
@@ -19,27 +21,40 @@
 #define MREQ_IDENT (BERTH_IDENT_MAX + 1)
 #define MREQ_PATH 1024
 #define WHY_MAX 256
+#define OK BERTH__ERROR_CODE__ERROR_NONE
 /* Records of the plugins this mounter started, by boot: only root writes. */
 #define MOUNTER_STARTED_DIR "mounter/started"
 #define MOUNTER_PLUGINS_DIR "/etc/berth/plugins.d"
 #define PLUGIN_MAX 64
 
-/*
- * launcher.c: fixed-size messages on a SOCK_SEQPACKET socketpair, checked
- * by exact size and NUL termination on receipt. The mounter has already
- * validated everything; the launcher checks that a message is well formed.
- */
 #define LAUNCH_ARGS 32
 #define LAUNCH_STR 256
 /* A plugin's own namespaces besides its mount namespace, by default. */
 #define LAUNCH_NS (CLONE_NEWUTS | CLONE_NEWIPC | CLONE_NEWCGROUP)
 
-/* Mounter to launcher; with three descriptors: exe, stdout, stderr. */
-struct launch_req {
-	uint32_t nargs;
+/* plugindef.c: root's plugin definitions, a handful of lines each. */
+#define PLUGINDEF_MAX 8192
+#define PLUGINDEF_SUFFIX ".conf"
+
+struct plugindef {
+	char args[LAUNCH_ARGS][LAUNCH_STR];	/* argv; [0]: exec path */
+	int nargs;				/* with argv[0] */
 	uint64_t caps;			/* bit n: capability n */
-	uint32_t ns;			/* CLONE_NEW* of LAUNCH_NS */
-	char args[LAUNCH_ARGS][LAUNCH_STR];
+	uint32_t hostns;		/* LAUNCH_NS bits kept the host's */
+};
+
+/* Parse buf; 0, or -1 with why set ("line 3: ..."). */
+int plugindef_parse(const char *buf, size_t len, struct plugindef *d,
+    char *why, size_t n);
+
+/*
+ * launcher.c: fixed-size messages on a SOCK_SEQPACKET socketpair, checked
+ * by exact size and NUL termination on receipt. The mounter has already
+ * validated everything; the launcher checks that a message is well formed.
+ * Mounter to launcher; with three descriptors: exe, stdout, stderr.
+ */
+struct launch_req {
+	struct plugindef def;
 	char root[MREQ_PATH];		/* mount root, under the data dir */
 	char sockdir[MREQ_PATH];	/* socket dir, under the data dir */
 	char endpoint[LAUNCH_STR];	/* "CSI_ENDPOINT=unix://..." */
@@ -60,21 +75,6 @@ int fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd,
     int flags);
 /* Fork the launcher; returns the mounter's end of its socket or -errno. */
 int launcher_spawn(int data_fd);
-
-/* plugindef.c: root's plugin definitions, a handful of lines each. */
-#define PLUGINDEF_MAX 8192
-#define PLUGINDEF_SUFFIX ".conf"
-
-struct plugindef {
-	char args[LAUNCH_ARGS][LAUNCH_STR];	/* argv; [0]: exec path */
-	int nargs;				/* with argv[0] */
-	uint64_t caps;			/* bit n: capability n */
-	uint32_t hostns;		/* LAUNCH_NS bits kept the host's */
-};
-
-/* Parse buf; 0, or -1 with why set ("line 3: ..."). */
-int plugindef_parse(const char *buf, size_t len, struct plugindef *d,
-    char *why, size_t n);
 
 /* A request that request_check() accepted: every string is an identifier. */
 struct mreq {
@@ -102,9 +102,6 @@ struct mreply {
 	bool later;		/* answered later, with mounter_answer() */
 };
 
-struct mounter;
-struct cleanups;
-
 /* A plugin started or adopted; the slot is free while pidfd is 0. */
 struct plugin {
 	struct mounter *owner;
@@ -130,8 +127,7 @@ Berth__ErrorCode fail_errno(char *why, int err, const char *what,
     const char *path);
 /* The channel and dispatch on a connected socket (fuzz_verbs uses it). */
 int mounter_serve_on(struct mounter *m, int fd);
-
-/* A verb's answer that came later (out->later). */
+/* A verb's answer: at once, or later when it set out->later. */
 void mounter_answer(struct mounter *m, const struct mreq *rq,
     struct mreply *out);
 
@@ -139,15 +135,26 @@ void mounter_answer(struct mounter *m, const struct mreq *rq,
 Berth__ErrorCode request_check(const Berth__Envelope *env, struct mreq *rq,
     char *why);
 
-/* resolve.c: paths beneath a pinned directory, never through a symlink. */
-int res_open(int dirfd, const char *rel, int flags, mode_t mode);
-/* The same, crossing no mount (RESOLVE_NO_XDEV): -EXDEV. */
-int res_open_here(int dirfd, const char *rel, int flags);
+/*
+ * resolve.c: paths beneath a pinned directory, never through a symlink;
+ * res adds RESOLVE_* flags. res_open_here crosses no mount: -EXDEV.
+ */
+int res_openat2(int dirfd, const char *rel, int flags, mode_t mode,
+    uint64_t res);
+#define res_open(dirfd, rel, flags, mode) \
+	res_openat2((dirfd), (rel), (flags), (mode), 0)
+#define res_open_here(dirfd, rel, flags) \
+	res_openat2((dirfd), (rel), (flags), 0, RESOLVE_NO_XDEV)
+/* "a/b/c": "a/b" into parent, and "c"; "c": "." and "c". */
+const char *res_split(const char *rel, char *parent, size_t n);
 int res_mkdirs(int dirfd, const char *rel);
 bool res_trusted(int fd);
-int res_chown_dir(int fd, uid_t uid, gid_t gid);
+/* Directory fd root's again, by descriptor; opened to read. */
+int res_take_back(int fd, gid_t gid);
 /* A plugin root or socket dir: berth's self-bind, else -EXDEV. */
 int res_self_bind(int dirfd, const char *rel, int flags);
+/* Entries of directory fd (with . and ..); leaf's inode in *ino. */
+int res_entries(int fd, const char *leaf, ino_t *ino);
 int res_is_mount(int dirfd, const char *name);
 int res_unmount_all(int dirfd, const char *name);
 int res_remove(int dirfd, const char *name);
@@ -159,12 +166,27 @@ typedef Berth__ErrorCode verb_fn(struct mounter *m, const struct mreq *rq,
 /* volume.c */
 verb_fn volume_prepare_plugin, volume_prepare, volume_prepare_task,
     volume_bind, volume_unbind;
+/* A plugin's root or socket dir, prepared: berth's shared self-bind. */
+Berth__ErrorCode volume_shared_root(struct mounter *m, const char *rel,
+    int *fdp, char *why);
 /* cleanup.c */
 verb_fn volume_cleanup;
-Berth__ErrorCode volume_need_shared(struct mounter *m, const char *rel,
-    char *why);
 
 /* plugin.c */
 verb_fn plugin_start, plugin_adopt, plugin_signal;
+
+/*
+ * sandbox.c: the mounter's confinement. The capabilities it keeps
+ * (SECURITY.md says why each).
+ */
+extern const cap_value_t mounter_caps[];
+extern const int mounter_ncaps;
+/* The seccomp allow-list; main() keeps only mounter_caps first. */
+int sandbox_seccomp(void);
+/*
+ * The launcher's filter, which every plugin it starts inherits: all but
+ * plugin_denied[], new user namespaces and setuid/setgid mode bits.
+ */
+int sandbox_plugin_filter(void);
 
 #endif

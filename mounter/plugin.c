@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <inttypes.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
@@ -27,8 +26,8 @@
 #endif
 
 #include "mounter.h"
+#include "procstat.h"
 
-#define OK BERTH__ERROR_CODE__ERROR_NONE
 #define LAUNCH_TIMEOUT_MS 10000
 
 /* Add, remove or look up the record of a plugin we started: 0 or -errno. */
@@ -53,36 +52,30 @@ record(struct mounter *m, pid_t pid, uint64_t start, char op)
 	return fd < 0 ? fd : 0;
 }
 
-/* Field 22 of /proc/<pid>/stat: 20 fields after the ") " ending comm. */
 static int
 start_time_of(struct mounter *m, pid_t pid, uint64_t *start)
 {
-	char rel[32], buf[1024], *p;
-	ssize_t n;
-	int fd;
+	char rel[32];
+	int fd, r;
 
 	snprintf(rel, sizeof(rel), "%ld/stat", (long)pid);
 	if ((fd = res_open(m->proc_fd, rel, O_RDONLY, 0)) < 0)
 		return fd;
-	n = read(fd, buf, sizeof(buf) - 1);
+	r = proc_read_start_time(fd, start);
 	close(fd);
-	buf[n > 0 ? n : 0] = '\0';
-	if ((p = strrchr(buf, ')')) == NULL || sscanf(p + 1, " %*s %*s %*s %*s "
-	    "%*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %*s %"
-	    SCNu64, start) != 1)
-		return -ESRCH;
-	return 0;
+	return r;
 }
 
+/* The plugin with this handle; pid 0: a free slot (all zero). */
 static struct plugin *
 find(struct mounter *m, pid_t pid, uint64_t start)
 {
-	int i;
+	struct plugin *p;
 
-	for (i = 0; i < PLUGIN_MAX; i++)
-		if (m->plugins[i].pidfd > 0 && m->plugins[i].pid == pid &&
-		    m->plugins[i].start_time == start)
-			return &m->plugins[i];
+	for (p = m->plugins; p < m->plugins + PLUGIN_MAX; p++)
+		if ((p->pidfd > 0) == (pid != 0) && p->pid == pid &&
+		    p->start_time == start)
+			return p;
 	return NULL;
 }
 
@@ -96,9 +89,7 @@ ended(evutil_socket_t fd, short ev, void *arg)
 	struct plugin *p = arg;
 	siginfo_t si = { 0 };
 
-	(void)fd;
-	(void)ev;
-	/* Our child (re-parented to us, a subreaper) unless adopted. */
+	/* Our child (launcher.c clones it as ours) unless adopted. */
 	ex.status_known = waitid(P_PIDFD, (id_t)p->pidfd, &si, WEXITED |
 	    WNOHANG) == 0 && si.si_pid == p->pid;
 	ex.signaled = ex.status_known && si.si_code != CLD_EXITED;
@@ -118,7 +109,6 @@ ended(evutil_socket_t fd, short ev, void *arg)
 	memset(p, 0, sizeof(*p));
 }
 
-/* The reply's handle and a copy of the pidfd. */
 static Berth__ErrorCode
 answer(const struct plugin *p, struct mreply *out, char *why)
 {
@@ -129,18 +119,15 @@ answer(const struct plugin *p, struct mreply *out, char *why)
 	return OK;
 }
 
-/* Take a plugin into the table and watch its pidfd. */
 static Berth__ErrorCode
 keep(struct mounter *m, pid_t pid, uint64_t start, int pidfd,
     struct mreply *out, char *why)
 {
-	struct plugin *p;
+	struct plugin *p = find(m, 0, 0);
 
-	for (p = m->plugins; p < m->plugins + PLUGIN_MAX && p->pidfd > 0; p++)
-		;
-	if (p == m->plugins + PLUGIN_MAX || (p->ev = event_new(m->h.base,
-	    pidfd, EV_READ, ended, p)) == NULL || event_add(p->ev, NULL) < 0) {
-		if (p < m->plugins + PLUGIN_MAX && p->ev != NULL)
+	if (p == NULL || (p->ev = event_new(m->h.base, pidfd, EV_READ, ended,
+	    p)) == NULL || event_add(p->ev, NULL) < 0) {
+		if (p != NULL && p->ev != NULL)
 			event_free(p->ev);
 		close(pidfd);
 		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "cannot "
@@ -206,35 +193,31 @@ load_def(struct mounter *m, const char *name, struct plugindef *d, int *exe,
 
 /*
  * A plugin's log, appended to, opened so that nothing a peer planted can
- * block the mounter or receive root's writes: the one name in the pinned
- * socket directory, not through a symlink or across a mount (a bind of a
- * FIFO or device onto it), O_NONBLOCK (a FIFO gives ENXIO at once, or
- * opens and is refused); then it must be root's regular file, one link.
+ * block the mounter or receive root's writes: the one name in the socket
+ * directory dir, already checked to be berth's self-bind, not through a
+ * symlink or across a mount (a bind of a FIFO or device onto it),
+ * O_NONBLOCK (a FIFO gives ENXIO at once, or opens and is refused); then
+ * it must be root's regular file, one link.
  */
 static Berth__ErrorCode
 open_log(int dir, const char *rel, const char *name, int *fd, char *why)
 {
-	struct open_how how = { .flags = O_WRONLY | O_CREAT | O_APPEND |
-	    O_NOCTTY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC, .mode = 0640,
-	    .resolve = RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS |
-	    RESOLVE_NO_MAGICLINKS | RESOLVE_NO_XDEV };
 	struct stat st;
 
-	if ((*fd = (int)syscall(SYS_openat2, dir, name, &how,
-	    sizeof(how))) < 0)
-		return errno == ENXIO ? fail(why,
+	if ((*fd = res_openat2(dir, name, O_WRONLY | O_CREAT | O_APPEND |
+	    O_NOCTTY | O_NONBLOCK | O_NOFOLLOW, 0640, RESOLVE_NO_XDEV)) < 0)
+		return *fd == -ENXIO ? fail(why,
 		    BERTH__ERROR_CODE__ERROR_PERMISSION, "log %s/%s is a FIFO "
 		    "or a socket; remove it", rel, name) :
-		    fail_errno(why, errno, "opening log in", rel);
+		    fail_errno(why, -*fd, "opening log in", rel);
 	if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
 	    st.st_nlink != 1 || fcntl(*fd, F_SETFL, O_APPEND) < 0)
-		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "log %s/%s "
-		    "is not a regular file of root's with one link; remove it",
-		    rel, name);
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "log "
+		    "%s/%s is not a regular file of root's with one link; "
+		    "remove it", rel, name);
 	return OK;
 }
 
-/* Ask the launcher to start the plugin and wait for its answer. */
 static Berth__ErrorCode
 launch(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
     const int fds[3], pid_t *pid, int *pidfd, char *why)
@@ -255,10 +238,7 @@ launch(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
 	snprintf(lr.endpoint, LAUNCH_STR, "CSI_ENDPOINT=unix://%s", abs);
 	memcpy(lr.root, rq->path, sizeof(lr.root));
 	memcpy(lr.sockdir, rq->path2, sizeof(lr.sockdir));
-	memcpy(lr.args, d->args, sizeof(lr.args));
-	lr.nargs = (uint32_t)d->nargs;
-	lr.caps = d->caps;
-	lr.ns = LAUNCH_NS & ~d->hostns;
+	lr.def = *d;
 	if ((r = fdmsg_send(m->launcher_fd, &lr, sizeof(lr), fds, 3)) < 0)
 		return fail_errno(why, -r, "asking the launcher", "");
 	if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) != 1 || (r = fdmsg_recv(
@@ -288,20 +268,14 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	pid_t pid = -1;
 
 	/* Refuse before launching: a plugin we cannot watch must not run. */
-	for (i = 0; i < PLUGIN_MAX && m->plugins[i].pidfd > 0; i++)
-		;
-	if (i == PLUGIN_MAX)
+	if (find(m, 0, 0) == NULL)
 		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "at most "
 		    "%d plugins at once; stop one first", PLUGIN_MAX);
+	/* dir: the descriptor checked, so a swap after the check is moot. */
 	if ((code = load_def(m, rq->def, &d, &fds[0], why)) != OK ||
-	    (code = volume_need_shared(m, rq->path, why)) != OK ||
-	    (code = volume_need_shared(m, rq->path2, why)) != OK)
+	    (code = volume_shared_root(m, rq->path, NULL, why)) != OK ||
+	    (code = volume_shared_root(m, rq->path2, &dir, why)) != OK)
 		goto out;
-	if ((dir = res_open(m->data_fd, rq->path2, O_PATH | O_DIRECTORY,
-	    0)) < 0) {
-		code = fail_errno(why, -dir, "opening", rq->path2);
-		goto out;
-	}
 	for (i = 1; i < 3; i++) {
 		snprintf(name, sizeof(name), "%s.%s", rq->def, i == 1 ?
 		    "stdout" : "stderr");

@@ -19,13 +19,25 @@
  * Must not: read anything but the one file; the caller (plugin.c) checks
  * who owns it. fuzz/fuzz_plugindef.c includes this file.
  */
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/capability.h>
 
 #include "mounter.h"
-#include "sandbox.h"
+
+/* why, then -1: every refusal ends here. */
+static int BERTH_PRINTF(3, 4)
+bad(char *why, size_t n, const char *fmt, ...)
+{
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(why, n, fmt, ap);
+	va_end(ap);
+	return -1;
+}
 
 static int
 grantable(const char *name)
@@ -91,39 +103,30 @@ line(const char *s, size_t len, struct plugindef *d, char *why, size_t n)
 	if (len == 0 || s[0] == '#')
 		return 0;
 	if ((r = setting(s, len, "arg", val)) != 0) {
-		if (r < 0 || d->nargs >= LAUNCH_ARGS) {
-			snprintf(why, n, "at most %d arguments of %d bytes",
+		if (r < 0 || d->nargs >= LAUNCH_ARGS)
+			return bad(why, n, "at most %d arguments of %d bytes",
 			    LAUNCH_ARGS - 1, LAUNCH_STR - 1);
-			return -1;
-		}
 		memcpy(d->args[d->nargs++], val, sizeof(val));
 	} else if ((r = setting(s, len, "exec", val)) != 0) {
 		if (r < 0 || d->args[0][0] != '\0' || val[0] != '/' ||
-		    dotdot(val)) {
-			snprintf(why, n, "exec needs one absolute path without "
-			    "'..', shorter than %d bytes", LAUNCH_STR);
-			return -1;
-		}
+		    dotdot(val))
+			return bad(why, n, "exec needs one absolute path "
+			    "without '..', shorter than %d bytes", LAUNCH_STR);
 		memcpy(d->args[0], val, sizeof(val));
 	} else if ((r = setting(s, len, "cap", val)) != 0) {
-		if (r < 0 || (cap = grantable(val)) < 0) {
-			snprintf(why, n, "capability '%.64s' cannot be "
+		if (r < 0 || (cap = grantable(val)) < 0)
+			return bad(why, n, "capability '%.64s' cannot be "
 			    "granted: berth-mounter grants only what it holds "
 			    "(CAP_SYS_ADMIN, CAP_CHOWN)", r < 0 ? "(too long)" :
 			    val);
-			return -1;
-		}
 		d->caps |= 1ULL << cap;
 	} else if ((r = setting(s, len, "hostns", val)) != 0) {
-		if (r < 0 || (ns = hostns(val)) == 0) {
-			snprintf(why, n, "hostns takes uts, ipc or cgroup");
-			return -1;
-		}
+		if (r < 0 || (ns = hostns(val)) == 0)
+			return bad(why, n, "hostns takes uts, ipc or cgroup");
 		d->hostns |= ns;
 	} else {
-		snprintf(why, n, "unknown setting (expected exec, arg, cap, "
+		return bad(why, n, "unknown setting (expected exec, arg, cap, "
 		    "hostns or #)");
-		return -1;
 	}
 	return 0;
 }
@@ -138,31 +141,23 @@ plugindef_parse(const char *buf, size_t len, struct plugindef *d, char *why,
 
 	memset(d, 0, sizeof(*d));
 	d->nargs = 1;
-	if (len > PLUGINDEF_MAX) {
-		snprintf(why, n, "is over %d bytes", PLUGINDEF_MAX);
-		return -1;
-	}
+	if (len > PLUGINDEF_MAX)
+		return bad(why, n, "is over %d bytes", PLUGINDEF_MAX);
 	for (i = 0; i <= len; i++) {
 		if (i < len && buf[i] != '\n') {
 			if ((unsigned char)buf[i] < 0x20 ||
-			    (unsigned char)buf[i] > 0x7e) {
-				snprintf(why, n, "line %d: byte 0x%02x is not "
-				    "printable ASCII", lineno,
+			    (unsigned char)buf[i] > 0x7e)
+				return bad(why, n, "line %d: byte 0x%02x is "
+				    "not printable ASCII", lineno,
 				    (unsigned char)buf[i]);
-				return -1;
-			}
 			continue;
 		}
-		if (line(buf + start, i - start, d, sub, sizeof(sub)) < 0) {
-			snprintf(why, n, "line %d: %s", lineno, sub);
-			return -1;
-		}
+		if (line(buf + start, i - start, d, sub, sizeof(sub)) < 0)
+			return bad(why, n, "line %d: %s", lineno, sub);
 		start = i + 1;
 		lineno++;
 	}
-	if (d->args[0][0] == '\0') {
-		snprintf(why, n, "has no exec line");
-		return -1;
-	}
+	if (d->args[0][0] == '\0')
+		return bad(why, n, "has no exec line");
 	return 0;
 }

@@ -11,7 +11,6 @@
 
 #include "mounter.h"
 
-#define OK BERTH__ERROR_CODE__ERROR_NONE
 #define BAD BERTH__ERROR_CODE__ERROR_BAD_REQUEST
 #define TRY(x) do { if ((code = (x)) != OK) return code; } while (0)
 
@@ -142,14 +141,16 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 			rq->staging = true;
 			ID(ns, r->volume_ns, "volume_ns");
 			if (r->alloc_id.len != 0)
-				return fail(why, BAD, "alloc_id is for publish");
+				return fail(why, BAD, "alloc_id is for "
+				    "publish");
 			PATH(layout_staging(rq->path, n, rq->type,
 			    rq->plugin, rq->ns, rq->vol, rq->usage));
 			break;
 		case BERTH__VOLUME_DIR__VOLUME_DIR_PUBLISH:
 			ID(alloc, r->alloc_id, "alloc_id");
 			if (r->volume_ns.len != 0)
-				return fail(why, BAD, "volume_ns is for staging");
+				return fail(why, BAD, "volume_ns is for "
+				    "staging");
 			PATH(layout_publish(rq->path, n, rq->type,
 			    rq->plugin, rq->alloc, rq->vol, rq->usage));
 			break;

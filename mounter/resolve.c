@@ -26,8 +26,8 @@
 /* A stack of mounts deeper than this on one entry is not ours. */
 #define UNMOUNT_MAX 16
 
-static int
-open_how(int dirfd, const char *rel, int flags, mode_t mode, uint64_t res)
+int
+res_openat2(int dirfd, const char *rel, int flags, mode_t mode, uint64_t res)
 {
 	struct open_how how = {
 		.flags = (uint64_t)(flags | O_CLOEXEC),
@@ -41,16 +41,17 @@ open_how(int dirfd, const char *rel, int flags, mode_t mode, uint64_t res)
 	return fd < 0 ? -errno : fd;
 }
 
-int
-res_open(int dirfd, const char *rel, int flags, mode_t mode)
+const char *
+res_split(const char *rel, char *parent, size_t n)
 {
-	return open_how(dirfd, rel, flags, mode, 0);
-}
+	const char *slash = strrchr(rel, '/');
 
-int
-res_open_here(int dirfd, const char *rel, int flags)
-{
-	return open_how(dirfd, rel, flags, 0, RESOLVE_NO_XDEV);
+	if (slash == NULL) {
+		snprintf(parent, n, ".");
+		return rel;
+	}
+	snprintf(parent, n, "%.*s", (int)(slash - rel), rel);
+	return slash + 1;
 }
 
 /*
@@ -68,7 +69,7 @@ res_trusted(int fd)
 
 /* Ownership by descriptor, and only of a directory: never a hard link. */
 int
-res_chown_dir(int fd, uid_t uid, gid_t gid)
+res_take_back(int fd, gid_t gid)
 {
 	struct stat st;
 
@@ -76,29 +77,30 @@ res_chown_dir(int fd, uid_t uid, gid_t gid)
 		return -errno;
 	if (!S_ISDIR(st.st_mode))
 		return -ENOTDIR;
-	return fchownat(fd, "", uid, gid, AT_EMPTY_PATH) < 0 ? -errno : 0;
+	if (fchownat(fd, "", 0, gid, AT_EMPTY_PATH) < 0)
+		return -errno;
+	return res_open_here(fd, ".", O_RDONLY | O_DIRECTORY);
 }
 
-/* The inode that the listing of dirfd names leaf: beneath any mount. */
-static ino_t
-listed_ino(int dirfd, const char *leaf)
+/* Its listing, not a lookup: what is beneath any mount stacked there. */
+int
+res_entries(int fd, const char *leaf, ino_t *ino)
 {
 	struct dirent *de;
-	ino_t ino = 0;
+	int n = 0;
 	DIR *d;
-	int fd;
 
-	if ((fd = res_open_here(dirfd, ".", O_RDONLY | O_DIRECTORY)) < 0)
-		return 0;
+	if ((fd = res_open_here(fd, ".", O_RDONLY | O_DIRECTORY)) < 0)
+		return fd;
 	if ((d = fdopendir(fd)) == NULL) {
 		close(fd);
-		return 0;
+		return -errno;
 	}
-	while (ino == 0 && (de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, leaf) == 0)
-			ino = de->d_ino;
+	for (; (de = readdir(d)) != NULL; n++)
+		if (leaf != NULL && strcmp(de->d_name, leaf) == 0)
+			*ino = de->d_ino;
 	closedir(d);
-	return ino;
+	return n;
 }
 
 /*
@@ -110,22 +112,18 @@ int
 res_self_bind(int at, const char *rel, int flags)
 {
 	char parent[MREQ_PATH];
-	const char *leaf = strrchr(rel, '/');
+	const char *leaf = res_split(rel, parent, sizeof(parent));
 	struct stat pst, st;
+	ino_t ino = 0;
 	int pfd, fd;
 
-	if (leaf == NULL)
-		snprintf(parent, sizeof(parent), ".");
-	else
-		snprintf(parent, sizeof(parent), "%.*s", (int)(leaf - rel),
-		    rel);
-	leaf = leaf ? leaf + 1 : rel;
 	if ((pfd = res_open_here(at, parent, O_PATH | O_DIRECTORY)) < 0)
 		return pfd;
 	if ((fd = res_open_here(pfd, leaf, flags | O_DIRECTORY)) == -EXDEV &&
 	    (fd = res_open(pfd, leaf, flags | O_DIRECTORY, 0)) >= 0 &&
 	    (fstat(pfd, &pst) < 0 || fstat(fd, &st) < 0 ||
-	    st.st_dev != pst.st_dev || listed_ino(pfd, leaf) != st.st_ino)) {
+	    st.st_dev != pst.st_dev || res_entries(pfd, leaf, &ino) < 0 ||
+	    ino != st.st_ino)) {
 		close(fd);
 		fd = -EXDEV;
 	}

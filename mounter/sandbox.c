@@ -11,14 +11,11 @@
 #include <fcntl.h>
 #include <sched.h>
 #include <stdbool.h>
-#include <stdlib.h>
-#include <sys/prctl.h>
 #include <sys/stat.h>
 
 #include <seccomp.h>
 
-#include "privdrop.h"
-#include "sandbox.h"
+#include "mounter.h"
 
 const cap_value_t mounter_caps[] = {
 	/* Mounts, the launcher's unshare; no other (see SECURITY.md). */
@@ -62,10 +59,7 @@ static const int allowed[] = {
 	 * reports and leak check at exit need. Never in a release build.
 	 */
 	SCMP_SYS(sigaltstack), SCMP_SYS(prctl), SCMP_SYS(sched_yield),
-	SCMP_SYS(readlink),
-	SCMP_SYS(readlinkat),
-	SCMP_SYS(newfstatat), SCMP_SYS(fstat), SCMP_SYS(getdents64),
-	SCMP_SYS(getdents),
+	SCMP_SYS(readlink), SCMP_SYS(readlinkat), SCMP_SYS(getdents),
 	SCMP_SYS(clone), SCMP_SYS(clone3), SCMP_SYS(ptrace), SCMP_SYS(wait4),
 	SCMP_SYS(futex), SCMP_SYS(gettid), SCMP_SYS(getppid),
 	SCMP_SYS(mprotect), SCMP_SYS(pipe2), SCMP_SYS(lseek),
@@ -169,16 +163,6 @@ mode_rules(scmp_filter_ctx ctx, bool mounter)
 }
 
 int
-sandbox_prepare(void)
-{
-	if (clearenv() != 0)
-		return -ENOMEM;
-	if (prctl(PR_SET_DUMPABLE, 0, 0, 0, 0) < 0)
-		return -errno;
-	return 0;
-}
-
-int
 sandbox_seccomp(void)
 {
 	scmp_filter_ctx ctx;
@@ -221,14 +205,4 @@ sandbox_plugin_filter(void)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);
 	return r;
-}
-
-int
-sandbox_lock(void)
-{
-	int r;
-
-	if ((r = priv_keep_only(mounter_caps, mounter_ncaps)) < 0)
-		return r;
-	return sandbox_seccomp();
 }

@@ -15,19 +15,7 @@
 
 #include "mounter.h"
 
-#define OK BERTH__ERROR_CODE__ERROR_NONE
 
-/* Split "a/b/c" into "a/b" and "c". */
-static void
-split(const char *rel, char *parent, size_t n, const char **leaf)
-{
-	const char *slash = strrchr(rel, '/');
-
-	snprintf(parent, n, "%.*s", (int)(slash - rel), rel);
-	*leaf = slash + 1;
-}
-
-/* Clone src detached, set attr on the clone, attach it on dst. */
 static int
 attach(int src, int dst, const struct mount_attr *attr)
 {
@@ -45,12 +33,9 @@ attach(int src, int dst, const struct mount_attr *attr)
 	return r;
 }
 
-/*
- * A plugin root or socket dir (rel): berth's self-bind, shared. Never
- * what a plugin stacked on it: ERROR_PERMISSION.
- */
-static Berth__ErrorCode
-shared_root(struct mounter *m, const char *rel, int *fdp, char *why)
+/* Never what a plugin stacked on it: ERROR_PERMISSION. */
+Berth__ErrorCode
+volume_shared_root(struct mounter *m, const char *rel, int *fdp, char *why)
 {
 	int fd, r;
 
@@ -101,13 +86,10 @@ static Berth__ErrorCode
 give(int fd, const char *rel, const char *sub, uid_t uid, gid_t gid,
     mode_t mode, char *why)
 {
-	int dir = -1, sfd = -1, r;
+	int dir, sfd = -1, r;
 
-	if ((r = res_chown_dir(fd, 0, 0)) == 0 &&
-	    (r = dir = res_open(fd, ".", O_RDONLY | O_DIRECTORY, 0)) >= 0 &&
-	    sub != NULL && (r = mkdirat(dir, sub, 0755) < 0 && errno !=
-	    EEXIST ? -errno : 0) == 0 && (r = sfd = res_open_here(dir, sub,
-	    O_PATH | O_DIRECTORY)) >= 0 && !res_trusted(sfd))
+	if ((r = dir = res_take_back(fd, 0)) >= 0 && sub != NULL &&
+	    (r = sfd = res_mkdirs(dir, sub)) >= 0 && !res_trusted(sfd))
 		r = -EPERM;
 	if (r >= 0)
 		r = fchmod(dir, mode) < 0 || fchown(dir, uid, gid) < 0 ?
@@ -131,16 +113,24 @@ volume_prepare_plugin(struct mounter *m, const struct mreq *rq,
 	    (code = make_shared_mount(m, rq->path, why)) != OK || rq->gid == 0)
 		return code;
 	/* Its socket dir holds no mount but its own self-bind. */
-	if ((code = shared_root(m, rq->path2, &fd, why)) != OK)
+	if ((code = volume_shared_root(m, rq->path2, &fd, why)) != OK)
 		return code;
 	return give(fd, rq->path2, NULL, rq->uid, rq->gid, 02750, why);
 }
 
-/* A plugin's mount root and socket dir must be prepared: shared mounts. */
-Berth__ErrorCode
-volume_need_shared(struct mounter *m, const char *rel, char *why)
+/* rel beneath root, crossing no mount but one on rel itself. */
+static int
+open_target(int root, const char *rel)
 {
-	return shared_root(m, rel, NULL, why);
+	char dir[MREQ_PATH];
+	const char *leaf = res_split(rel, dir, sizeof(dir));
+	int fd, r;
+
+	if ((fd = res_open_here(root, dir, O_PATH | O_DIRECTORY)) < 0)
+		return fd;
+	r = res_open(fd, leaf, O_PATH, 0);
+	close(fd);
+	return r;
 }
 
 Berth__ErrorCode
@@ -149,22 +139,17 @@ volume_prepare(struct mounter *m, const struct mreq *rq, struct mreply *out,
 {
 	Berth__ErrorCode code;
 	char dir[MREQ_PATH];
-	const char *sub = rq->path + strlen(rq->path2) + 1, *leaf;
+	const char *sub = rq->path + strlen(rq->path2) + 1;
 	int root, fd, r;
 
-	if ((code = shared_root(m, rq->path2, &root, why)) != OK)
+	if ((code = volume_shared_root(m, rq->path2, &root, why)) != OK)
 		return code;
-	split(sub, dir, sizeof(dir), &leaf);
+	res_split(sub, dir, sizeof(dir));
 	/* A staging directory is ours; a publish target, the plugin's. */
 	if ((fd = res_mkdirs(root, rq->staging ? sub : dir)) >= 0)
 		close(fd);
 	if (fd >= 0 || (rq->staging && fd == -EXDEV))
-		fd = res_open_here(root, dir, O_PATH | O_DIRECTORY);
-	if (fd >= 0) {
-		r = res_open(fd, leaf, O_PATH, 0);
-		close(fd);
-		fd = r;
-	}
+		fd = open_target(root, sub);
 	r = fd < 0 ? fd : res_is_mount(fd, "");
 	close(root);
 	if (fd >= 0)
@@ -195,33 +180,29 @@ static int
 bind_target(struct mounter *m, const char *rel, bool dir)
 {
 	char parent[MREQ_PATH];
-	const char *leaf;
+	const char *leaf = res_split(rel, parent, sizeof(parent));
 	struct stat st;
 	int pfd, fd;
 
-	split(rel, parent, sizeof(parent), &leaf);
 	if ((pfd = res_mkdirs(m->data_fd, parent)) < 0)
 		return pfd;
 	/* What holds a mount point: no one but root can rename it. */
-	if (!res_trusted(pfd)) {
+	if (!res_trusted(pfd))
 		fd = -EPERM;
-		goto out;
-	}
-	if (dir && mkdirat(pfd, leaf, 0755) < 0 && errno != EEXIST) {
+	else if (dir && mkdirat(pfd, leaf, 0755) < 0 && errno != EEXIST)
 		fd = -errno;
-		goto out;
+	else {
+		/* O_EXCL: an existing entry is never opened for writing. */
+		if (!dir && (fd = res_open(pfd, leaf, O_WRONLY | O_CREAT |
+		    O_EXCL, 0600)) >= 0)
+			close(fd);
+		fd = res_open(pfd, leaf, O_PATH, 0);
 	}
-	/* O_EXCL: an existing entry is never opened for writing. */
-	if (!dir && (fd = res_open(pfd, leaf, O_WRONLY | O_CREAT | O_EXCL,
-	    0600)) >= 0)
-		close(fd);
-	fd = res_open(pfd, leaf, O_PATH, 0);
 	if (fd >= 0 && (fstat(fd, &st) < 0 || (dir ? !S_ISDIR(st.st_mode) :
 	    !S_ISREG(st.st_mode)))) {
 		close(fd);
 		fd = -ENOTDIR;
 	}
-out:
 	close(pfd);
 	return fd;
 }
@@ -236,53 +217,37 @@ volume_bind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		.propagation = MS_PRIVATE,
 	};
 	Berth__ErrorCode code = OK;
-	char root[MREQ_PATH], dir[MREQ_PATH];
-	const char *leaf;
+	char root[MREQ_PATH];
 	int sfd, tfd = -1, r;
 	struct stat st;
 
 	/* Through berth's self-bind and the plugin's tree, crossing no
 	 * mount but the publish target's own. */
 	layout_plugin_root(root, sizeof(root), rq->type, rq->plugin);
-	if ((code = shared_root(m, root, &r, why)) != OK)
+	if ((code = volume_shared_root(m, root, &r, why)) != OK)
 		return code;
-	split(rq->path + strlen(root) + 1, dir, sizeof(dir), &leaf);
-	sfd = res_open_here(r, dir, O_PATH | O_DIRECTORY);
+	sfd = open_target(r, rq->path + strlen(root) + 1);
 	close(r);
-	if (sfd >= 0) {
-		r = res_open(sfd, leaf, O_PATH, 0);
-		close(sfd);
-		sfd = r;
-	}
 	if (sfd < 0)
 		return fail_errno(why, -sfd, "opening the publish target",
 		    rq->path);
 	if (fstat(sfd, &st) < 0 || (!S_ISDIR(st.st_mode) &&
-	    !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode))) {
+	    !S_ISREG(st.st_mode) && !S_ISBLK(st.st_mode)))
 		code = fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "%s is "
 		    "not a directory, file or block device", rq->path);
-		goto out;
-	}
-	if ((r = res_is_mount(sfd, "")) != 1) {
+	else if ((r = res_is_mount(sfd, "")) != 1)
 		code = r < 0 ? fail_errno(why, -r, "checking", rq->path) :
 		    fail(why, BERTH__ERROR_CODE__ERROR_NOT_FOUND, "%s is not "
 		    "published: nothing is mounted there", rq->path);
-		goto out;
-	}
-	if ((tfd = bind_target(m, rq->path2, S_ISDIR(st.st_mode))) < 0) {
+	else if ((tfd = bind_target(m, rq->path2, S_ISDIR(st.st_mode))) < 0)
 		code = fail_errno(why, -tfd, "creating", rq->path2);
-		goto out;
-	}
-	if ((r = res_is_mount(tfd, "")) != 0) {
+	else if ((r = res_is_mount(tfd, "")) != 0)
 		code = r < 0 ? fail_errno(why, -r, "checking", rq->path2) :
 		    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is "
 		    "already a mount point: unbind it first", rq->path2);
-		goto out;
-	}
 	/* A detached copy, its flags set before anyone can see it. */
-	if ((r = attach(sfd, tfd, &attr)) < 0)
+	else if ((r = attach(sfd, tfd, &attr)) < 0)
 		code = fail_errno(why, -r, "binding into", rq->path2);
-out:
 	if (tfd >= 0)
 		close(tfd);
 	close(sfd);
@@ -294,18 +259,14 @@ volume_unbind(struct mounter *m, const struct mreq *rq, struct mreply *out,
     char *why)
 {
 	char parent[MREQ_PATH];
-	const char *leaf;
+	const char *leaf = res_split(rq->path, parent, sizeof(parent));
 	int pfd, r;
 
-	split(rq->path, parent, sizeof(parent), &leaf);
 	if ((pfd = res_open_here(m->data_fd, parent, O_PATH |
 	    O_DIRECTORY)) < 0)
 		return fail_errno(why, -pfd, "opening", parent);
-	r = res_unmount_all(pfd, leaf);
-	if (r >= 0)
+	if ((r = res_unmount_all(pfd, leaf)) >= 0)
 		res_remove(pfd, leaf);
 	close(pfd);
-	if (r < 0)
-		return fail_errno(why, -r, "unmounting", rq->path);
-	return OK;
+	return r < 0 ? fail_errno(why, -r, "unmounting", rq->path) : OK;
 }
