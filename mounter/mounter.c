@@ -139,8 +139,14 @@ mounter_dispatch(struct helper *h, Berth__Envelope *env, int fd)
 		mounter_answer(m, &rq, &out);
 	if (code == OK)
 		return;
-	log_warnx("mounter_dispatch: %s refused (%s): %s",
-	    ipc_body_name(env->body_case), ipc_error_name(code), why);
+	/* Things found in place, or gone, are routine after a restart. */
+	if (code == BERTH__ERROR_CODE__ERROR_CONFLICT ||
+	    code == BERTH__ERROR_CODE__ERROR_NOT_FOUND)
+		log_info("mounter_dispatch: %s answered %s: %s",
+		    ipc_body_name(env->body_case), ipc_error_name(code), why);
+	else
+		log_warnx("mounter_dispatch: %s refused (%s): %s",
+		    ipc_body_name(env->body_case), ipc_error_name(code), why);
 	chan_reply_error(h->chan, env, code, "%s", why);
 }
 

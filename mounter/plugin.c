@@ -309,11 +309,11 @@ plugin_adopt(struct mounter *m, const struct mreq *rq, struct mreply *out,
 
 	if ((p = find(m, rq->pid, rq->start_time)) != NULL)
 		return answer(p, out, why);
-	if (record(m, rq->pid, rq->start_time, '?') < 0)
-		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "pid %ld "
-		    "(start time %llu) is not a plugin berth-mounter started",
-		    (long)rq->pid, (unsigned long long)rq->start_time);
-	/* Pin the process first, then check it is still the one recorded. */
+	/*
+	 * Pin the process first, then check it is the one named: one that
+	 * has ended (a reboot ends them all) is simply not found; one that
+	 * lives without a record of ours is refused.
+	 */
 	if ((pidfd = pidfd_open(rq->pid, 0)) < 0 ||
 	    start_time_of(m, rq->pid, &start) < 0 ||
 	    start != rq->start_time) {
@@ -322,6 +322,12 @@ plugin_adopt(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		record(m, rq->pid, rq->start_time, '-');
 		return fail(why, BERTH__ERROR_CODE__ERROR_NOT_FOUND, "plugin "
 		    "pid %ld has ended", (long)rq->pid);
+	}
+	if (record(m, rq->pid, rq->start_time, '?') < 0) {
+		close(pidfd);
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "pid %ld "
+		    "(start time %llu) is not a plugin berth-mounter started",
+		    (long)rq->pid, (unsigned long long)rq->start_time);
 	}
 	log_info("plugin_adopt: adopted plugin pid %ld", (long)rq->pid);
 	return keep(m, rq->pid, start, pidfd, out, why);

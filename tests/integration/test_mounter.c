@@ -211,9 +211,9 @@ START_TEST(plugin_start_signal_adopt)
 	ck_assert_int_eq(mc_adopt(&c, &h, &pidfd2), 0);
 	close(pidfd2);
 	h2 = h;
-	h2.start_time++;
+	h2.start_time++;	/* no such process: not found, never adopted */
 	ck_assert_int_eq(mc_adopt(&c, &h2, &pidfd2),
-	    BERTH__ERROR_CODE__ERROR_PERMISSION);
+	    BERTH__ERROR_CODE__ERROR_NOT_FOUND);
 	ck_assert_int_eq(mc_signal(&c, &h,
 	    BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_TERM), 0);
 	for (int i = 0; i < 100 && c.exits == 0; i++)

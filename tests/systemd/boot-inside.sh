@@ -44,24 +44,13 @@ since() {
 	    -o cat | sed -n 's/^-- cursor: //p')"
 }
 # Warnings (and worse) that berth's own processes logged after $1, as
-# journald took their priorities. Three of berth-mounter's are left out,
-# and shown: it logs every refused request as a warning (mounter/mounter.c,
-# mounter_dispatch), also the refusals that re-adoption expects: a bind
-# already in place after a restart, a plugin pid from before a reboot,
-# a plugin pid that ended with a stop of berth.target. They are info to
-# the supervisor; the mounter's own level is its owner's to change.
-KNOWN='bind_volume refused \(ERROR_CONFLICT\): .* is already a mount point'
-KNOWN="$KNOWN|adopt_plugin refused \(ERROR_PERMISSION\): pid [0-9]+ "
-KNOWN="$KNOWN\(start time [0-9]+\) is not a plugin berth-mounter started"
-KNOWN="$KNOWN|adopt_plugin refused \(ERROR_NOT_FOUND\): plugin pid [0-9]+ "
-KNOWN="${KNOWN}has ended"
+# journald took their priorities. Re-adoption's answers (a bind already in
+# place, a plugin pid from before a reboot or a stop) are info, so none
+# belongs here in a routine run.
 warnings() {
 	journalctl --no-pager -q -p warning "$1" -o json |
 	    jq -r 'select((.SYSLOG_IDENTIFIER // "") | startswith("berth-")) |
-	    "\(.SYSLOG_IDENTIFIER): \(.MESSAGE)"' >"$T/warnings"
-	grep -E "^berth-mounter: mounter_dispatch: ($KNOWN)" "$T/warnings" |
-	    sed 's/^/  (left to the mounter) /' >&2
-	grep -v -E "^berth-mounter: mounter_dispatch: ($KNOWN)" "$T/warnings"
+	    "\(.SYSLOG_IDENTIFIER): \(.MESSAGE)"'
 }
 # Every pid of berth's tasks and plugins.
 workload() {
