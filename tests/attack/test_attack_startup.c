@@ -564,6 +564,7 @@ END_TEST
 START_TEST(run_dir_and_socket_are_made_right)
 {
 	struct scene s;
+	struct group *gr;
 	char sock[600];
 	struct stat st;
 	long end;
@@ -576,15 +577,18 @@ START_TEST(run_dir_and_socket_are_made_right)
 	    !log_has(&s, "api: serving"); usleep(2000))
 		;
 	ck_assert(log_has(&s, "api: serving"));
+	/* api_group by default: berth-api, not the helpers' group. */
+	ck_assert_ptr_nonnull(gr = getgrnam("berth-api"));
+	ck_assert_int_ne(gr->gr_gid, s.gid);
 	ck_assert_int_eq(lstat(s.run, &st), 0);
 	ck_assert_int_eq(st.st_uid, s.uid);
-	ck_assert_int_eq(st.st_gid, s.gid);
+	ck_assert_int_eq(st.st_gid, gr->gr_gid);
 	ck_assert_int_eq(st.st_mode & 07777, 02755);
 	snprintf(sock, sizeof(sock), "%s/api.sock", s.run);
 	ck_assert_int_eq(lstat(sock, &st), 0);
 	ck_assert(S_ISSOCK(st.st_mode));
 	ck_assert_int_eq(st.st_uid, s.uid);
-	ck_assert_int_eq(st.st_gid, s.gid);
+	ck_assert_int_eq(st.st_gid, gr->gr_gid);
 	ck_assert_int_eq(st.st_mode & 07777, 0660);
 	ck_assert_int_eq(lstat(s.data, &st), 0);
 	ck_assert_int_eq(st.st_uid, 0);
