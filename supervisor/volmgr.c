@@ -424,7 +424,11 @@ mounter_call(struct unit *u, Berth__Envelope *env)
 	}
 }
 
-/* The registry's answer, kept for the step that asked. */
+/*
+ * The registry's answer, kept for the step that asked. A step reads
+ * reg_reply->volume_reply only after regclient_get_volume(): the channel
+ * fails any other body (common/ipc_reply.c) before on_registry() runs.
+ */
 static const Berth__Envelope *reg_reply;
 
 static void
