@@ -275,7 +275,7 @@ remove_tree(int at, const char *name, int depth)
 static void
 remove_task_files(struct supervisor *sv, const char *alloc)
 {
-	char path[4400];
+	char path[BERTH_PATH_BUF];
 	struct dirent *de, *te;
 	DIR *d, *t;
 	int fd;
@@ -572,7 +572,7 @@ start_run(struct allocs *am, const char *file, const char *sig)
 	struct alloc_problems probs = { 0 };
 	struct alloc *doc = NULL;
 	struct arun *ar, *other;
-	char path[4400], why[256];
+	char path[BERTH_PATH_BUF], why[256];
 	bool adopting = false;
 	size_t i;
 
@@ -1207,7 +1207,7 @@ int
 allocs_submit(struct allocs *am, const struct alloc *a, char *why, size_t n)
 {
 	struct arun *ar;
-	char file[256], tmp[4400], path[4400], *text;
+	char file[256], tmp[BERTH_PATH_BUF], path[BERTH_PATH_BUF], *text;
 	size_t len, off = 0;
 	ssize_t w;
 	int fd, r = 0;
@@ -1271,7 +1271,7 @@ int
 allocs_stop(struct allocs *am, const char *id, char *why, size_t n)
 {
 	struct arun *ar = find_run(am, id);
-	char file[256], path[4400];
+	char file[256], path[BERTH_PATH_BUF];
 	int r;
 
 	if (api_file(id, file, sizeof(file)) < 0) {

@@ -228,7 +228,7 @@ static bool
 read_status(struct taskproc *tp, struct task_exit *ex)
 {
 	unsigned long long start;
-	char path[4200], buf[160], how[16];
+	char path[BERTH_PATH_BUF], buf[160], how[16];
 	long pid;
 	ssize_t n;
 	int fd, code;
@@ -419,7 +419,7 @@ kill_session(pid_t shim)
 static int
 kill_unrecorded(const char *dir)
 {
-	char path[64], buf[4400], want[4400];
+	char path[64], buf[BERTH_PATH_BUF], want[BERTH_PATH_BUF];
 	struct dirent *de;
 	size_t wlen;
 	int n = 0, fd;
@@ -502,8 +502,9 @@ run_shim(struct taskproc *tp, const struct task_spec *spec, char **argv,
 static int
 start_exec(struct taskproc *tp, const struct task_spec *spec)
 {
-	char endpoint[600], alloc[160], task[160], taskdir[4200], size[32],
-	    files[16], *extra[5], *opts[9], **argv = NULL, **envp = NULL;
+	char endpoint[600], alloc[160], task[160], taskdir[BERTH_PATH_BUF],
+	    size[32], files[16], *extra[5], *opts[9], **argv = NULL,
+	    **envp = NULL;
 	struct task_exit ex = { 0 };
 	size_t nextra = 0;
 	int r;

@@ -670,7 +670,7 @@ mount_step(struct unit *u)
 	const struct csi_fingerprint *fp;
 	struct capbuf cb;
 	struct kv_entry e1[CTX_MAX], e2[CTX_MAX];
-	char stage[4200], target[4200];
+	char stage[BERTH_PATH_BUF], target[BERTH_PATH_BUF];
 
 	switch (u->step++) {
 	case M_GET:
@@ -861,7 +861,7 @@ unmount_step(struct unit *u)
 	struct vpub *p = u->pub;
 	struct regclient *rc = vm->sv->registry.client;
 	struct csi_inst *node, *ctl;
-	char path[4200];
+	char path[BERTH_PATH_BUF];
 
 	switch (u->step++) {
 	case D_GET:
