@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "channel.h"
+#include "ipc_reply.h"
 
 /* Datagrams handled per wake-up, so one busy peer cannot starve others. */
 #define CHAN_BATCH 64
@@ -566,6 +567,7 @@ static void
 handle_reply(struct chan *c, Berth__Envelope *env, int fd)
 {
 	struct pending *p;
+	char msg[160];
 
 	TAILQ_FOREACH(p, &c->pending, entry)
 		if (p->id == env->request_id)
@@ -579,7 +581,18 @@ handle_reply(struct chan *c, Berth__Envelope *env, int fd)
 		return;
 	}
 	pending_remove(c, p);
-	if (fd >= 0 && !takes_fd(c, env->body_case)) {
+	if (env->error == NULL &&
+	    env->body_case != ipc_reply_body(p->body)) {
+		/* Fail closed: no caller reads a union member not sent. */
+		snprintf(msg, sizeof(msg), "%s answered %s to a %s request",
+		    c->peer, ipc_body_name(env->body_case),
+		    ipc_body_name(p->body));
+		log_warnx("handle_reply: %s (request %llu)", msg,
+		    (unsigned long long)p->id);
+		if (fd >= 0)
+			close(fd);
+		deliver_local(c, p, BERTH__ERROR_CODE__ERROR_INTERNAL, msg);
+	} else if (fd >= 0 && !takes_fd(c, env->body_case)) {
 		log_warnx("handle_reply: %s sent a descriptor with a %s reply; "
 		    "closed it", c->peer, ipc_body_name(env->body_case));
 		close(fd);

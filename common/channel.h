@@ -7,7 +7,10 @@
  * truncated ones (MSG_TRUNC, MSG_CTRUNC) are refused. A descriptor is
  * accepted (SCM_RIGHTS, received with MSG_CMSG_CLOEXEC) only with a body
  * for which ops->takes_fd says so; any other is closed. Requests get ids,
- * replies are matched to them, and every request has a deadline.
+ * replies are matched to them, and every request has a deadline. A reply
+ * without an error must carry the body that ipc_reply_body() names for
+ * its request; any other reaches the callback as ERROR_INTERNAL, so a
+ * callback that sees no error may read that body's member unchecked.
  *
  * Bad input from the peer is logged and answered (an error reply to a
  * request, an error notice otherwise); the connection is kept. It ends on
@@ -39,8 +42,10 @@
 struct chan;
 
 /*
- * A reply, or a local failure (ERROR_TIMEOUT, ERROR_CLOSED) presented as a
- * reply with env->error set. env is freed when the callback returns.
+ * A reply, or a local failure (ERROR_TIMEOUT, ERROR_CLOSED, ERROR_INTERNAL
+ * for a reply of the wrong body) presented as a reply with env->error set.
+ * Without env->error, env carries ipc_reply_body() of the request's body.
+ * env is freed when the callback returns.
  */
 typedef void (*chan_reply_cb)(struct chan *c, Berth__Envelope *env, int fd,
     void *arg);

@@ -21,6 +21,13 @@
 /* Alloc ids are UUIDs in practice; used to check socket paths at config time. */
 #define BERTH_TYPICAL_ALLOC_LEN 36
 
+/*
+ * A buffer for an absolute path under a configured directory (data, alloc
+ * or task directory, each up to PATH_MAX) with what berth appends to it,
+ * or for an environment entry or command line that holds one.
+ */
+#define BERTH_PATH_BUF 4400
+
 #define LAYOUT_REGISTRY_DIR "registry"
 #define LAYOUT_REGISTRY_DB "registry/registry.db"
 #define LAYOUT_PLUGIN_SOCKETS_DIR "csi/plugins"

@@ -29,9 +29,7 @@
 #include "volmgr.h"
 #include "watch.h"
 
-#define IPC_BYTES(s) ((ProtobufCBinaryData){ strlen(s), (uint8_t *)(s) })
 #define RESCAN_DELAY_MS 1	/* one scan for the events of one burst */
-#define MOUNTER_TIMEOUT_MS 30000
 /* Volume steps that may pass are tried again: 1 s doubling to 30 s. */
 #define VOLUME_RETRY_FIRST_MS 1000
 #define VOLUME_RETRY_MAX_MS 30000
@@ -165,22 +163,18 @@ free_run(struct arun *ar)
 }
 
 static void
-on_cleaned(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+on_cleaned(const struct priv_result *res, uint32_t unmounted,
+    uint32_t removed, void *arg)
 {
 	struct arun *ar = arg;
 	struct allocs *am = ar->am;
 
-	(void)c;
-	if (fd >= 0)
-		close(fd);
-	if (env->error != NULL)
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE)
 		log_warnx("alloc %s: berth-mounter could not clean it up: %s: "
-		    "%s", ar->doc->id, ipc_error_name(env->error->code),
-		    env->error->message ? env->error->message : "");
-	else if (env->body_case == BERTH__ENVELOPE__BODY_CLEANUP_REPLY)
+		    "%s", ar->doc->id, ipc_error_name(res->code), res->message);
+	else
 		log_info("alloc %s: stopped; %u mounts and %u entries removed",
-		    ar->doc->id, env->cleanup_reply->unmounted,
-		    env->cleanup_reply->removed);
+		    ar->doc->id, unmounted, removed);
 	events_record(am->sv->events, "alloc", "AllocStopped", ar->doc->id,
 	    NULL, NULL, "stopped; it ran from %s", ar->file);
 	TAILQ_REMOVE(&am->runs, ar, entry);
@@ -198,29 +192,15 @@ on_cleaned(struct chan *c, Berth__Envelope *env, int fd, void *arg)
  */
 static void
 cleanup_alloc(struct supervisor *sv, const char *alloc, const char *type,
-    const char *plugin, chan_reply_cb cb, void *arg)
+    const char *plugin, priv_cleanup_cb cb, void *arg)
 {
-	Berth__Envelope env = BERTH__ENVELOPE__INIT;
-	Berth__CleanupAlloc ca = BERTH__CLEANUP_ALLOC__INIT;
+	const struct priv_result unreachable = {
+		BERTH__ERROR_CODE__ERROR_CLOSED, MCLIENT_UNREACHABLE };
 
 	remove_task_files(sv, alloc);
-	ca.alloc_id = IPC_BYTES(alloc);
-	if (plugin != NULL) {
-		ca.plugin_type = IPC_BYTES(type);
-		ca.plugin_id = IPC_BYTES(plugin);
-	}
-	env.body_case = BERTH__ENVELOPE__BODY_CLEANUP_ALLOC;
-	env.cleanup_alloc = &ca;
-	if (sv->mounter.chan == NULL || chan_request(sv->mounter.chan, &env,
-	    -1, MOUNTER_TIMEOUT_MS, cb, arg) < 0) {
-		Berth__Envelope none = BERTH__ENVELOPE__INIT;
-		Berth__Error err = BERTH__ERROR__INIT;
-
-		err.code = BERTH__ERROR_CODE__ERROR_CLOSED;
-		err.message = "cannot reach berth-mounter";
-		none.error = &err;
-		cb(NULL, &none, -1, arg);
-	}
+	if (priv_cleanup_alloc(sv->mounter.mclient, alloc, type, plugin, cb,
+	    arg) < 0)
+		cb(&unreachable, 0, 0, arg);
 }
 
 static void volumes_down(struct arun *ar);
@@ -295,7 +275,7 @@ remove_tree(int at, const char *name, int depth)
 static void
 remove_task_files(struct supervisor *sv, const char *alloc)
 {
-	char path[4400];
+	char path[BERTH_PATH_BUF];
 	struct dirent *de, *te;
 	DIR *d, *t;
 	int fd;
@@ -592,7 +572,7 @@ start_run(struct allocs *am, const char *file, const char *sig)
 	struct alloc_problems probs = { 0 };
 	struct alloc *doc = NULL;
 	struct arun *ar, *other;
-	char path[4400], why[256];
+	char path[BERTH_PATH_BUF], why[256];
 	bool adopting = false;
 	size_t i;
 
@@ -765,8 +745,8 @@ struct stale_vol {
 	char alloc[];
 };
 
-static void on_stale_cleaned(struct chan *c, Berth__Envelope *env, int fd,
-    void *arg);
+static void on_stale_cleaned(const struct priv_result *res,
+    uint32_t unmounted, uint32_t removed, void *arg);
 
 static bool
 stale_vols_busy(struct allocs *am, const char *alloc)
@@ -897,16 +877,15 @@ on_stale_forgotten(const struct regclient_result *res, void *arg)
 }
 
 static void
-on_stale_cleaned(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+on_stale_cleaned(const struct priv_result *res, uint32_t unmounted,
+    uint32_t removed, void *arg)
 {
-	(void)c;
+	(void)unmounted;
+	(void)removed;
 	(void)arg;
-	if (fd >= 0)
-		close(fd);
-	if (env->error != NULL)
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE)
 		log_warnx("alloc_runner: cleaning up a stale alloc: %s: %s",
-		    ipc_error_name(env->error->code), env->error->message ?
-		    env->error->message : "");
+		    ipc_error_name(res->code), res->message);
 }
 
 static void free_stale(struct stale *st);
@@ -1178,7 +1157,7 @@ allocs_free(struct allocs *am)
 		return;
 	while ((ar = TAILQ_FIRST(&am->runs)) != NULL) {
 		TAILQ_REMOVE(&am->runs, ar, entry);
-		chan_forget(am->sv->mounter.chan, ar);
+		priv_forget(am->sv->mounter.mclient, ar);
 		free_run(ar);
 	}
 	while (TAILQ_FIRST(&am->stale) != NULL)
@@ -1228,7 +1207,7 @@ int
 allocs_submit(struct allocs *am, const struct alloc *a, char *why, size_t n)
 {
 	struct arun *ar;
-	char file[256], tmp[4400], path[4400], *text;
+	char file[256], tmp[BERTH_PATH_BUF], path[BERTH_PATH_BUF], *text;
 	size_t len, off = 0;
 	ssize_t w;
 	int fd, r = 0;
@@ -1292,7 +1271,7 @@ int
 allocs_stop(struct allocs *am, const char *id, char *why, size_t n)
 {
 	struct arun *ar = find_run(am, id);
-	char file[256], path[4400];
+	char file[256], path[BERTH_PATH_BUF];
 	int r;
 
 	if (api_file(id, file, sizeof(file)) < 0) {

@@ -151,6 +151,7 @@ on_volume(const struct regclient_result *res, void *arg)
 
 	if (!resume(p, &c))
 		return;
+	/* A success is a volume_reply: the channel checked (ipc_reply.c). */
 	if (res->code == BERTH__ERROR_CODE__ERROR_NONE &&
 	    res->reply->volume_reply->volume != NULL)
 		api_reply(&c, 200, volume_json(res->reply->volume_reply));

@@ -4,9 +4,12 @@
  *
  * Every call returns 0 when the request is on its way, and then its
  * callback runs exactly once: with res->code ERROR_NONE and the reply, or
- * with the registry's typed error, ERROR_TIMEOUT or ERROR_CLOSED. A call
- * that returns -errno runs no callback. A write is acknowledged only once
- * it is durable. Lists are fetched page by page and handed over whole.
+ * with the registry's typed error, ERROR_TIMEOUT or ERROR_CLOSED. On
+ * success res->reply carries the body named below: the channel refuses
+ * any other (ERROR_INTERNAL, common/ipc_reply.c), so a callback reads it
+ * without checking. A call that returns -errno runs no callback. A
+ * write is acknowledged only once it is durable. Lists are fetched page
+ * by page and handed over whole.
  *
  * A subscription delivers events in index order, each once, through its
  * callback; it acknowledges them to the registry (which keeps a bounded

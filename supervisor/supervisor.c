@@ -565,6 +565,8 @@ unprivileged:
 	if ((sv.registry.client = regclient_new(sv.base, sv.registry.chan,
 	    0)) == NULL)
 		fatalx("main: cannot set up the registry client");
+	if ((sv.mounter.mclient = mclient_new(sv.mounter.chan)) == NULL)
+		fatalx("main: cannot set up the mounter client");
 	/* The managers; they start once both helpers answered. */
 	if ((sv.events = events_new()) == NULL ||
 	    (sv.csi = csi_client_new(sv.base)) == NULL ||
@@ -593,6 +595,7 @@ unprivileged:
 	csi_client_free(sv.csi);
 	watcher_free(sv.watcher);
 	events_free(sv.events);
+	mclient_free(sv.mounter.mclient);
 	chan_free(sv.mounter.chan);
 	regclient_free(sv.registry.client);
 	chan_free(sv.registry.chan);

@@ -12,6 +12,7 @@
 
 #include "channel.h"
 #include "config.h"
+#include "mounter_client.h"
 #include "registry_client.h"
 
 /* How long a helper may take to answer the hello, a ping, or to exit. */
@@ -45,6 +46,8 @@ struct peer {
 	uint64_t nonce;
 	/* berth-registry's: where its event notices go (registry_client.c). */
 	struct regclient *client;
+	/* berth-mounter's: every request to it (mounter_client.c). */
+	struct mclient *mclient;
 };
 
 struct supervisor {

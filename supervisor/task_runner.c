@@ -22,9 +22,6 @@
 #include "task_runner.h"
 #include "taskdrv.h"
 
-#define MOUNTER_TIMEOUT_MS 15000
-#define IPC_BYTES(s) ((ProtobufCBinaryData){ strlen(s), (uint8_t *)(s) })
-
 enum tr_state {
 	TR_PENDING,		/* not started yet */
 	TR_PREPARING,		/* directories through the mounter */
@@ -386,17 +383,13 @@ launch(struct trun *tr)
 }
 
 static void
-on_prepared(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+on_prepared(const struct priv_result *res, void *arg)
 {
 	struct trun *tr = arg;
 
-	(void)c;
-	if (fd >= 0)
-		close(fd);
-	if (env->error != NULL && tr->why[0] == '\0')
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE && tr->why[0] == '\0')
 		snprintf(tr->why, sizeof(tr->why), "berth-mounter: %s: %s",
-		    ipc_error_name(env->error->code), env->error->message ?
-		    env->error->message : "");
+		    ipc_error_name(res->code), res->message);
 	if (--tr->steps > 0)
 		return;
 	if (tr->stop_asked) {
@@ -415,13 +408,12 @@ on_prepared(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	launch(tr);
 }
 
+/* r: a priv_*() call's return, made with on_prepared and tr. */
 static void
-mounter_step(struct trun *tr, Berth__Envelope *env)
+mounter_step(struct trun *tr, int r)
 {
-	if (tr->sv->mounter.chan == NULL || chan_request(tr->sv->mounter.chan,
-	    env, -1, MOUNTER_TIMEOUT_MS, on_prepared, tr) < 0) {
-		snprintf(tr->why, sizeof(tr->why), "cannot reach "
-		    "berth-mounter");
+	if (r < 0) {
+		snprintf(tr->why, sizeof(tr->why), "%s", MCLIENT_UNREACHABLE);
 		return;
 	}
 	tr->steps++;
@@ -431,9 +423,7 @@ mounter_step(struct trun *tr, Berth__Envelope *env)
 static void
 start(struct trun *tr)
 {
-	Berth__Envelope e1 = BERTH__ENVELOPE__INIT, e2 = BERTH__ENVELOPE__INIT;
-	Berth__PrepareTask pt = BERTH__PREPARE_TASK__INIT;
-	Berth__PreparePlugin pp = BERTH__PREPARE_PLUGIN__INIT;
+	struct mclient *mc = tr->sv->mounter.mclient;
 	bool exec = tr->t->driver == ALLOC_DRIVER_EXEC;
 
 	tr->state = TR_PREPARING;
@@ -451,32 +441,19 @@ start(struct trun *tr)
 		}
 		return;
 	}
-	if (exec) {
-		pt.alloc_id = IPC_BYTES(tr->a->id);
-		pt.task = IPC_BYTES(tr->t->name);
-		pt.owner_uid = (uint32_t)tr->sv->uid;
-		pt.owner_gid = (uint32_t)tr->sv->gid;
-		e1.body_case = BERTH__ENVELOPE__BODY_PREPARE_TASK;
-		e1.prepare_task = &pt;
-		mounter_step(tr, &e1);
-	}
-	if (tr->ps != NULL) {
-		pp.plugin_type = IPC_BYTES(alloc_csi_type_name(tr->t->csi.type));
-		pp.plugin_id = IPC_BYTES(tr->t->csi.id);
-		pp.alloc_id = IPC_BYTES(tr->a->id);
-		/* A root plugin's socket dir stays root's, for our group. */
-		pp.owner_uid = exec ? (uint32_t)tr->sv->uid : 0;
-		pp.owner_gid = (uint32_t)tr->sv->gid;
-		e2.body_case = BERTH__ENVELOPE__BODY_PREPARE_PLUGIN;
-		e2.prepare_plugin = &pp;
-		mounter_step(tr, &e2);
-	}
+	if (exec)
+		mounter_step(tr, priv_prepare_task(mc, tr->a->id, tr->t->name,
+		    (uint32_t)tr->sv->uid, (uint32_t)tr->sv->gid, on_prepared,
+		    tr));
+	/* A root plugin's socket dir stays root's, for our group. */
+	if (tr->ps != NULL)
+		mounter_step(tr, priv_prepare_plugin(mc,
+		    alloc_csi_type_name(tr->t->csi.type), tr->t->csi.id,
+		    tr->a->id, exec ? (uint32_t)tr->sv->uid : 0,
+		    (uint32_t)tr->sv->gid, on_prepared, tr));
 	/* Release our own step: the answers (or this) go on from there. */
-	{
-		Berth__Envelope none = BERTH__ENVELOPE__INIT;
-
-		on_prepared(NULL, &none, -1, tr);
-	}
+	on_prepared(&(struct priv_result){ BERTH__ERROR_CODE__ERROR_NONE, "" },
+	    tr);
 }
 
 static void
@@ -634,7 +611,7 @@ trun_free(struct trun *tr)
 		taskproc_free(tr->proc);
 	plugsup_free(tr->ps);
 	drv_handler_free(tr->dh);
-	chan_forget(tr->sv->mounter.chan, tr);
+	priv_forget(tr->sv->mounter.mclient, tr);
 	event_free(tr->timer);
 	for (int i = 0; i < TRUN_EVENTS; i++)
 		free(tr->events[i].message);

@@ -35,9 +35,6 @@
 #include "supervisor.h"
 #include "taskdrv.h"
 
-#define TASKDRV_MOUNTER_TIMEOUT_MS 15000
-#define IPC_BYTES(s) ((ProtobufCBinaryData){ strlen(s), (uint8_t *)(s) })
-
 struct taskproc {
 	struct taskdrv *drv;
 	enum taskdrv_kind kind;
@@ -231,7 +228,7 @@ static bool
 read_status(struct taskproc *tp, struct task_exit *ex)
 {
 	unsigned long long start;
-	char path[4200], buf[160], how[16];
+	char path[BERTH_PATH_BUF], buf[160], how[16];
 	long pid;
 	ssize_t n;
 	int fd, code;
@@ -422,7 +419,7 @@ kill_session(pid_t shim)
 static int
 kill_unrecorded(const char *dir)
 {
-	char path[64], buf[4400], want[4400];
+	char path[64], buf[BERTH_PATH_BUF], want[BERTH_PATH_BUF];
 	struct dirent *de;
 	size_t wlen;
 	int n = 0, fd;
@@ -505,8 +502,9 @@ run_shim(struct taskproc *tp, const struct task_spec *spec, char **argv,
 static int
 start_exec(struct taskproc *tp, const struct task_spec *spec)
 {
-	char endpoint[600], alloc[160], task[160], taskdir[4200], size[32],
-	    files[16], *extra[5], *opts[9], **argv = NULL, **envp = NULL;
+	char endpoint[600], alloc[160], task[160], taskdir[BERTH_PATH_BUF],
+	    size[32], files[16], *extra[5], *opts[9], **argv = NULL,
+	    **envp = NULL;
 	struct task_exit ex = { 0 };
 	size_t nextra = 0;
 	int r;
@@ -572,39 +570,24 @@ fail_now(struct taskproc *tp, int err)
 	tell_started(tp);
 }
 
-static bool
-mounter_failed(struct taskproc *tp, Berth__Envelope *env, const char *what)
-{
-	if (env->error == NULL)
-		return false;
-	snprintf(tp->why, sizeof(tp->why), "berth-mounter refused %s: %s: %s",
-	    what, ipc_error_name(env->error->code),
-	    env->error->message ? env->error->message : "");
-	return true;
-}
-
 static void
-on_plugin_started(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+on_plugin_started(const struct priv_result *res, pid_t pid,
+    uint64_t start_time, int pidfd, void *arg)
 {
 	struct taskproc *tp = arg;
 
-	(void)c;
-	if (fd >= 0)
-		close(fd);	/* the mounter watches it and tells us */
+	if (pidfd >= 0)
+		close(pidfd);	/* the mounter watches it and tells us */
 	tp->waiting = false;
-	if (mounter_failed(tp, env, "to start the plugin")) {
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE) {
+		snprintf(tp->why, sizeof(tp->why), "berth-mounter refused to "
+		    "start the plugin: %s: %s", ipc_error_name(res->code),
+		    res->message);
 		fail_now(tp, -EIO);
 		return;
 	}
-	if (env->body_case != BERTH__ENVELOPE__BODY_PLUGIN_STARTED ||
-	    env->plugin_started->handle == NULL) {
-		snprintf(tp->why, sizeof(tp->why), "berth-mounter answered "
-		    "with %s", ipc_body_name(env->body_case));
-		fail_now(tp, -EIO);
-		return;
-	}
-	tp->pid = (pid_t)env->plugin_started->handle->pid;
-	tp->start_time = env->plugin_started->handle->start_time;
+	tp->pid = pid;
+	tp->start_time = start_time;
 	tp->err = 0;
 	tell_started(tp);
 }
@@ -612,18 +595,9 @@ on_plugin_started(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 static int
 start_privileged(struct taskproc *tp, const struct task_spec *spec)
 {
-	Berth__Envelope env = BERTH__ENVELOPE__INIT;
-	Berth__StartPlugin sp = BERTH__START_PLUGIN__INIT;
-	struct peer *m = &tp->drv->sv->mounter;
-
-	sp.definition = IPC_BYTES(spec->definition);
-	sp.plugin_type = IPC_BYTES(spec->plugin_type);
-	sp.plugin_id = IPC_BYTES(spec->plugin_id);
-	sp.alloc_id = IPC_BYTES(spec->alloc);
-	env.body_case = BERTH__ENVELOPE__BODY_START_PLUGIN;
-	env.start_plugin = &sp;
-	if (m->chan == NULL || chan_request(m->chan, &env, -1,
-	    TASKDRV_MOUNTER_TIMEOUT_MS, on_plugin_started, tp) < 0) {
+	if (priv_start_plugin(tp->drv->sv->mounter.mclient, spec->definition,
+	    spec->plugin_type, spec->plugin_id, spec->alloc,
+	    on_plugin_started, tp) < 0) {
 		snprintf(tp->why, sizeof(tp->why), "cannot ask berth-mounter "
 		    "to start plugin definition %s", spec->definition);
 		return -EPIPE;
@@ -677,19 +651,20 @@ taskproc_start(struct taskdrv *drv, const struct task_spec *spec,
 }
 
 static void
-on_plugin_adopted(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+on_plugin_adopted(const struct priv_result *res, pid_t pid,
+    uint64_t start_time, int pidfd, void *arg)
 {
 	struct taskproc *tp = arg;
 
-	(void)c;
-	if (fd >= 0)
-		close(fd);
+	(void)pid;
+	(void)start_time;
+	if (pidfd >= 0)
+		close(pidfd);	/* the mounter watches it and tells us */
 	tp->waiting = false;
-	if (env->error != NULL) {
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE) {
 		snprintf(tp->why, sizeof(tp->why), "ended (status unknown: "
 		    "berth-mounter could not adopt it: %s: %s)",
-		    ipc_error_name(env->error->code), env->error->message ?
-		    env->error->message : "");
+		    ipc_error_name(res->code), res->message);
 		fail_now(tp, -ESRCH);
 		return;
 	}
@@ -702,9 +677,6 @@ taskproc_adopt(struct taskdrv *drv, enum taskdrv_kind kind,
     const char *alloc, const char *task, const Berth__TaskHandle *th,
     taskproc_started_cb started, taskproc_exited_cb exited, void *arg)
 {
-	Berth__Envelope env = BERTH__ENVELOPE__INIT;
-	Berth__AdoptPlugin ap = BERTH__ADOPT_PLUGIN__INIT;
-	Berth__PluginHandle h = BERTH__PLUGIN_HANDLE__INIT;
 	struct task_exit ex = { 0 };
 	struct taskproc *tp;
 	char rel[512];
@@ -719,14 +691,8 @@ taskproc_adopt(struct taskdrv *drv, enum taskdrv_kind kind,
 		tp->shim_start = th->shim_start_time;
 	}
 	if (kind == TASKDRV_PRIVILEGED) {
-		h.pid = (uint32_t)tp->pid;
-		h.start_time = tp->start_time;
-		ap.handle = &h;
-		env.body_case = BERTH__ENVELOPE__BODY_ADOPT_PLUGIN;
-		env.adopt_plugin = &ap;
-		if (drv->sv->mounter.chan != NULL &&
-		    chan_request(drv->sv->mounter.chan, &env, -1,
-		    TASKDRV_MOUNTER_TIMEOUT_MS, on_plugin_adopted, tp) == 0) {
+		if (priv_adopt_plugin(drv->sv->mounter.mclient, tp->pid,
+		    tp->start_time, on_plugin_adopted, tp) == 0) {
 			tp->waiting = true;
 			return tp;
 		}
@@ -763,46 +729,34 @@ taskproc_handle(const struct taskproc *tp, Berth__TaskHandle *h)
 }
 
 static void
-on_signalled(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+on_signalled(const struct priv_result *res, void *arg)
 {
-	(void)c;
 	(void)arg;
-	if (fd >= 0)
-		close(fd);
-	if (env->error != NULL)
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE)
 		log_warnx("on_signalled: berth-mounter could not signal a "
-		    "plugin: %s: %s", ipc_error_name(env->error->code),
-		    env->error->message ? env->error->message : "");
+		    "plugin: %s: %s", ipc_error_name(res->code), res->message);
 }
 
 int
 taskproc_signal(struct taskproc *tp, int sig)
 {
-	Berth__Envelope env = BERTH__ENVELOPE__INIT;
-	Berth__SignalPlugin sp = BERTH__SIGNAL_PLUGIN__INIT;
-	Berth__PluginHandle h = BERTH__PLUGIN_HANDLE__INIT;
+	Berth__PluginSignal ps;
 
 	if (tp->exited || tp->pid <= 0)
 		return -ESRCH;
 	if (tp->kind == TASKDRV_EXEC)
 		return tp->task_pidfd < 0 ? -ESRCH : pidfd_send_signal(
 		    tp->task_pidfd, sig, NULL, 0) < 0 ? -errno : 0;
-	h.pid = (uint32_t)tp->pid;
-	h.start_time = tp->start_time;
-	sp.handle = &h;
 	switch (sig) {
-	case SIGTERM: sp.signal = BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_TERM; break;
-	case SIGKILL: sp.signal = BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_KILL; break;
-	case SIGINT: sp.signal = BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_INT; break;
-	case SIGHUP: sp.signal = BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_HUP; break;
+	case SIGTERM: ps = BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_TERM; break;
+	case SIGKILL: ps = BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_KILL; break;
+	case SIGINT: ps = BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_INT; break;
+	case SIGHUP: ps = BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_HUP; break;
 	default: return -EINVAL;
 	}
-	env.body_case = BERTH__ENVELOPE__BODY_SIGNAL_PLUGIN;
-	env.signal_plugin = &sp;
 	/* The exit comes as a PluginExited notice. */
-	if (tp->drv->sv->mounter.chan == NULL ||
-	    chan_request(tp->drv->sv->mounter.chan, &env, -1,
-	    TASKDRV_MOUNTER_TIMEOUT_MS, on_signalled, NULL) < 0)
+	if (priv_signal_plugin(tp->drv->sv->mounter.mclient, tp->pid,
+	    tp->start_time, ps, on_signalled, NULL) < 0)
 		return -EPIPE;
 	return 0;
 }
@@ -834,7 +788,7 @@ taskproc_free(struct taskproc *tp)
 	event_free(tp->later);
 	/* A mounter answer still on its way finds a dead callback arg. */
 	if (tp->waiting)
-		chan_forget(tp->drv->sv->mounter.chan, tp);
+		priv_forget(tp->drv->sv->mounter.mclient, tp);
 	free(tp);
 }
 

@@ -26,8 +26,6 @@
 #include "supervisor.h"
 #include "volmgr.h"
 
-#define IPC_BYTES(s) ((ProtobufCBinaryData){ strlen(s), (uint8_t *)(s) })
-#define MOUNTER_TIMEOUT_MS 30000
 #define CSI_DEADLINE_MS 10000
 #define CTX_MAX 64
 
@@ -372,59 +370,81 @@ call_end(struct vcall *c)
 	return u;
 }
 
+/* The mounter's answer to a unit's request: the unit's next step. */
 static void
-on_mounter(struct chan *ch, Berth__Envelope *env, int fd, void *arg)
+mounter_answered(struct unit *u, const struct priv_result *res)
 {
-	struct unit *u = call_end(arg);
-
-	(void)ch;
-	if (fd >= 0)
-		close(fd);
-	if (u == NULL)
-		return;
-	if (env->error != NULL) {
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE) {
 		/* Already in place (a bind after a restart), or already
 		 * gone (an unbind): neither is a failure. */
-		if ((u->kind == U_BIND && env->error->code ==
+		if ((u->kind == U_BIND && res->code ==
 		    BERTH__ERROR_CODE__ERROR_CONFLICT) || u->kind == U_UNBIND) {
 			if (u->kind == U_UNBIND)
 				log_debug("volmgr: unbind %s/%s: %s", u->task,
-				    u->dest, env->error->message ?
-				    env->error->message : "");
+				    u->dest, res->message);
 			unit_step(u);
 			return;
 		}
-		unit_fail(u, env->error->code ==
-		    BERTH__ERROR_CODE__ERROR_CLOSED ||
-		    env->error->code == BERTH__ERROR_CODE__ERROR_TIMEOUT ?
+		unit_fail(u, res->code == BERTH__ERROR_CODE__ERROR_CLOSED ||
+		    res->code == BERTH__ERROR_CODE__ERROR_TIMEOUT ?
 		    VOLMGR_RETRY : VOLMGR_FAILED, "berth-mounter: %s: %s",
-		    ipc_error_name(env->error->code), env->error->message ?
-		    env->error->message : "");
+		    ipc_error_name(res->code), res->message);
 		u->step = -1;
-	} else if (env->body_case ==
-	    BERTH__ENVELOPE__BODY_PREPARE_VOLUME_REPLY) {
-		/* Kept for the step that asked. */
-		u->mounted = env->prepare_volume_reply->mounted;
 	}
 	unit_step(u);
 }
 
 static void
-mounter_call(struct unit *u, Berth__Envelope *env)
+on_mounter(const struct priv_result *res, void *arg)
 {
-	struct supervisor *sv = u->job->vm->sv;
-	struct vcall *c = call_new(u);
+	struct unit *u = call_end(arg);
 
-	if (sv->mounter.chan == NULL || chan_request(sv->mounter.chan, env,
-	    -1, MOUNTER_TIMEOUT_MS, on_mounter, c) < 0) {
-		call_end(c);
-		unit_fail(u, VOLMGR_RETRY, "cannot reach berth-mounter");
+	if (u != NULL)
+		mounter_answered(u, res);
+}
+
+static void
+on_volume_prepared(const struct priv_result *res, bool mounted, void *arg)
+{
+	struct unit *u = call_end(arg);
+
+	if (u == NULL)
+		return;
+	/* Kept for the step that asked. */
+	if (res->code == BERTH__ERROR_CODE__ERROR_NONE)
+		u->mounted = mounted;
+	mounter_answered(u, res);
+}
+
+/* r: a priv_*() call's return, made with mounter_ticket(u). */
+static void
+mounter_sent(struct unit *u, int r)
+{
+	if (r < 0) {
+		call_end(u->call);
+		unit_fail(u, VOLMGR_RETRY, "%s", MCLIENT_UNREACHABLE);
 		u->step = -1;
 		unit_step(u);
 	}
 }
 
-/* The registry's answer, kept for the step that asked. */
+static struct vcall *
+mounter_ticket(struct unit *u)
+{
+	return call_new(u);
+}
+
+static struct mclient *
+mounter_of(struct unit *u)
+{
+	return u->job->vm->sv->mounter.mclient;
+}
+
+/*
+ * The registry's answer, kept for the step that asked. A step reads
+ * reg_reply->volume_reply only after regclient_get_volume(): the channel
+ * fails any other body (common/ipc_reply.c) before on_registry() runs.
+ */
 static const Berth__Envelope *reg_reply;
 
 static void
@@ -618,31 +638,26 @@ take_volume(struct vpub *p, const Berth__Volume *v)
 enum { M_GET, M_RECORD, M_CLAIM, M_CPUBLISH, M_PREP_STAGE, M_STAGE,
 	M_STAGED, M_PREP_PUBLISH, M_PUBLISH, M_PUBLISHED, M_DONE };
 
+/* The volume's place under its plugin, as the mounter's verbs name it. */
+static struct priv_volume
+priv_volume_of(const struct vpub *p)
+{
+	return (struct priv_volume){ .plugin_type = p->type,
+	    .plugin_id = p->plugin, .volume_ns = p->ns, .alloc_id = p->alloc,
+	    .volume_id = p->vol, .read_only = p->read_only,
+	    .attachment = p->attachment, .access = p->access };
+}
+
 static void
 prepare_volume(struct unit *u, bool staging)
 {
-	Berth__Envelope env = BERTH__ENVELOPE__INIT;
-	Berth__PrepareVolume pv = BERTH__PREPARE_VOLUME__INIT;
-	Berth__VolumeUsage us = BERTH__VOLUME_USAGE__INIT;
-	struct vpub *p = u->pub;
+	struct priv_volume v = priv_volume_of(u->pub);
 
-	pv.dir = staging ? BERTH__VOLUME_DIR__VOLUME_DIR_STAGING :
-	    BERTH__VOLUME_DIR__VOLUME_DIR_PUBLISH;
-	pv.plugin_type = IPC_BYTES(p->type);
-	pv.plugin_id = IPC_BYTES(p->plugin);
-	if (staging)
-		pv.volume_ns = IPC_BYTES(p->ns);
-	else
-		pv.alloc_id = IPC_BYTES(p->alloc);
-	pv.volume_id = IPC_BYTES(p->vol);
-	us.read_only = p->read_only;
-	us.attachment = p->attachment;
-	us.access = p->access;
-	pv.usage = &us;
-	env.body_case = BERTH__ENVELOPE__BODY_PREPARE_VOLUME;
-	env.prepare_volume = &pv;
 	u->mounted = false;
-	mounter_call(u, &env);
+	mounter_sent(u, priv_prepare_volume(mounter_of(u), staging ?
+	    BERTH__VOLUME_DIR__VOLUME_DIR_STAGING :
+	    BERTH__VOLUME_DIR__VOLUME_DIR_PUBLISH, &v, on_volume_prepared,
+	    mounter_ticket(u)));
 }
 
 static void
@@ -655,7 +670,7 @@ mount_step(struct unit *u)
 	const struct csi_fingerprint *fp;
 	struct capbuf cb;
 	struct kv_entry e1[CTX_MAX], e2[CTX_MAX];
-	char stage[4200], target[4200];
+	char stage[BERTH_PATH_BUF], target[BERTH_PATH_BUF];
 
 	switch (u->step++) {
 	case M_GET:
@@ -846,7 +861,7 @@ unmount_step(struct unit *u)
 	struct vpub *p = u->pub;
 	struct regclient *rc = vm->sv->registry.client;
 	struct csi_inst *node, *ctl;
-	char path[4200];
+	char path[BERTH_PATH_BUF];
 
 	switch (u->step++) {
 	case D_GET:
@@ -964,10 +979,7 @@ unmount_step(struct unit *u)
 static void
 bind_step(struct unit *u)
 {
-	Berth__Envelope env = BERTH__ENVELOPE__INIT;
-	Berth__BindVolume bv = BERTH__BIND_VOLUME__INIT;
-	Berth__UnbindVolume ub = BERTH__UNBIND_VOLUME__INIT;
-	Berth__VolumeUsage us = BERTH__VOLUME_USAGE__INIT;
+	struct priv_volume v;
 	struct vpub *p = u->pub;
 
 	if (u->step++ > 0) {
@@ -976,28 +988,14 @@ bind_step(struct unit *u)
 		return;
 	}
 	if (u->kind == U_UNBIND) {
-		ub.alloc_id = IPC_BYTES(u->job->alloc);
-		ub.task = IPC_BYTES(u->task);
-		ub.name = IPC_BYTES(u->dest);
-		env.body_case = BERTH__ENVELOPE__BODY_UNBIND_VOLUME;
-		env.unbind_volume = &ub;
-		mounter_call(u, &env);
+		mounter_sent(u, priv_unbind_volume(mounter_of(u),
+		    u->job->alloc, u->task, u->dest, on_mounter,
+		    mounter_ticket(u)));
 		return;
 	}
-	bv.plugin_type = IPC_BYTES(p->type);
-	bv.plugin_id = IPC_BYTES(p->plugin);
-	bv.alloc_id = IPC_BYTES(p->alloc);
-	bv.volume_id = IPC_BYTES(p->vol);
-	us.read_only = p->read_only;
-	us.attachment = p->attachment;
-	us.access = p->access;
-	bv.usage = &us;
-	bv.task = IPC_BYTES(u->task);
-	bv.name = IPC_BYTES(u->dest);
-	bv.read_only = u->ro || p->read_only;
-	env.body_case = BERTH__ENVELOPE__BODY_BIND_VOLUME;
-	env.bind_volume = &bv;
-	mounter_call(u, &env);
+	v = priv_volume_of(p);
+	mounter_sent(u, priv_bind_volume(mounter_of(u), &v, u->task, u->dest,
+	    u->ro || p->read_only, on_mounter, mounter_ticket(u)));
 }
 
 /* ---- the operator's volumes ---- */

@@ -18,6 +18,7 @@
 
 #include "channel.h"
 #include "harness.h"
+#include "ipc_reply.h"
 
 static struct event_base *base;
 static struct chan *srv;	/* the channel under test */
@@ -597,6 +598,116 @@ START_TEST(full_socket_queues_then_drains)
 }
 END_TEST
 
+/* What reply_cb saw of the one request in flight. */
+static int replied, reply_code;
+static Berth__Envelope__BodyCase reply_body;
+static char reply_msg[256];
+
+static void
+reply_cb(struct chan *c, Berth__Envelope *e, int fd, void *arg)
+{
+	(void)c;
+	(void)arg;
+	replied++;
+	reply_code = e->error ? (int)e->error->code : 0;
+	snprintf(reply_msg, sizeof(reply_msg), "%s",
+	    e->error && e->error->message ? e->error->message : "");
+	reply_body = e->body_case;
+	if (fd >= 0)
+		close(fd);
+}
+
+/* Set env's body to an empty message of that case; free with free(). */
+static void *
+set_body(Berth__Envelope *env, Berth__Envelope__BodyCase body)
+{
+	const ProtobufCFieldDescriptor *f;
+	void *m;
+
+	env->body_case = body;
+	if (body == BERTH__ENVELOPE__BODY__NOT_SET)
+		return NULL;
+	f = protobuf_c_message_descriptor_get_field(
+	    &berth__envelope__descriptor, body);
+	ck_assert_ptr_nonnull(f);
+	m = calloc(1, ((const ProtobufCMessageDescriptor *)
+	    f->descriptor)->sizeof_message);
+	ck_assert_ptr_nonnull(m);
+	protobuf_c_message_init(f->descriptor, m);
+	memcpy((char *)env + f->offset, &m, sizeof(m));
+	return m;
+}
+
+/* Request body req from the peer; it answers with body ans, no error. */
+static void
+answer_with(Berth__Envelope__BodyCase req, Berth__Envelope__BodyCase ans)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__Envelope rep = BERTH__ENVELOPE__INIT;
+	Berth__Envelope *got_req;
+	void *m, *rm;
+
+	m = set_body(&env, req);
+	replied = 0;
+	ck_assert_int_eq(chan_request(srv, &env, -1, 2000, reply_cb, NULL), 0);
+	free(m);
+	got_req = raw_recv(2000);
+	ck_assert_ptr_nonnull(got_req);
+	rep.version = BERTH_PROTOCOL_VERSION;
+	rep.kind = BERTH__KIND__KIND_REPLY;
+	rep.request_id = got_req->request_id;
+	berth__envelope__free_unpacked(got_req, NULL);
+	rm = set_body(&rep, ans);
+	raw_send_env(&rep, NULL, 0);
+	free(rm);
+	while (replied == 0)
+		pump(1);
+	ck_assert_int_eq(replied, 1);
+}
+
+START_TEST(replies_of_the_wrong_body_fail_closed)
+{
+	const ProtobufCMessageDescriptor *d = &berth__envelope__descriptor;
+	Berth__Envelope__BodyCase req, want, wrong;
+	char expect[256];
+	unsigned i, nreq = 0;
+
+	for (i = 0; i < d->n_fields; i++) {
+		if (!(d->fields[i].flags & PROTOBUF_C_FIELD_FLAG_ONEOF))
+			continue;
+		req = d->fields[i].id;
+		if ((want = ipc_reply_body(req)) ==
+		    BERTH__ENVELOPE__BODY__NOT_SET)
+			continue;
+		nreq++;
+		/* The body the table names gets through as it came. */
+		answer_with(req, want);
+		ck_assert_msg(reply_code == 0, "%s: %s", ipc_body_name(req),
+		    reply_msg);
+		ck_assert_int_eq(reply_body, want);
+		/* Another body, and none at all, are the caller's error. */
+		wrong = want == BERTH__ENVELOPE__BODY_ACK ?
+		    BERTH__ENVELOPE__BODY_PONG : BERTH__ENVELOPE__BODY_ACK;
+		answer_with(req, wrong);
+		ck_assert_int_eq(reply_code, BERTH__ERROR_CODE__ERROR_INTERNAL);
+		ck_assert_int_eq(reply_body, BERTH__ENVELOPE__BODY__NOT_SET);
+		snprintf(expect, sizeof(expect), "peer answered %s to a %s "
+		    "request", ipc_body_name(wrong), ipc_body_name(req));
+		ck_assert_str_eq(reply_msg, expect);
+		answer_with(req, BERTH__ENVELOPE__BODY__NOT_SET);
+		ck_assert_int_eq(reply_code, BERTH__ERROR_CODE__ERROR_INTERNAL);
+	}
+	/* Hello, ping, shutdown; nine mounter verbs; fifteen registry. */
+	ck_assert_uint_eq(nreq, 3 + 9 + 15);
+	/* A body no peer serves as a request may only fail. */
+	answer_with(BERTH__ENVELOPE__BODY_PLUGIN_STARTED,
+	    BERTH__ENVELOPE__BODY_PLUGIN_STARTED);
+	ck_assert_int_eq(reply_code, BERTH__ERROR_CODE__ERROR_INTERNAL);
+	ck_assert_int_eq(srv_closed, 0);
+	expect_alive(1);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -612,5 +723,6 @@ main(void)
 	tcase_add_test(tc, oversized_send_is_refused_locally);
 	tcase_add_test(tc, hangup_is_seen);
 	tcase_add_test(tc, full_socket_queues_then_drains);
+	tcase_add_test(tc, replies_of_the_wrong_body_fail_closed);
 	return harness_run("channel", tc);
 }
