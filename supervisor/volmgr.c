@@ -1123,15 +1123,8 @@ create_step(struct unit *u)
 			range.required_bytes = s->capacity_min;
 			req.capacity_range = &range;
 		}
-		for (size_t i = 0; i < s->nparams; i++) {
-			const char *eq = strchr(s->params[i], '=');
-			char key[256];
-
-			snprintf(key, sizeof(key), "%.*s", eq != NULL ?
-			    (int)(eq - s->params[i]) : (int)strlen(
-			    s->params[i]), s->params[i]);
-			kvs_add(&params, key, eq != NULL ? eq + 1 : "");
-		}
+		for (size_t i = 0; i < s->nparams; i++)
+			kvs_add(&params, s->params[i].key, s->params[i].value);
 		req.n_parameters = params.n;
 		req.parameters = (void *)kv_entries(&params,
 		    &csi__v1__create_volume_request__parameters_entry__descriptor,
@@ -1257,10 +1250,12 @@ unit_free(struct unit *u)
 		free((char *)u->spec.fs_type);
 		for (size_t i = 0; i < u->spec.nflags; i++)
 			free(u->spec.flags[i]);
-		for (size_t i = 0; i < u->spec.nparams; i++)
-			free(u->spec.params[i]);
+		for (size_t i = 0; i < u->spec.nparams; i++) {
+			free((char *)u->spec.params[i].key);
+			free((char *)u->spec.params[i].value);
+		}
 		free((char **)u->spec.flags);
-		free((char **)u->spec.params);
+		free((struct volmgr_param *)u->spec.params);
 	}
 	free(u);
 }
@@ -1610,6 +1605,20 @@ strv_copy(char *const *v, size_t n)
 	return c;
 }
 
+static struct volmgr_param *
+params_copy(const struct volmgr_param *p, size_t n)
+{
+	struct volmgr_param *c = calloc(n + 1, sizeof(*c));
+
+	if (c == NULL)
+		fatal("params_copy");
+	for (size_t i = 0; i < n; i++) {
+		c[i].key = xstrdup(p[i].key);
+		c[i].value = xstrdup(p[i].value);
+	}
+	return c;
+}
+
 /* The caller's strings need not outlive the call. */
 static void
 spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s)
@@ -1621,7 +1630,7 @@ spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s)
 	d->external_id = xstrdup(s->external_id);
 	d->fs_type = s->fs_type != NULL ? xstrdup(s->fs_type) : NULL;
 	d->flags = strv_copy(s->flags, s->nflags);
-	d->params = strv_copy(s->params, s->nparams);
+	d->params = params_copy(s->params, s->nparams);
 }
 
 static void
