@@ -1189,15 +1189,20 @@ allocs_free(struct allocs *am)
 }
 
 const char *
-allocs_plugin_type(struct allocs *am, const char *alloc, const char *plugin)
+allocs_node_plugin_type(struct allocs *am, const char *alloc,
+    const char *plugin)
 {
 	struct arun *ar = find_run(am, alloc);
+	const struct alloc_csi_plugin *c;
 	size_t i;
 
-	for (i = 0; ar != NULL && i < ar->doc->ntasks; i++)
-		if (ar->doc->tasks[i].csi.type != ALLOC_CSI_NONE &&
-		    strcmp(ar->doc->tasks[i].csi.id, plugin) == 0)
-			return alloc_csi_type_name(ar->doc->tasks[i].csi.type);
+	/* Not the controller task: an alloc may run both for one plugin. */
+	for (i = 0; ar != NULL && i < ar->doc->ntasks; i++) {
+		c = &ar->doc->tasks[i].csi;
+		if ((c->type == ALLOC_CSI_NODE ||
+		    c->type == ALLOC_CSI_MONOLITH) && strcmp(c->id, plugin) == 0)
+			return alloc_csi_type_name(c->type);
+	}
 	return NULL;
 }
 

@@ -566,23 +566,28 @@ controller_of(struct volmgr *vm, const char *plugin)
 }
 
 /*
- * The <type> of the plugin's mount root, csi/<type>/<plugin>/: the type
- * its task declared (a monolith's root is csi/monolith/<plugin>).
+ * The <type> of the node plugin's mount root, csi/<type>/<plugin>/: the
+ * type its node task declared (a monolith's root is
+ * csi/monolith/<plugin>), never that of a controller task (the alloc
+ * runner allows one plugin task per alloc today; the lookup does not
+ * lean on that). When the alloc is not running (after a restart, before
+ * it is read back) the type is inferred from the registry's instances:
+ * there is always an answer, so an unmount is never held back for want
+ * of one, and mount_type() cannot fail.
  */
-static bool
+static void
 mount_type(struct unit *u, struct csi_inst *node)
 {
 	struct volmgr *vm = u->job->vm;
 	struct csi_inst *ctl = csimgr_find(vm->sv->csimgr,
 	    BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_CONTROLLER, u->pub->plugin);
-	const char *t = allocs_plugin_type(vm->sv->allocs,
+	const char *t = allocs_node_plugin_type(vm->sv->allocs,
 	    csi_inst_alloc(node), u->pub->plugin);
 
 	if (t == NULL)
 		t = ctl != NULL && strcmp(csi_inst_alloc(ctl),
 		    csi_inst_alloc(node)) == 0 ? "monolith" : "node";
 	snprintf(u->pub->type, sizeof(u->pub->type), "%s", t);
-	return true;
 }
 
 /* The pub's staging path, or its publish target: absolute, for CSI. */
@@ -703,8 +708,9 @@ mount_step(struct unit *u)
 			p->read_only = r->read_only;
 		}
 		take_volume(p, v);
-		if ((node = node_of(u)) == NULL || !mount_type(u, node))
+		if ((node = node_of(u)) == NULL)
 			break;
+		mount_type(u, node);
 		put_record(u);
 		return;
 	}
@@ -881,8 +887,9 @@ unmount_step(struct unit *u)
 			else
 				p->external_id = xstrdup(p->vol);
 		}
-		if ((node = node_of(u)) == NULL || !mount_type(u, node))
+		if ((node = node_of(u)) == NULL)
 			break;
+		mount_type(u, node);
 		unit_step(u);
 		return;
 	case D_UNPUBLISH: {
