@@ -39,7 +39,7 @@ static const char *sock_path = DEFAULT_SOCKET;
 static bool json_out;
 static int64_t wait_timeout_ms = 120 * 1000;
 
-static void
+static void __attribute__((noreturn))
 usage(void)
 {
 	fprintf(stderr,

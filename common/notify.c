@@ -1,7 +1,11 @@
 /*
  * notify.c: systemd's notification protocol over one socket connected at
- * start (see notify.h). libsystemd reads the watchdog settings; the
- * datagrams go out with write(2), which every sandbox of berth allows.
+ * start (see notify.h). The watchdog settings are read from the
+ * environment (WATCHDOG_USEC, WATCHDOG_PID, see sd_watchdog_enabled(3)),
+ * without libsystemd: the root-run mounter links this file, and
+ * libsystemd would bring libgcrypt, liblzma, libzstd and liblz4 into it
+ * for two variables. The datagrams go out with write(2), which every
+ * sandbox of berth allows.
  *
  * Must not: block (the socket is non-blocking; a full queue drops a
  * status line, never stalls the event loop), or fail a daemon that runs
@@ -17,8 +21,6 @@
 #include <unistd.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-
-#include <systemd/sd-daemon.h>
 
 #include "notify.h"
 
@@ -55,16 +57,44 @@ notify_connect(const char *path)
 	return fd;
 }
 
+/*
+ * The watchdog interval the manager set for this process, in
+ * microseconds; 0: none (absent, malformed, or meant for another pid).
+ * Both variables are unset: a child must not ping in our name.
+ */
+static uint64_t
+watchdog_from_env(void)
+{
+	const char *us = getenv("WATCHDOG_USEC");
+	const char *pid = getenv("WATCHDOG_PID");
+	unsigned long long v = 0;
+	char *end;
+
+	if (us != NULL) {
+		errno = 0;
+		v = strtoull(us, &end, 10);
+		if (errno != 0 || end == us || *end != '\0' || us[0] == '-')
+			v = 0;
+	}
+	if (v > 0 && pid != NULL) {
+		errno = 0;
+		if (strtol(pid, &end, 10) != (long)getpid() || errno != 0 ||
+		    end == pid || *end != '\0')
+			v = 0;
+	}
+	unsetenv("WATCHDOG_USEC");
+	unsetenv("WATCHDOG_PID");
+	return v;
+}
+
 int
 notify_init(void)
 {
 	const char *path;
-	uint64_t usec = 0;
 	int fd;
 
 	notify_free();
-	if (sd_watchdog_enabled(1, &usec) > 0)
-		watchdog_usec = usec;
+	watchdog_usec = watchdog_from_env();
 	if ((path = getenv("NOTIFY_SOCKET")) == NULL)
 		return 0;
 	fd = notify_connect(path);

@@ -1,6 +1,10 @@
 /*
  * service.c: the sockets of service mode (see service.h).
  *
+ * systemd's socket passing (LISTEN_PID, LISTEN_FDS, from fd 3, see
+ * sd_listen_fds(3)) is read here without libsystemd, which the root-run
+ * mounter must not link.
+ *
  * Must not: serve more than one peer. A helper takes one connection, then
  * closes its copy of the listener; systemd holds the socket and starts
  * the helper again for the next supervisor.
@@ -14,12 +18,72 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-#include <systemd/sd-daemon.h>
+#include <stdlib.h>
+#include <sys/stat.h>
 
 #include "helper.h"
 #include "log.h"
 #include "privdrop.h"
 #include "service.h"
+
+/* Fds systemd passed start here (sd_listen_fds(3)). */
+#define LISTEN_FDS_START 3
+
+/*
+ * How many fds systemd passed to this process: 0 when LISTEN_PID names
+ * another one (they were meant for a parent), -1 when malformed. The
+ * variables are unset so that no child takes the fds for its own.
+ */
+static int
+listen_fds(void)
+{
+	const char *pid = getenv("LISTEN_PID"), *fds = getenv("LISTEN_FDS");
+	char *end;
+	long p, n = 0;
+	int i;
+
+	if (pid != NULL && fds != NULL) {
+		errno = 0;
+		p = strtol(pid, &end, 10);
+		if (errno != 0 || end == pid || *end != '\0')
+			n = -1;
+		else if (p == (long)getpid()) {
+			n = strtol(fds, &end, 10);
+			if (errno != 0 || end == fds || *end != '\0' ||
+			    n < 0 || n > 1024)
+				n = -1;
+		}
+	}
+	unsetenv("LISTEN_PID");
+	unsetenv("LISTEN_FDS");
+	unsetenv("LISTEN_FDNAMES");
+	for (i = 0; i < n; i++)
+		if (fcntl(LISTEN_FDS_START + i, F_SETFD, FD_CLOEXEC) < 0)
+			return -1;
+	return (int)n;
+}
+
+/* fd is a listening unix socket of type type. */
+static bool
+listening_unix(int fd, int type)
+{
+	struct sockaddr_storage ss;
+	struct stat st;
+	socklen_t len;
+	int v;
+
+	if (fstat(fd, &st) < 0 || !S_ISSOCK(st.st_mode))
+		return false;
+	len = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &v, &len) < 0 || v != type)
+		return false;
+	len = sizeof(v);
+	if (getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &v, &len) < 0 || !v)
+		return false;
+	len = sizeof(ss);
+	return getsockname(fd, (struct sockaddr *)&ss, &len) == 0 &&
+	    ss.ss_family == AF_UNIX;
+}
 
 int
 service_accept(uid_t peer_uid, pid_t *peer_pid, char *err, size_t errlen)
@@ -28,15 +92,15 @@ service_accept(uid_t peer_uid, pid_t *peer_pid, char *err, size_t errlen)
 	socklen_t len;
 	int n, lfd, fd;
 
-	if ((n = sd_listen_fds(1)) != 1) {
+	if ((n = listen_fds()) != 1) {
 		snprintf(err, errlen, "service mode needs exactly one socket "
 		    "from systemd, got %d%s (start the .socket unit, or let "
 		    "berth-supervisor start us with --spawned)",
 		    n < 0 ? 0 : n, n < 0 ? " (LISTEN_FDS is malformed)" : "");
 		return -1;
 	}
-	lfd = SD_LISTEN_FDS_START;
-	if (sd_is_socket_unix(lfd, SOCK_SEQPACKET, 1, NULL, 0) <= 0) {
+	lfd = LISTEN_FDS_START;
+	if (!listening_unix(lfd, SOCK_SEQPACKET)) {
 		snprintf(err, errlen, "the socket systemd passed is not a "
 		    "listening unix SOCK_SEQPACKET socket (check "
 		    "ListenSequentialPacket= in the .socket unit)");

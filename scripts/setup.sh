@@ -8,7 +8,7 @@ set -eu
 
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
  libprotobuf-c-dev protobuf-c-compiler libgrpc-dev libevent-dev libcap-dev
- libseccomp-dev libsqlite3-dev libjansson-dev libsystemd-dev check sqlite3
+ libseccomp-dev libsqlite3-dev libjansson-dev check sqlite3
  util-linux procps systemd scdoc mmdebstrap systemd-container"
 
 if [ "$(id -u)" -ne 0 ]; then

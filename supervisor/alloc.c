@@ -39,6 +39,7 @@ struct walk {
 	char path[1024];
 	size_t pathlen;
 	bool oom;
+	const char *volume_id;	/* a volume spec's, from the API's path */
 };
 
 /* A document spelling and its value; tables end with a NULL name. */
@@ -1239,6 +1240,180 @@ alloc_parse(const char *text, size_t len, struct alloc **out,
 		walk_alloc(&w, root);
 	json_decref(root);
 	return finish(&w, out);
+}
+
+/* ---- a volume spec, for the API ---- */
+
+static void
+spec_id(struct walk *w, json_t *v, void *dst)
+{
+	const char *s;
+	char q[QUOTE_BUF];
+	size_t len;
+
+	(void)dst;
+	if ((s = string_of(w, v, NULL, &len)) != NULL &&
+	    (len != strlen(w->volume_id) || memcmp(s, w->volume_id,
+	    len) != 0))
+		problem(w, "%s differs from the path's \"%s\"", quoted(q, s,
+		    len), w->volume_id);
+}
+
+static void
+spec_capacity_min(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume_spec *s = dst;
+
+	if (!json_is_integer(v)) {
+		problem(w, "must be a whole number of bytes, not %s",
+		    type_name(v));
+		return;
+	}
+	if (json_integer_value(v) < 0) {
+		problem(w, "must be at least 0 bytes, not %" JSON_INTEGER_FORMAT,
+		    json_integer_value(v));
+		return;
+	}
+	s->capacity_min = json_integer_value(v);
+}
+
+static void
+spec_param(struct walk *w, const char *key, json_t *v, size_t i,
+    void *ctx)
+{
+	struct alloc_param *p = &((struct alloc_volume_spec *)ctx)->params[i];
+	const char *s;
+	size_t len;
+
+	if (strlen(key) == 0 || strlen(key) > ALLOC_PARAM_KEY_MAX_LEN) {
+		problem(w, "a key must be 1 to %d bytes, not %zu",
+		    ALLOC_PARAM_KEY_MAX_LEN, strlen(key));
+		return;
+	}
+	if ((s = string_of(w, v, NULL, &len)) == NULL)
+		return;
+	/* Cut, a value would reach the plugin changed: refused instead. */
+	if (len > ALLOC_PARAM_VALUE_MAX_LEN) {
+		problem(w, "is %zu bytes, more than the %d allowed", len,
+		    ALLOC_PARAM_VALUE_MAX_LEN);
+		return;
+	}
+	if ((p->value = take_text(w, v)) != NULL)
+		p->key = copy(w, key, strlen(key));
+}
+
+static void
+spec_params(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume_spec *s = dst;
+
+	if (!sized(w, v, false, ALLOC_MAX_PARAMS))
+		return;
+	s->nparams = json_object_size(v);
+	if ((s->params = zalloc(w, s->nparams, sizeof(*s->params))) != NULL)
+		each_member(w, v, spec_param, s);
+}
+
+/* vol comes first in struct alloc_volume_spec: the volume checks'
+ * dst (a struct alloc_volume) is the spec itself. */
+#define SPEC_COMMON							\
+	FN("id", false, spec_id),					\
+	IDENT("namespace", false, struct alloc_volume_spec, ns),	\
+	IDENT("plugin_id", true, struct alloc_volume_spec, plugin),	\
+	FN("access_mode", true, volume_access_mode),			\
+	FN("attachment_mode", false, volume_attachment_mode),		\
+	FN("mount_options", false, volume_mount_options)
+
+static const struct field register_fields[] = {
+	SPEC_COMMON,
+	IDENT("external_id", false, struct alloc_volume_spec, external_id),
+};
+
+static const struct field create_fields[] = {
+	SPEC_COMMON,
+	FN("capacity_min", false, spec_capacity_min),
+	FN("parameters", false, spec_params),
+};
+
+void
+alloc_volume_spec_free(struct alloc_volume_spec *s)
+{
+	size_t i;
+
+	if (s == NULL)
+		return;
+	free(s->vol.fs_type);
+	strv_free(s->vol.mount_flags, s->vol.nflags);
+	free(s->ns);
+	free(s->plugin);
+	free(s->external_id);
+	for (i = 0; s->params != NULL && i < s->nparams; i++) {
+		free(s->params[i].key);
+		free(s->params[i].value);
+	}
+	free(s->params);
+	free(s);
+}
+
+int
+alloc_volume_spec_parse(const char *text, size_t len, const char *id,
+    bool create, struct alloc_volume_spec **out,
+    struct alloc_problems *problems)
+{
+	struct alloc_volume_spec *s;
+	struct walk w;
+	json_error_t jerr;
+	json_t *root = NULL;
+	char buf[sizeof(jerr.text) * 4 + 8];
+
+	*out = NULL;
+	memset(problems, 0, sizeof(*problems));
+	memset(&w, 0, sizeof(w));
+	w.pr = problems;
+	w.volume_id = id;
+	if ((s = calloc(1, sizeof(*s))) == NULL)
+		w.oom = true;
+	else if (len > ALLOC_MAX_BYTES)
+		size_problem(&w, len);
+	else if ((root = json_loadb(text, len, JSON_REJECT_DUPLICATES |
+	    JSON_ALLOW_NUL, &jerr)) == NULL)
+		problem(&w, "line %d column %d: %s", jerr.line, jerr.column,
+		    escaped(buf, sizeof(buf), jerr.text, strlen(jerr.text),
+		    sizeof(jerr.text), false));
+	else if (object_of(&w, root)) {
+		s->vol.attachment_mode =
+		    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
+		if (create)
+			walk_fields(&w, root, create_fields,
+			    NFIELDS(create_fields), s);
+		else
+			walk_fields(&w, root, register_fields,
+			    NFIELDS(register_fields), s);
+		if (s->ns == NULL && (s->ns =
+		    strdup(ALLOC_DEFAULT_NAMESPACE)) == NULL)
+			w.oom = true;
+	}
+	json_decref(root);
+	if (w.oom) {
+		alloc_volume_spec_free(s);
+		alloc_problems_free(problems);
+		if ((problems->items = calloc(1, sizeof(*problems->items))) !=
+		    NULL && (problems->items[0] = strdup("out of memory")) !=
+		    NULL)
+			problems->n = 1;
+		errno = ENOMEM;
+		return -1;
+	}
+	if (problems->n > 0) {
+		alloc_volume_spec_free(s);
+		if (problems->dropped > 0 && asprintf(&problems->items[
+		    problems->n], "... and %zu more problems",
+		    problems->dropped) >= 0)
+			problems->n++;
+		return -1;
+	}
+	*out = s;
+	return 0;
 }
 
 /* Read at most ALLOC_MAX_BYTES + 1, so that a longer file is seen as one. */

@@ -48,6 +48,10 @@
 #define ALLOC_MAX_LOG_FILES	100
 #define ALLOC_DEFAULT_LOG_FILE_MB	10
 #define ALLOC_MAX_LOG_FILE_MB	1024
+/* A volume spec's "parameters" (PUT /v1/volume/<id>/create). */
+#define ALLOC_MAX_PARAMS	32
+#define ALLOC_PARAM_KEY_MAX_LEN		128	/* bytes */
+#define ALLOC_PARAM_VALUE_MAX_LEN	1024	/* bytes */
 /* Problems listed; more are counted in dropped and summed up in a line. */
 #define ALLOC_PROBLEMS_MAX	64
 
@@ -143,6 +147,40 @@ int alloc_load_file(const char *path, struct alloc **out,
     struct alloc_problems *problems);
 void alloc_free(struct alloc *a);
 void alloc_problems_free(struct alloc_problems *p);
+
+/* One CreateVolume parameter, kept as the operator wrote it. */
+struct alloc_param {
+	char *key;
+	char *value;
+};
+
+/*
+ * A volume to register (an existing one, by the provider's external_id)
+ * or to create through its plugin, the body of PUT /v1/volume/<id> and
+ * PUT /v1/volume/<id>/create (see api_volume.c for the fields).
+ */
+struct alloc_volume_spec {
+	/* First: the alloc's volume checks fill it (access_mode,
+	 * attachment_mode, mount_options); name, source and read_only
+	 * stay unset. */
+	struct alloc_volume vol;
+	char *ns;		/* "default" when absent */
+	char *plugin;
+	char *external_id;	/* register only; NULL when absent */
+	int64_t capacity_min;	/* create only, bytes; 0 when absent */
+	struct alloc_param *params;	/* create only, in document order */
+	size_t nparams;
+};
+
+/*
+ * Parse and check a volume spec for the volume id (an "id" field, if
+ * given, must equal it), as alloc_parse() does a document: 0 and *out,
+ * or -1 and every problem (errno ENOMEM when out of memory).
+ */
+int alloc_volume_spec_parse(const char *text, size_t len, const char *id,
+    bool create, struct alloc_volume_spec **out,
+    struct alloc_problems *problems);
+void alloc_volume_spec_free(struct alloc_volume_spec *s);
 
 /* The document's spelling of a value ("single-node-writer"); "unknown"
  * for a value outside the enum. */

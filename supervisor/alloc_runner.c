@@ -790,19 +790,27 @@ stale_vols_one(const char *alloc, void *arg)
 {
 	struct allocs *am = arg;
 	struct stale_vol *sv;
-	char **more;
+	char **more, *name = NULL;
 
 	if (find_run(am, alloc) != NULL || stale_vols_busy(am, alloc))
 		return;
+	/*
+	 * Everything that can fail is done before am->stale_vols changes,
+	 * and the array is stored the moment reallocarray returns it: a
+	 * moved array must never be lost, whatever fails after it.
+	 */
 	if ((sv = malloc(sizeof(*sv) + strlen(alloc) + 1)) == NULL ||
+	    (name = strdup(alloc)) == NULL ||
 	    (more = reallocarray(am->stale_vols, am->nstale_vols + 1,
-	    sizeof(*more))) == NULL || (more[am->nstale_vols] =
-	    strdup(alloc)) == NULL) {
+	    sizeof(*more))) == NULL) {
+		log_warn("%s: alloc %s: taking back its volumes; trying "
+		    "again at the next resync", __func__, alloc);
+		free(name);
 		free(sv);
 		return;
 	}
 	am->stale_vols = more;
-	am->nstale_vols++;
+	am->stale_vols[am->nstale_vols++] = name;
 	sv->am = am;
 	memcpy(sv->alloc, alloc, strlen(alloc) + 1);
 	log_info("alloc %s: not running, but it holds volumes: taking them "
@@ -1181,15 +1189,20 @@ allocs_free(struct allocs *am)
 }
 
 const char *
-allocs_plugin_type(struct allocs *am, const char *alloc, const char *plugin)
+allocs_node_plugin_type(struct allocs *am, const char *alloc,
+    const char *plugin)
 {
 	struct arun *ar = find_run(am, alloc);
+	const struct alloc_csi_plugin *c;
 	size_t i;
 
-	for (i = 0; ar != NULL && i < ar->doc->ntasks; i++)
-		if (ar->doc->tasks[i].csi.type != ALLOC_CSI_NONE &&
-		    strcmp(ar->doc->tasks[i].csi.id, plugin) == 0)
-			return alloc_csi_type_name(ar->doc->tasks[i].csi.type);
+	/* Not the controller task: an alloc may run both for one plugin. */
+	for (i = 0; ar != NULL && i < ar->doc->ntasks; i++) {
+		c = &ar->doc->tasks[i].csi;
+		if ((c->type == ALLOC_CSI_NODE ||
+		    c->type == ALLOC_CSI_MONOLITH) && strcmp(c->id, plugin) == 0)
+			return alloc_csi_type_name(c->type);
+	}
 	return NULL;
 }
 

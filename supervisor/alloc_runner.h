@@ -44,9 +44,9 @@ struct allocs *allocs_new(struct supervisor *sv);
 void allocs_start(struct allocs *am);
 /* Forget everything; tasks keep running. */
 void allocs_free(struct allocs *am);
-/* The csi_plugin type ("node", "controller", "monolith") the task of
- * alloc that serves plugin declared; NULL if no such task runs. */
-const char *allocs_plugin_type(struct allocs *am, const char *alloc,
+/* The csi_plugin type ("node" or "monolith") the task of alloc that
+ * serves plugin as a node declared; NULL if no such task runs. */
+const char *allocs_node_plugin_type(struct allocs *am, const char *alloc,
     const char *plugin);
 
 /*

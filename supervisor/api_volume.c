@@ -12,7 +12,8 @@
  *	 "capacity_min": 1048576,		(create, bytes)
  *	 "parameters": {"key": "value"}}	(create)
  *
- * Every field is checked, unknown ones refused, before the volume
+ * Every field is checked (alloc_volume_spec_parse(), alloc.c), unknown
+ * ones refused, every problem listed, before the volume
  * manager is asked; its answer comes later, so the request is kept until
  * then (and dropped quietly if the client has gone).
  */
@@ -27,8 +28,6 @@
 #include "supervisor.h"
 #include "volmgr.h"
 
-#define FLAGS_MAX 16
-#define PARAMS_MAX 32
 
 /* A request kept until the volume manager or the registry answers. */
 struct pending {
@@ -230,180 +229,19 @@ api_volumes(struct api_call *c)
 
 /* ---- PUT: register and create ---- */
 
-static bool
-enum_of(const char *s, const char *(*name)(int), int max, int *out)
+/* Every problem, in a "problems" list and summed up in the error. */
+static void
+refuse(struct api_call *c, const struct alloc_problems *pr, bool create)
 {
-	for (int i = 1; i <= max; i++)
-		if (strcmp(s, name(i)) == 0) {
-			*out = i;
-			return true;
-		}
-	return false;
-}
-
-static const char *
-access_name(int i)
-{
-	return alloc_access_mode_name(i);
-}
-
-static const char *
-attachment_name(int i)
-{
-	return alloc_attachment_mode_name(i);
-}
-
-/* Strings kept for the spec: borrowed from root, which outlives it. */
-struct spec_buf {
-	struct volmgr_spec s;
-	const char *flags[FLAGS_MAX];
-	char params[PARAMS_MAX][512];
-	char *pp[PARAMS_MAX];
-};
-
-/* 0, or -1 with a 400 answered. */
-static int
-parse_spec(struct api_call *c, json_t *root, bool create, struct spec_buf *b)
-{
-	static const char *const known[] = { "id", "namespace", "plugin_id",
-		"external_id", "access_mode", "attachment_mode",
-		"mount_options", "capacity_min", "parameters", NULL };
-	const char *key, *why, *s;
-	json_t *v, *mo;
-	int mode;
+	json_t *list = json_array();
 	size_t i;
 
-	memset(b, 0, sizeof(*b));
-	b->s.id = c->id;
-	b->s.ns = ALLOC_DEFAULT_NAMESPACE;
-	b->s.attachment =
-	    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
-	if (!json_is_object(root)) {
-		api_error(c, 400, "the body must be a JSON object");
-		return -1;
-	}
-	json_object_foreach(root, key, v) {
-		for (i = 0; known[i] != NULL; i++)
-			if (strcmp(key, known[i]) == 0)
-				break;
-		if (known[i] == NULL || (!create && (strcmp(key,
-		    "capacity_min") == 0 || strcmp(key, "parameters") == 0)) ||
-		    (create && strcmp(key, "external_id") == 0)) {
-			api_error(c, 400, "%s: unknown field for %s", key,
-			    create ? "create" : "register");
-			return -1;
-		}
-	}
-#define STR(field, dst, required) do {					\
-	v = json_object_get(root, field);				\
-	if (v == NULL && required) {					\
-		api_error(c, 400, "%s: required", field);		\
-		return -1;						\
-	}								\
-	if (v != NULL && !json_is_string(v)) {				\
-		api_error(c, 400, "%s: must be a string", field);	\
-		return -1;						\
-	}								\
-	if (v != NULL)							\
-		dst = json_string_value(v);				\
-} while (0)
-	STR("namespace", b->s.ns, false);
-	STR("plugin_id", b->s.plugin, true);
-	if (!create)
-		STR("external_id", b->s.external_id, false);
-	s = NULL;
-	STR("access_mode", s, true);
-	if (!enum_of(s, access_name, 5, &mode)) {
-		api_error(c, 400, "access_mode: \"%s\" is not one of "
-		    "single-node-reader-only, single-node-writer, "
-		    "multi-node-reader-only, multi-node-single-writer, "
-		    "multi-node-multi-writer", s);
-		return -1;
-	}
-	b->s.access = mode;
-	s = NULL;
-	STR("attachment_mode", s, false);
-	if (s != NULL) {
-		if (!enum_of(s, attachment_name, 2, &mode)) {
-			api_error(c, 400, "attachment_mode: \"%s\" is not one "
-			    "of file-system, block-device", s);
-			return -1;
-		}
-		b->s.attachment = mode;
-	}
-	s = NULL;
-	STR("id", s, false);
-	if (s != NULL && strcmp(s, c->id) != 0) {
-		api_error(c, 400, "id: \"%s\" differs from the path's \"%s\"",
-		    s, c->id);
-		return -1;
-	}
-#undef STR
-	if ((why = ident_problem(b->s.ns, strlen(b->s.ns))) != NULL ||
-	    (why = ident_problem(b->s.plugin, strlen(b->s.plugin))) != NULL) {
-		api_error(c, 400, "namespace or plugin_id: %s", why);
-		return -1;
-	}
-	if (b->s.external_id == NULL)
-		b->s.external_id = c->id;
-	if ((mo = json_object_get(root, "mount_options")) != NULL) {
-		json_t *fs = json_object_get(mo, "fs_type");
-		json_t *fl = json_object_get(mo, "mount_flags");
-
-		if (!json_is_object(mo) || json_object_size(mo) != (size_t)(fs !=
-		    NULL) + (fl != NULL) || (fs != NULL && !json_is_string(fs))
-		    || (fl != NULL && (!json_is_array(fl) ||
-		    json_array_size(fl) > FLAGS_MAX))) {
-			api_error(c, 400, "mount_options: an object with "
-			    "fs_type (a string) and mount_flags (at most %d "
-			    "strings), nothing else", FLAGS_MAX);
-			return -1;
-		}
-		if (fs != NULL)
-			b->s.fs_type = json_string_value(fs);
-		for (i = 0; fl != NULL && i < json_array_size(fl); i++) {
-			if (!json_is_string(json_array_get(fl, i))) {
-				api_error(c, 400, "mount_options.mount_flags[%zu]: "
-				    "must be a string", i);
-				return -1;
-			}
-			b->flags[i] = json_string_value(json_array_get(fl, i));
-		}
-		b->s.flags = (char *const *)b->flags;
-		b->s.nflags = fl != NULL ? json_array_size(fl) : 0;
-	}
-	if ((v = json_object_get(root, "capacity_min")) != NULL) {
-		if (!json_is_integer(v) || json_integer_value(v) < 0) {
-			api_error(c, 400, "capacity_min: bytes, a whole number "
-			    "of at least 0");
-			return -1;
-		}
-		b->s.capacity_min = json_integer_value(v);
-	}
-	if ((v = json_object_get(root, "parameters")) != NULL) {
-		json_t *pv;
-
-		if (!json_is_object(v) || json_object_size(v) > PARAMS_MAX) {
-			api_error(c, 400, "parameters: an object of at most %d "
-			    "strings", PARAMS_MAX);
-			return -1;
-		}
-		i = 0;
-		json_object_foreach(v, key, pv) {
-			if (!json_is_string(pv)) {
-				api_error(c, 400, "parameters.%s: must be a "
-				    "string", key);
-				return -1;
-			}
-			snprintf(b->params[i], sizeof(b->params[i]), "%s=%s",
-			    key, json_string_value(pv));
-			b->pp[i] = b->params[i];
-			i++;
-		}
-		b->s.params = b->pp;
-		b->s.nparams = i;
-	}
-	return 0;
+	for (i = 0; i < pr->n; i++)
+		json_array_append_new(list, json_string(pr->items[i]));
+	api_error_with(c, 400, json_pack("{s:o}", "problems", list),
+	    "the volume was not %s: %s%s", create ? "created" : "registered",
+	    pr->n > 0 ? pr->items[0] : "refused", pr->n > 1 ?
+	    " (and more: see problems)" : "");
 }
 
 static void
@@ -429,34 +267,58 @@ on_done(enum volmgr_status st, const char *why, void *arg)
 static void
 put_volume(struct api_call *c, bool create)
 {
-	struct spec_buf b;
+	struct alloc_volume_spec *as;
+	struct alloc_problems pr;
+	struct volmgr_param params[ALLOC_MAX_PARAMS];
+	struct volmgr_spec s;
 	struct pending *p;
-	json_error_t jerr;
-	json_t *root;
+	size_t i;
 
 	if (c->body == NULL) {
 		api_error(c, 400, "the body must be a volume (JSON); it is "
 		    "empty");
 		return;
 	}
-	if ((root = json_loadb(c->body, c->body_len, JSON_REJECT_DUPLICATES,
-	    &jerr)) == NULL) {
-		api_error(c, 400, "malformed JSON at line %d column %d: %s",
-		    jerr.line, jerr.column, jerr.text);
-		return;
-	}
-	if (ident_problem(c->id, strlen(c->id)) != NULL)
+	if (ident_problem(c->id, strlen(c->id)) != NULL) {
 		api_error(c, 400, "volume id \"%s\": %s", c->id,
 		    ident_problem(c->id, strlen(c->id)));
-	else if (parse_spec(c, root, create, &b) == 0 &&
-	    (p = keep(c, b.s.ns, create ? "created" : "registered")) != NULL) {
-		/* The volume manager copies what it keeps of b. */
-		if (create)
-			volmgr_create(c->sv->volmgr, &b.s, on_done, p);
-		else
-			volmgr_register(c->sv->volmgr, &b.s, on_done, p);
+		return;
 	}
-	json_decref(root);
+	if (alloc_volume_spec_parse(c->body, c->body_len, c->id, create, &as,
+	    &pr) < 0) {
+		if (errno == ENOMEM)
+			api_error(c, 500, "out of memory");
+		else
+			refuse(c, &pr, create);
+		alloc_problems_free(&pr);
+		return;
+	}
+	alloc_problems_free(&pr);
+	/* The volume manager copies what it keeps of s. */
+	memset(&s, 0, sizeof(s));
+	s.ns = as->ns;
+	s.id = c->id;
+	s.plugin = as->plugin;
+	s.external_id = as->external_id != NULL ? as->external_id : c->id;
+	s.access = as->vol.access_mode;
+	s.attachment = as->vol.attachment_mode;
+	s.fs_type = as->vol.fs_type;
+	s.flags = as->vol.mount_flags;
+	s.nflags = as->vol.nflags;
+	s.capacity_min = as->capacity_min;
+	for (i = 0; i < as->nparams; i++) {
+		params[i].key = as->params[i].key;
+		params[i].value = as->params[i].value;
+	}
+	s.params = params;
+	s.nparams = as->nparams;
+	if ((p = keep(c, s.ns, create ? "created" : "registered")) != NULL) {
+		if (create)
+			volmgr_create(c->sv->volmgr, &s, on_done, p);
+		else
+			volmgr_register(c->sv->volmgr, &s, on_done, p);
+	}
+	alloc_volume_spec_free(as);
 }
 
 void

@@ -566,23 +566,28 @@ controller_of(struct volmgr *vm, const char *plugin)
 }
 
 /*
- * The <type> of the plugin's mount root, csi/<type>/<plugin>/: the type
- * its task declared (a monolith's root is csi/monolith/<plugin>).
+ * The <type> of the node plugin's mount root, csi/<type>/<plugin>/: the
+ * type its node task declared (a monolith's root is
+ * csi/monolith/<plugin>), never that of a controller task (the alloc
+ * runner allows one plugin task per alloc today; the lookup does not
+ * lean on that). When the alloc is not running (after a restart, before
+ * it is read back) the type is inferred from the registry's instances:
+ * there is always an answer, so an unmount is never held back for want
+ * of one, and mount_type() cannot fail.
  */
-static bool
+static void
 mount_type(struct unit *u, struct csi_inst *node)
 {
 	struct volmgr *vm = u->job->vm;
 	struct csi_inst *ctl = csimgr_find(vm->sv->csimgr,
 	    BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_CONTROLLER, u->pub->plugin);
-	const char *t = allocs_plugin_type(vm->sv->allocs,
+	const char *t = allocs_node_plugin_type(vm->sv->allocs,
 	    csi_inst_alloc(node), u->pub->plugin);
 
 	if (t == NULL)
 		t = ctl != NULL && strcmp(csi_inst_alloc(ctl),
 		    csi_inst_alloc(node)) == 0 ? "monolith" : "node";
 	snprintf(u->pub->type, sizeof(u->pub->type), "%s", t);
-	return true;
 }
 
 /* The pub's staging path, or its publish target: absolute, for CSI. */
@@ -703,8 +708,9 @@ mount_step(struct unit *u)
 			p->read_only = r->read_only;
 		}
 		take_volume(p, v);
-		if ((node = node_of(u)) == NULL || !mount_type(u, node))
+		if ((node = node_of(u)) == NULL)
 			break;
+		mount_type(u, node);
 		put_record(u);
 		return;
 	}
@@ -881,8 +887,9 @@ unmount_step(struct unit *u)
 			else
 				p->external_id = xstrdup(p->vol);
 		}
-		if ((node = node_of(u)) == NULL || !mount_type(u, node))
+		if ((node = node_of(u)) == NULL)
 			break;
+		mount_type(u, node);
 		unit_step(u);
 		return;
 	case D_UNPUBLISH: {
@@ -1123,15 +1130,8 @@ create_step(struct unit *u)
 			range.required_bytes = s->capacity_min;
 			req.capacity_range = &range;
 		}
-		for (size_t i = 0; i < s->nparams; i++) {
-			const char *eq = strchr(s->params[i], '=');
-			char key[256];
-
-			snprintf(key, sizeof(key), "%.*s", eq != NULL ?
-			    (int)(eq - s->params[i]) : (int)strlen(
-			    s->params[i]), s->params[i]);
-			kvs_add(&params, key, eq != NULL ? eq + 1 : "");
-		}
+		for (size_t i = 0; i < s->nparams; i++)
+			kvs_add(&params, s->params[i].key, s->params[i].value);
 		req.n_parameters = params.n;
 		req.parameters = (void *)kv_entries(&params,
 		    &csi__v1__create_volume_request__parameters_entry__descriptor,
@@ -1257,10 +1257,12 @@ unit_free(struct unit *u)
 		free((char *)u->spec.fs_type);
 		for (size_t i = 0; i < u->spec.nflags; i++)
 			free(u->spec.flags[i]);
-		for (size_t i = 0; i < u->spec.nparams; i++)
-			free(u->spec.params[i]);
+		for (size_t i = 0; i < u->spec.nparams; i++) {
+			free((char *)u->spec.params[i].key);
+			free((char *)u->spec.params[i].value);
+		}
 		free((char **)u->spec.flags);
-		free((char **)u->spec.params);
+		free((struct volmgr_param *)u->spec.params);
 	}
 	free(u);
 }
@@ -1610,6 +1612,20 @@ strv_copy(char *const *v, size_t n)
 	return c;
 }
 
+static struct volmgr_param *
+params_copy(const struct volmgr_param *p, size_t n)
+{
+	struct volmgr_param *c = calloc(n + 1, sizeof(*c));
+
+	if (c == NULL)
+		fatal("params_copy");
+	for (size_t i = 0; i < n; i++) {
+		c[i].key = xstrdup(p[i].key);
+		c[i].value = xstrdup(p[i].value);
+	}
+	return c;
+}
+
 /* The caller's strings need not outlive the call. */
 static void
 spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s)
@@ -1621,7 +1637,7 @@ spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s)
 	d->external_id = xstrdup(s->external_id);
 	d->fs_type = s->fs_type != NULL ? xstrdup(s->fs_type) : NULL;
 	d->flags = strv_copy(s->flags, s->nflags);
-	d->params = strv_copy(s->params, s->nparams);
+	d->params = params_copy(s->params, s->nparams);
 }
 
 static void

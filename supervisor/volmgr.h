@@ -73,6 +73,11 @@ bool volmgr_ready(const struct volmgr *vm);
 /* Does any alloc hold a volume of this plugin (or a record of one)? */
 bool volmgr_uses_plugin(struct volmgr *vm, const char *plugin);
 
+/* One CreateVolume parameter, passed to the plugin as is. */
+struct volmgr_param {
+	const char *key, *value;
+};
+
 /* An operator's volume. */
 struct volmgr_spec {
 	const char *ns, *id, *plugin;
@@ -83,7 +88,7 @@ struct volmgr_spec {
 	char *const *flags;
 	size_t nflags;
 	int64_t capacity_min;		/* create: bytes, 0 none */
-	char *const *params;		/* create: "key=value" */
+	const struct volmgr_param *params;	/* create */
 	size_t nparams;
 };
 

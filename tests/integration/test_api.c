@@ -271,20 +271,21 @@ START_TEST(bad_requests_say_what_was_wrong)
 	static const char *volume_routes[][5] = {
 		{ "GET", "/v1/volume/v1", NULL, "404", "no volume v1" },
 		{ "DELETE", "/v1/volume/v1", NULL, "404", "no volume v1" },
-		{ "PUT", "/v1/volume/v1", "{}", "400", "plugin_id: required" },
+		{ "PUT", "/v1/volume/v1", "{}", "400",
+		    "plugin_id: is required" },
 		{ "PUT", "/v1/volume/v1/create", "{}", "400",
-		    "plugin_id: required" },
+		    "plugin_id: is required" },
 		{ "PUT", "/v1/volume/v1", "{\"plugin_id\": \"p\", "
 		    "\"access_mode\": \"single-node-writer\", "
 		    "\"colour\": 1}", "400", "colour: unknown field" },
 		{ "PUT", "/v1/volume/v1/create", "{\"plugin_id\": \"p\", "
 		    "\"access_mode\": \"some\"}", "400",
-		    "access_mode: \"some\" is not one of" },
+		    "access_mode: must be one of" },
 		{ "PUT", "/v1/volume/v1/create", "{\"plugin_id\": \"p\", "
 		    "\"access_mode\": \"single-node-writer\", "
 		    "\"external_id\": \"x\"}", "400",
-		    "external_id: unknown field for create" },
-		{ "PUT", "/v1/volume/v1", "[1]", "400", "must be a JSON object" },
+		    "external_id: unknown field" },
+		{ "PUT", "/v1/volume/v1", "[1]", "400", "must be an object" },
 		{ "PUT", "/v1/volume/v1/create", "{\"plugin_id\": \"p\", "
 		    "\"access_mode\": \"single-node-writer\"}", "400",
 		    "plugin p has no healthy controller instance" },
@@ -339,6 +340,21 @@ START_TEST(bad_requests_say_what_was_wrong)
 		    volume_routes[i][1], volume_routes[i][2],
 		    volume_routes[i][2] != NULL ? strlen(volume_routes[i][2]) :
 		    0, atoi(volume_routes[i][3]), volume_routes[i][4]));
+	/* A parameter too long for the plugin is refused, never cut. */
+	{
+		char body[2048];
+		int n;
+
+		n = snprintf(body, sizeof(body), "{\"plugin_id\": \"p\", "
+		    "\"access_mode\": \"single-node-writer\", "
+		    "\"parameters\": {\"big\": \"%01100d\"}}", 0);
+		j = api_fails(&b, "PUT", "/v1/volume/v1/create", body,
+		    (size_t)n, 400, "parameters.big: is 1100 bytes, more "
+		    "than the 1024 allowed");
+		ck_assert_uint_eq(json_array_size(json_object_get(j,
+		    "problems")), 1);
+		json_decref(j);
+	}
 
 	/* Bodies. */
 	json_decref(api_fails(&b, "PUT", "/v1/allocations", "{\"id\": ", 7,

@@ -26,6 +26,7 @@ enum wstate { W_NONE, W_SENT, W_ACKED, W_FAILED };
 struct crash {
 	enum wstate state[MAX_WRITES];
 	int next, inflight, acked;
+	int64_t plugin_rows;	/* in the database after the last kill */
 };
 
 struct wreq {
@@ -127,6 +128,7 @@ check_db(struct regtest *t, struct crash *c)
 	ck_assert_msg(strcmp(ok, "ok") == 0, "integrity_check: %s", ok);
 	sqlite3_finalize(st);
 
+	c->plugin_rows = one_int(db, "SELECT COUNT(*) FROM plugins");
 	/* Every plugin row has its event, with the same index. */
 	ck_assert_int_eq(one_int(db, "SELECT COUNT(*) FROM plugins p WHERE "
 	    "NOT EXISTS (SELECT 1 FROM events e WHERE e.idx = "
@@ -211,10 +213,18 @@ START_TEST(acknowledged_writes_survive_sigkill)
 	regtest_start(&t);
 	RT(&t, r, regclient_list_plugins(t.rc, 0, NULL, rt_plugins_cb, &r));
 	ck_assert_int_eq(r.code, 0);
-	for (i = 0; i < (int)r.n; i++)
-		ck_assert_str_eq(((Berth__PluginInstance *)r.items[i])->name,
-		    "crash");
-	ck_assert_int_ge((int)r.n, 0);
+	/* Exactly the rows on disk, each one a write this test sent. */
+	ck_assert_int_eq((int64_t)r.n, c.plugin_rows);
+	for (i = 0; i < (int)r.n; i++) {
+		Berth__PluginInstance *pi = r.items[i];
+		int w;
+
+		ck_assert_str_eq(pi->name, "crash");
+		ck_assert_int_eq(sscanf(pi->alloc, "w%d", &w), 1);
+		ck_assert(w >= 0 && w < c.next && w % 2 == 0);
+		ck_assert_msg(c.state[w] != W_NONE, "write %d served but "
+		    "never sent", w);
+	}
 	{
 		size_t want = 0;
 

@@ -915,6 +915,123 @@ START_TEST(files)
 }
 END_TEST
 
+/* ---- volume specs (PUT /v1/volume/<id>[/create]) ---- */
+
+static struct alloc_volume_spec *
+spec_parse(const char *doc, bool create, struct alloc_problems *p)
+{
+	struct alloc_volume_spec *s = NULL;
+	const char *text = sq(doc);
+
+	if (alloc_volume_spec_parse(text, strlen(text), "v1", create, &s,
+	    p) == 0)
+		ck_assert_ptr_nonnull(s);
+	else
+		ck_assert_ptr_null(s);
+	return s;
+}
+
+START_TEST(volume_spec_read_back)
+{
+	struct alloc_problems p;
+	struct alloc_volume_spec *s;
+
+	s = spec_parse("{'id':'v1','plugin_id':'hp',"
+	    "'access_mode':'single-node-writer','capacity_min':4096,"
+	    "'mount_options':{'fs_type':'ext4','mount_flags':['noatime']},"
+	    "'parameters':{'a=b':'c=d','empty':''}}", true, &p);
+	if (s == NULL)
+		dump(&p);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(s->ns, "default");
+	ck_assert_str_eq(s->plugin, "hp");
+	ck_assert_ptr_null(s->external_id);
+	ck_assert_int_eq(s->vol.access_mode,
+	    BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER);
+	ck_assert_int_eq(s->vol.attachment_mode,
+	    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM);
+	ck_assert_int_eq(s->capacity_min, 4096);
+	ck_assert_str_eq(s->vol.fs_type, "ext4");
+	ck_assert_uint_eq(s->vol.nflags, 1);
+	ck_assert_str_eq(s->vol.mount_flags[0], "noatime");
+	/* Key and value as written: an '=' in a key stays in the key. */
+	ck_assert_uint_eq(s->nparams, 2);
+	ck_assert_str_eq(s->params[0].key, "a=b");
+	ck_assert_str_eq(s->params[0].value, "c=d");
+	ck_assert_str_eq(s->params[1].key, "empty");
+	ck_assert_str_eq(s->params[1].value, "");
+	alloc_volume_spec_free(s);
+	alloc_problems_free(&p);
+
+	s = spec_parse("{'namespace':'prod','plugin_id':'hp',"
+	    "'external_id':'disk-7','access_mode':'multi-node-reader-only',"
+	    "'attachment_mode':'block-device'}", false, &p);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(s->ns, "prod");
+	ck_assert_str_eq(s->external_id, "disk-7");
+	ck_assert_int_eq(s->vol.attachment_mode,
+	    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_BLOCK_DEVICE);
+	alloc_volume_spec_free(s);
+	alloc_problems_free(&p);
+}
+END_TEST
+
+static bool
+has_problem(const struct alloc_problems *p, const char *want)
+{
+	for (size_t i = 0; i < p->n; i++)
+		if (strcmp(p->items[i], want) == 0)
+			return true;
+	dump(p);
+	return false;
+}
+
+START_TEST(volume_spec_refusals)
+{
+	static char doc[4096];
+	struct alloc_problems p;
+	char big[ALLOC_PARAM_VALUE_MAX_LEN + 2];
+
+	/* A value one byte too long is refused, never cut. */
+	memset(big, 'x', sizeof(big) - 1);
+	big[sizeof(big) - 1] = '\0';
+	snprintf(doc, sizeof(doc), "{'plugin_id':'hp','access_mode':"
+	    "'single-node-writer','parameters':{'ok':'%.*s','big':'%s'}}",
+	    ALLOC_PARAM_VALUE_MAX_LEN, big, big);
+	ck_assert_ptr_null(spec_parse(doc, true, &p));
+	ck_assert_uint_eq(p.n, 1);
+	ck_assert(has_problem(&p, "parameters.big: is 1025 bytes, more than "
+	    "the 1024 allowed"));
+	alloc_problems_free(&p);
+
+	/* Every problem at once, each at its path. */
+	ck_assert_ptr_null(spec_parse("{'id':'v2','colour':1,"
+	    "'access_mode':'some','parameters':{'n':1},"
+	    "'external_id':'x','capacity_min':-1}", true, &p));
+	ck_assert(has_problem(&p, "id: \"v2\" differs from the path's "
+	    "\"v1\""));
+	ck_assert(has_problem(&p, "colour: unknown field; remove it"));
+	ck_assert(has_problem(&p, "parameters.n: must be a string, not a "
+	    "number"));
+	ck_assert(has_problem(&p, "capacity_min: must be at least 0 bytes, "
+	    "not -1"));
+	ck_assert(has_problem(&p, "external_id: unknown field; remove it"));
+	ck_assert(has_problem(&p, "plugin_id: is required"));
+	alloc_problems_free(&p);
+
+	/* Register takes no create fields. */
+	ck_assert_ptr_null(spec_parse("{'plugin_id':'hp','access_mode':"
+	    "'single-node-writer','parameters':{}}", false, &p));
+	ck_assert(has_problem(&p, "parameters: unknown field; remove it"));
+	alloc_problems_free(&p);
+
+	ck_assert_ptr_null(spec_parse("[1]", true, &p));
+	ck_assert(has_problem(&p, "document: must be an object, not an "
+	    "array"));
+	alloc_problems_free(&p);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -939,5 +1056,7 @@ main(void)
 	tcase_add_test(tc, json_round_trip);
 	tcase_add_test(tc, names);
 	tcase_add_test(tc, files);
+	tcase_add_test(tc, volume_spec_read_back);
+	tcase_add_test(tc, volume_spec_refusals);
 	return harness_run("alloc", tc);
 }
