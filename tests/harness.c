@@ -176,8 +176,8 @@ runner_cleanup(void)
 	unlink(path);
 }
 
-int
-harness_run(const char *name, TCase *tc)
+static int
+run_case(const char *name, TCase *tc, int *run)
 {
 	Suite *s = suite_create(name);
 	SRunner *sr;
@@ -185,11 +185,33 @@ harness_run(const char *name, TCase *tc)
 
 	suite_add_tcase(s, tc);
 	sr = srunner_create(s);
-	runner = getpid();
 	srunner_run_all(sr, CK_NORMAL);
+	*run = srunner_ntests_run(sr);
 	failed = srunner_ntests_failed(sr);
 	srunner_free(sr);
+	return failed;
+}
+
+int
+harness_run(const char *name, TCase *tc)
+{
+	int run, failed;
+
+	runner = getpid();
+	failed = run_case(name, tc, &run);
 	runner_cleanup();
+	return failed == 0 ? 0 : 1;
+}
+
+int
+harness_run_attacks(const char *name, TCase *tc, int (*extra_failed)(void))
+{
+	int run, failed;
+
+	failed = run_case(name, tc, &run);
+	if (extra_failed != NULL)
+		failed += extra_failed();
+	printf("%d attacks tried, %d succeeded\n", run, failed);
 	return failed == 0 ? 0 : 1;
 }
 

@@ -20,6 +20,13 @@
 void harness_track_pid(pid_t pid);
 /* Run one test case as a suite; returns the process exit code. */
 int harness_run(const char *name, TCase *tc);
+/*
+ * Run an attack case as a suite and print "N attacks tried, M succeeded":
+ * M is its failed tests plus what extra_failed(), when given, counts after
+ * the run. Returns the process exit code.
+ */
+int harness_run_attacks(const char *name, TCase *tc,
+    int (*extra_failed)(void));
 /* Build-tree path of a binary ("berth-mounter"), from BERTH_BUILD_DIR. */
 const char *harness_bin(const char *name);
 

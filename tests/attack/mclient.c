@@ -549,6 +549,27 @@ mounts_added(const char *before, char *what, size_t n)
 	return added;
 }
 
+static char *host_mounts;
+
+void
+mc_host_mounts_before(void)
+{
+	host_mounts = mounts_snapshot();
+}
+
+int
+mc_host_mounts_gained(void)
+{
+	char what[1024];
+	bool added = mounts_added(host_mounts, what, sizeof(what));
+
+	if (added)
+		printf("the host's mount table gained: %s\n", what);
+	free(host_mounts);
+	host_mounts = NULL;
+	return added ? 1 : 0;
+}
+
 bool
 is_mountpoint(const char *path)
 {

@@ -86,6 +86,13 @@ const char *mc_path(struct mclient *c, const char *rel);
 /* Mount table snapshot, and whether anything was added since. */
 char *mounts_snapshot(void);
 bool mounts_added(const char *before, char *what, size_t n);
+/*
+ * For harness_run_attacks(): each test runs in its own namespace, so the
+ * host's table must not change between these two calls. The second says
+ * what was added, and counts it as one attack that got through.
+ */
+void mc_host_mounts_before(void);
+int mc_host_mounts_gained(void);
 bool is_mountpoint(const char *path);
 
 #endif

@@ -607,11 +607,8 @@ int
 main(void)
 {
 	TCase *tc = tcase_create("attack");
-	Suite *s = suite_create("attack");
-	char *host = mounts_snapshot(), what[1024];
-	SRunner *sr;
-	int run, failed;
 
+	mc_host_mounts_before();
 	tcase_set_timeout(tc, 120);
 	tcase_add_unchecked_fixture(tc, mc_track_init, mc_track_cleanup);
 	tcase_add_test(tc, symlink_at_publish_target);
@@ -627,18 +624,5 @@ main(void)
 	tcase_add_test(tc, confined_plugin_mounts_outside_and_inside_its_root);
 	tcase_add_test(tc, garbage_oversized_and_truncated_datagrams);
 	tcase_add_test(tc, descriptor_where_none_belongs);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	run = srunner_ntests_run(sr);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	/* Each test ran in its own namespace; the host's table is unchanged. */
-	if (mounts_added(host, what, sizeof(what))) {
-		printf("the host's mount table gained: %s\n", what);
-		failed++;
-	}
-	free(host);
-	printf("%d attacks tried, %d succeeded\n", run, failed);
-	return failed == 0 ? 0 : 1;
+	return harness_run_attacks("attack", tc, mc_host_mounts_gained);
 }

@@ -672,9 +672,6 @@ int
 main(void)
 {
 	TCase *tc = tcase_create("attack_hostpath");
-	Suite *s = suite_create("attack_hostpath");
-	SRunner *sr;
-	int run, failed;
 
 	tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
 	tcase_add_checked_fixture(tc, setup, teardown);
@@ -684,12 +681,5 @@ main(void)
 	tcase_add_test(tc, symlink_at_publish_target);
 	tcase_add_test(tc, publish_target_parent_swapped_for_symlink);
 	tcase_add_test(tc, deep_and_wide_tree_in_bounded_memory);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	run = srunner_ntests_run(sr);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	printf("%d attacks tried, %d succeeded\n", run, failed);
-	return failed == 0 ? 0 : 1;
+	return harness_run_attacks("attack_hostpath", tc, NULL);
 }

@@ -509,27 +509,12 @@ int
 main(void)
 {
 	TCase *tc = tcase_create("attack_launcher");
-	Suite *s = suite_create("attack_launcher");
-	char *host = mounts_snapshot(), what[1024];
-	SRunner *sr;
-	int run, failed;
 
+	mc_host_mounts_before();
 	tcase_set_timeout(tc, 120);
 	tcase_add_unchecked_fixture(tc, fixture_init, fixture_cleanup);
 	tcase_add_test(tc, fifo_symlink_link_or_device_at_a_plugin_log);
 	tcase_add_test(tc, confined_plugin_sets_the_hostname_or_enters_the_hosts);
 	tcase_add_test(tc, flood_without_reading_a_reply);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	run = srunner_ntests_run(sr);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (mounts_added(host, what, sizeof(what))) {
-		printf("the host's mount table gained: %s\n", what);
-		failed++;
-	}
-	free(host);
-	printf("%d attacks tried, %d succeeded\n", run, failed);
-	return failed == 0 ? 0 : 1;
+	return harness_run_attacks("attack_launcher", tc, mc_host_mounts_gained);
 }

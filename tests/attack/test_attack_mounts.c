@@ -533,11 +533,8 @@ int
 main(void)
 {
 	TCase *tc = tcase_create("attack_mounts");
-	Suite *s = suite_create("attack_mounts");
-	char *host_table = mounts_snapshot(), what[1024];
-	SRunner *sr;
-	int run, failed;
 
+	mc_host_mounts_before();
 	tcase_set_timeout(tc, 500);
 	tcase_add_unchecked_fixture(tc, mc_track_init, mc_track_cleanup);
 	tcase_add_test(tc, every_directory_to_a_mount_renamed_by_each_party);
@@ -545,17 +542,5 @@ main(void)
 	tcase_add_test(tc, hard_link_to_another_users_file);
 	tcase_add_test(tc, plugin_stacks_a_host_directory_over_its_tree);
 	tcase_add_test(tc, cleanup_of_150000_entries_while_pinged);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	run = srunner_ntests_run(sr);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	if (mounts_added(host_table, what, sizeof(what))) {
-		printf("the host's mount table gained: %s\n", what);
-		failed++;
-	}
-	free(host_table);
-	printf("%d attacks tried, %d succeeded\n", run, failed);
-	return failed == 0 ? 0 : 1;
+	return harness_run_attacks("attack_mounts", tc, mc_host_mounts_gained);
 }

@@ -606,9 +606,6 @@ int
 main(void)
 {
 	TCase *tc = tcase_create("attack_startup");
-	Suite *s = suite_create("attack_startup");
-	SRunner *sr;
-	int run, failed;
 
 	tcase_set_timeout(tc, 600);
 	tcase_add_test(tc, symlink_swapped_in_during_thousands_of_restarts);
@@ -619,12 +616,5 @@ main(void)
 	tcase_add_test(tc, run_dir_that_belongs_to_someone_else);
 	tcase_add_test(tc, helpers_where_berth_can_write);
 	tcase_add_test(tc, run_dir_and_socket_are_made_right);
-	suite_add_tcase(s, tc);
-	sr = srunner_create(s);
-	srunner_run_all(sr, CK_NORMAL);
-	run = srunner_ntests_run(sr);
-	failed = srunner_ntests_failed(sr);
-	srunner_free(sr);
-	printf("%d attacks tried, %d succeeded\n", run, failed);
-	return failed == 0 ? 0 : 1;
+	return harness_run_attacks("attack_startup", tc, NULL);
 }
