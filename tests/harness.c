@@ -304,6 +304,22 @@ harness_rmtree(const char *path)
 	}
 }
 
+bool
+harness_rmtree_wait(const char *path, int ms)
+{
+	int waited;
+
+	for (waited = 0; access(path, F_OK) == 0; waited += 100) {
+		harness_rmtree(path);
+		if (access(path, F_OK) != 0)
+			break;
+		if (waited >= ms)
+			return false;
+		usleep(100 * 1000);
+	}
+	return true;
+}
+
 void
 harness_write(const char *path, const char *text)
 {

@@ -35,6 +35,11 @@ void harness_private_mounts(void);
 /* A fresh 0755 directory under /tmp, removed by harness_rmtree(). */
 char *harness_tmpdir(const char *tag);
 void harness_rmtree(const char *path);
+/*
+ * harness_rmtree() again until the tree is gone (a killed test's
+ * processes and mounts take a moment), for at most ms; false if not.
+ */
+bool harness_rmtree_wait(const char *path, int ms);
 /* Write a file with the given contents. */
 void harness_write(const char *path, const char *text);
 

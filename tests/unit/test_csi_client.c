@@ -861,15 +861,8 @@ suite_setup(void)
 static void
 suite_teardown(void)
 {
-	int i;
-
 	/* A killed test's plugin may take a moment to die, and its mounts. */
-	for (i = 0; i < 50 && access(suite_dir, F_OK) == 0; i++) {
-		harness_rmtree(suite_dir);
-		if (access(suite_dir, F_OK) == 0)
-			usleep(100 * 1000);
-	}
-	if (access(suite_dir, F_OK) == 0)
+	if (!harness_rmtree_wait(suite_dir, 5000))
 		fprintf(stderr, "suite_teardown: could not remove %s\n",
 		    suite_dir);
 	free(suite_dir);
