@@ -23,8 +23,17 @@
 #define FP_RETRY_MAX_MS 30000
 #define RESUBSCRIBE_MS 1000
 
+/* Where an instance's fingerprint stands; fp.done and fp.healthy
+ * say the same to readers. */
+enum fp_state {
+	FP_FIRST,		/* the first one runs (since followed, or a switch) */
+	FP_HEALTHY,		/* the last one passed; refreshed on resync */
+	FP_UNHEALTHY,		/* the last one failed; retried on a timer */
+};
+
 struct csi_inst {
 	struct csimgr *m;
+	enum fp_state state;
 	Berth__PluginType type;
 	char *name, *alloc, *endpoint;
 	struct csi_conn *conn;
@@ -121,6 +130,14 @@ call_end(struct fpcall *fc, ProtobufCMessage **reply)
 }
 
 static void
+set_state(struct csi_inst *in, enum fp_state state)
+{
+	in->state = state;
+	in->fp.done = state != FP_FIRST;
+	in->fp.healthy = state == FP_HEALTHY;
+}
+
+static void
 fp_failed(struct csi_inst *in, const char *fmt, ...) BERTH_PRINTF(2, 3);
 
 static void
@@ -133,17 +150,16 @@ fp_failed(struct csi_inst *in, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	if (in->fp.healthy || !in->fp.done)
+	if (in->state != FP_UNHEALTHY)
 		events_record(in->m->d.events, "plugin", "PluginUnhealthy",
 		    in->alloc, NULL, in->name, "%s plugin: %s",
 		    type_name(in->type), why);
-	if (in->fp.healthy || strcmp(in->fp.health + 11, why) != 0 ||
-	    !in->fp.done)
+	if (in->state != FP_UNHEALTHY ||
+	    strcmp(in->fp.health + 11, why) != 0)
 		log_warnx("csi: plugin=%s type=%s alloc=%s health=unhealthy "
 		    "reason=\"%s\"", in->name, type_name(in->type), in->alloc,
 		    why);
-	in->fp.done = true;
-	in->fp.healthy = false;
+	set_state(in, FP_UNHEALTHY);
 	snprintf(in->fp.health, sizeof(in->fp.health), "unhealthy: %s", why);
 	tv.tv_sec = in->retry_ms / 1000;
 	tv.tv_usec = (in->retry_ms % 1000) * 1000;
@@ -158,10 +174,10 @@ fp_done(struct csi_inst *in)
 {
 	struct csi_fingerprint *fp = &in->fp;
 	char was[sizeof(fp->health)];
+	bool news = in->state != FP_HEALTHY;
 
 	snprintf(was, sizeof(was), "%s", fp->health);
-	fp->done = true;
-	fp->healthy = true;
+	set_state(in, FP_HEALTHY);
 	in->retry_ms = FP_RETRY_FIRST_MS;
 	if (in->type == BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE) {
 		char maxv[32];
@@ -179,7 +195,7 @@ fp_done(struct csi_inst *in)
 		snprintf(fp->health, sizeof(fp->health), "healthy: controller"
 		    "%s%s", fp->create_delete ? ", creates volumes" : "",
 		    fp->publish_unpublish ? ", publishes volumes" : "");
-	if (strncmp(was, "healthy", 7) != 0)
+	if (news)
 		events_record(in->m->d.events, "plugin", "PluginHealthy",
 		    in->alloc, NULL, in->name, "%s plugin: %s",
 		    type_name(in->type), fp->health + 9);
@@ -382,6 +398,7 @@ follow(struct csimgr *m, const Berth__PluginInstance *pi, bool refresh)
 			csi_conn_close(in->conn);
 		in->conn = NULL;
 		memset(&in->fp, 0, sizeof(in->fp));
+		set_state(in, FP_FIRST);
 		in->retry_ms = FP_RETRY_FIRST_MS;
 		fingerprint(in);
 		return;
@@ -509,7 +526,7 @@ on_listed(const struct regclient_result *res,
 		next = TAILQ_NEXT(in, entry);
 		if (!in->seen)
 			gone(in);
-		else if (in->fp.healthy)
+		else if (in->state == FP_HEALTHY)
 			fingerprint(in);	/* health, refreshed */
 	}
 }
