@@ -527,6 +527,28 @@ START_TEST(test_adopted_healthy_then_freed)
 }
 END_TEST
 
+/* Stopped while it waits for the socket, then started again. */
+START_TEST(test_stop_while_waiting_start_again)
+{
+	setup();
+	plugsup_start(fx.ps, false, false);
+	idle(100);
+	plugsup_stop(fx.ps, stopped, NULL);
+	ck_assert(fake_run_until(fx.base, is_done, NULL, 5000));
+	ck_assert_int_eq(fx.nevents, 0);	/* never healthy: no news */
+	ck_assert_int_eq(fx.health_calls, 0);
+	/* Stopped: the socket appearing wakes nothing. */
+	plugin_start();
+	idle(300);
+	ck_assert_uint_eq(fake_count(fx.fp,
+	    BERTH__ENVELOPE__BODY_REGISTER_PLUGIN), 0);
+	plugsup_start(fx.ps, false, false);
+	ck_assert(fake_run_until(fx.base, is_healthy, NULL, 10000));
+	ck_assert_int_eq(events_of("PluginHealthy", NULL), 1);
+	ck_assert_int_eq(fx.done, 1);
+}
+END_TEST
+
 /* The link to the registry closed before it could register. */
 START_TEST(test_registry_closed)
 {
@@ -560,5 +582,6 @@ main(void)
 	tcase_add_test(tc, test_stop_while_registering_link_closed);
 	tcase_add_test(tc, test_adopted_healthy_then_freed);
 	tcase_add_test(tc, test_registry_closed);
+	tcase_add_test(tc, test_stop_while_waiting_start_again);
 	return harness_run("plugin_supervisor", tc);
 }
