@@ -544,7 +544,9 @@ trun_new(struct supervisor *sv, const struct alloc *a,
 		pc.health_timeout_ms = t->csi.health_timeout_ms;
 		pc.heartbeat_ms = sv->cfg.plugin_heartbeat_ms;
 		pc.socket = tr->socket;
-		if ((tr->ps = plugsup_new(sv, &pc, &plugin_ops, tr)) == NULL)
+		if ((tr->ps = plugsup_new(&(struct plugsup_deps){ sv->base,
+		    sv->registry.client, sv->csi, sv->watcher }, &pc,
+		    &plugin_ops, tr)) == NULL)
 			goto fail;
 	}
 	if ((tr->dh = drivermgr_handler(sv->drivers, alloc_driver_name(

@@ -45,6 +45,7 @@
 #include "csi_client.h"
 #include "log.h"
 #include "metrics.h"
+#include "xalloc.h"
 
 #define SOCKET_PATH_MAX	107	/* sizeof(sun_path) - 1 */
 #define MIN_ATTEMPT_MS	10	/* not worth starting an attempt for less */
@@ -510,8 +511,7 @@ csi_call(struct csi_conn *conn, enum csi_method method,
 	struct timeval now = { 0, 0 };
 	struct csi_rpc *rpc;
 
-	if ((rpc = calloc(1, sizeof(*rpc))) == NULL)
-		fatal("csi_call");
+	rpc = xcalloc(1, sizeof(*rpc));
 	rpc->client = c;
 	rpc->conn = conn;
 	rpc->method = method;
@@ -529,8 +529,8 @@ csi_call(struct csi_conn *conn, enum csi_method method,
 		rpc->retry.max_backoff_ms = rpc->retry.initial_backoff_ms;
 	rpc->backoff_ms = rpc->retry.initial_backoff_ms;
 	rpc->details = grpc_empty_slice();
-	if ((rpc->timer = evtimer_new(c->base, rpc_timer_cb, rpc)) == NULL)
-		fatal("csi_call: evtimer_new");
+	rpc->timer = xnonnull(evtimer_new(c->base, rpc_timer_cb, rpc),
+	    "csi_call: evtimer_new");
 	TAILQ_INSERT_TAIL(&c->rpcs, rpc, entry);
 
 	if (method >= CSI_METHOD_COUNT || request == NULL ||
@@ -543,8 +543,7 @@ csi_call(struct csi_conn *conn, enum csi_method method,
 		return;
 	}
 	rpc->request_len = protobuf_c_message_get_packed_size(request);
-	if ((rpc->request = malloc(rpc->request_len + 1)) == NULL)
-		fatal("csi_call: %zu bytes", rpc->request_len);
+	rpc->request = xmalloc(rpc->request_len + 1);
 	protobuf_c_message_pack(request, rpc->request);
 	/* The first attempt starts from the loop too: one code path. */
 	rpc->state = RPC_WAITING;
@@ -627,8 +626,7 @@ csi_conn_open(struct csi_client *c, const char *endpoint)
 		    "path of at most %d bytes", endpoint, SOCKET_PATH_MAX);
 		return NULL;
 	}
-	if ((conn = calloc(1, sizeof(*conn))) == NULL)
-		fatal("csi_conn_open");
+	conn = xcalloc(1, sizeof(*conn));
 	conn->client = c;
 	snprintf(conn->endpoint, sizeof(conn->endpoint), "%s", endpoint);
 	snprintf(target, sizeof(target), "unix:%s", path);
@@ -681,8 +679,7 @@ csi_client_new(struct event_base *base)
 	sigset_t all, old;
 	int e;
 
-	if ((c = calloc(1, sizeof(*c))) == NULL)
-		fatal("csi_client_new");
+	c = xcalloc(1, sizeof(*c));
 	c->base = base;
 	TAILQ_INIT(&c->done);
 	TAILQ_INIT(&c->rpcs);

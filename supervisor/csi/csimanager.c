@@ -15,15 +15,25 @@
 #include "csi_client.h"
 #include "csimanager.h"
 #include "events.h"
-#include "supervisor.h"
+#include "registry_client.h"
+#include "xalloc.h"
 
 #define FP_DEADLINE_MS 5000
 #define FP_RETRY_FIRST_MS 1000
 #define FP_RETRY_MAX_MS 30000
 #define RESUBSCRIBE_MS 1000
 
+/* Where an instance's fingerprint stands; fp.done and fp.healthy
+ * say the same to readers. */
+enum fp_state {
+	FP_FIRST,		/* the first one runs (since followed, or a switch) */
+	FP_HEALTHY,		/* the last one passed; refreshed on resync */
+	FP_UNHEALTHY,		/* the last one failed; retried on a timer */
+};
+
 struct csi_inst {
 	struct csimgr *m;
+	enum fp_state state;
 	Berth__PluginType type;
 	char *name, *alloc, *endpoint;
 	struct csi_conn *conn;
@@ -37,7 +47,7 @@ struct csi_inst {
 };
 
 struct csimgr {
-	struct supervisor *sv;
+	struct csimgr_deps d;
 	struct regclient_sub *sub;
 	struct event *resync, *resub;
 	TAILQ_HEAD(, csi_inst) insts;
@@ -92,10 +102,8 @@ inst_free(struct csi_inst *in)
 static struct fpcall *
 call_ctx(struct csi_inst *in)
 {
-	struct fpcall *fc;
+	struct fpcall *fc = xmalloc(sizeof(*fc));
 
-	if ((fc = malloc(sizeof(*fc))) == NULL)
-		return NULL;
 	fc->in = in;
 	fc->gen = in->gen;
 	in->pending++;
@@ -122,6 +130,14 @@ call_end(struct fpcall *fc, ProtobufCMessage **reply)
 }
 
 static void
+set_state(struct csi_inst *in, enum fp_state state)
+{
+	in->state = state;
+	in->fp.done = state != FP_FIRST;
+	in->fp.healthy = state == FP_HEALTHY;
+}
+
+static void
 fp_failed(struct csi_inst *in, const char *fmt, ...) BERTH_PRINTF(2, 3);
 
 static void
@@ -134,17 +150,16 @@ fp_failed(struct csi_inst *in, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	if (in->fp.healthy || !in->fp.done)
-		events_record(in->m->sv->events, "plugin", "PluginUnhealthy",
+	if (in->state != FP_UNHEALTHY)
+		events_record(in->m->d.events, "plugin", "PluginUnhealthy",
 		    in->alloc, NULL, in->name, "%s plugin: %s",
 		    type_name(in->type), why);
-	if (in->fp.healthy || strcmp(in->fp.health + 11, why) != 0 ||
-	    !in->fp.done)
+	if (in->state != FP_UNHEALTHY ||
+	    strcmp(in->fp.health + 11, why) != 0)
 		log_warnx("csi: plugin=%s type=%s alloc=%s health=unhealthy "
 		    "reason=\"%s\"", in->name, type_name(in->type), in->alloc,
 		    why);
-	in->fp.done = true;
-	in->fp.healthy = false;
+	set_state(in, FP_UNHEALTHY);
 	snprintf(in->fp.health, sizeof(in->fp.health), "unhealthy: %s", why);
 	tv.tv_sec = in->retry_ms / 1000;
 	tv.tv_usec = (in->retry_ms % 1000) * 1000;
@@ -159,10 +174,10 @@ fp_done(struct csi_inst *in)
 {
 	struct csi_fingerprint *fp = &in->fp;
 	char was[sizeof(fp->health)];
+	bool news = in->state != FP_HEALTHY;
 
 	snprintf(was, sizeof(was), "%s", fp->health);
-	fp->done = true;
-	fp->healthy = true;
+	set_state(in, FP_HEALTHY);
 	in->retry_ms = FP_RETRY_FIRST_MS;
 	if (in->type == BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE) {
 		char maxv[32];
@@ -180,8 +195,8 @@ fp_done(struct csi_inst *in)
 		snprintf(fp->health, sizeof(fp->health), "healthy: controller"
 		    "%s%s", fp->create_delete ? ", creates volumes" : "",
 		    fp->publish_unpublish ? ", publishes volumes" : "");
-	if (strncmp(was, "healthy", 7) != 0)
-		events_record(in->m->sv->events, "plugin", "PluginHealthy",
+	if (news)
+		events_record(in->m->d.events, "plugin", "PluginHealthy",
 		    in->alloc, NULL, in->name, "%s plugin: %s",
 		    type_name(in->type), fp->health + 9);
 	if (strcmp(was, fp->health) != 0)
@@ -274,10 +289,7 @@ on_node_info(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 			    s->value ? s->value : "");
 	}
 	protobuf_c_message_free_unpacked(reply, NULL);
-	if ((fc = call_ctx(in)) == NULL) {
-		fp_failed(in, "out of memory");
-		return;
-	}
+	fc = call_ctx(in);
 	csi_call(in->conn, CSI_NODE_GET_CAPABILITIES, &req.base,
 	    FP_DEADLINE_MS, &csi_retry_default, on_node_caps, fc);
 }
@@ -312,10 +324,7 @@ on_plugin_caps(const struct csi_result *res, ProtobufCMessage *reply,
 		    "GetPluginCapabilities does not list CONTROLLER_SERVICE");
 		return;
 	}
-	if ((fc = call_ctx(in)) == NULL) {
-		fp_failed(in, "out of memory");
-		return;
-	}
+	fc = call_ctx(in);
 	if (in->type == BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE)
 		csi_call(in->conn, CSI_NODE_GET_INFO, &ni.base, FP_DEADLINE_MS,
 		    &csi_retry_default, on_node_info, fc);
@@ -332,15 +341,12 @@ fingerprint(struct csi_inst *in)
 	struct fpcall *fc;
 
 	evtimer_del(in->timer);
-	if (in->conn == NULL && (in->conn = csi_conn_open(in->m->sv->csi,
+	if (in->conn == NULL && (in->conn = csi_conn_open(in->m->d.csi,
 	    in->endpoint)) == NULL) {
 		fp_failed(in, "cannot connect to %s", in->endpoint);
 		return;
 	}
-	if ((fc = call_ctx(in)) == NULL) {
-		fp_failed(in, "out of memory");
-		return;
-	}
+	fc = call_ctx(in);
 	csi_call(in->conn, CSI_GET_PLUGIN_CAPABILITIES, &req.base,
 	    FP_DEADLINE_MS, &csi_retry_default, on_plugin_caps, fc);
 }
@@ -379,11 +385,8 @@ follow(struct csimgr *m, const Berth__PluginInstance *pi, bool refresh)
 				fingerprint(in);
 			return;
 		}
-		if ((alloc = strdup(pi->alloc)) == NULL ||
-		    (endpoint = strdup(pi->endpoint)) == NULL) {
-			free(alloc);
-			return;
-		}
+		alloc = xstrdup(pi->alloc);
+		endpoint = xstrdup(pi->endpoint);
 		log_info("csi: plugin=%s type=%s now follows alloc %s (was %s)",
 		    in->name, type_name(in->type), alloc, in->alloc);
 		free(in->alloc);
@@ -395,25 +398,17 @@ follow(struct csimgr *m, const Berth__PluginInstance *pi, bool refresh)
 			csi_conn_close(in->conn);
 		in->conn = NULL;
 		memset(&in->fp, 0, sizeof(in->fp));
+		set_state(in, FP_FIRST);
 		in->retry_ms = FP_RETRY_FIRST_MS;
 		fingerprint(in);
 		return;
 	}
-	if ((in = calloc(1, sizeof(*in))) == NULL ||
-	    (in->name = strdup(pi->name)) == NULL ||
-	    (in->alloc = strdup(pi->alloc)) == NULL ||
-	    (in->endpoint = strdup(pi->endpoint)) == NULL ||
-	    (in->timer = evtimer_new(m->sv->base, on_inst_timer, in)) ==
-	    NULL) {
-		if (in != NULL) {
-			free(in->name);
-			free(in->alloc);
-			free(in->endpoint);
-			free(in);
-		}
-		log_warnx("csi: follow: out of memory");
-		return;
-	}
+	in = xcalloc(1, sizeof(*in));
+	in->name = xstrdup(pi->name);
+	in->alloc = xstrdup(pi->alloc);
+	in->endpoint = xstrdup(pi->endpoint);
+	in->timer = xnonnull(evtimer_new(m->d.base, on_inst_timer, in),
+	    "csi: follow: evtimer_new");
 	in->m = m;
 	in->type = pi->type;
 	in->seen = true;
@@ -491,18 +486,18 @@ on_event(struct regclient_sub *sub, enum regclient_event_kind kind,
 	    ev->type != BERTH__EVENT_TYPE__EVENT_TYPE_PLUGIN_DEREGISTERED &&
 	    ev->type != BERTH__EVENT_TYPE__EVENT_TYPE_PLUGIN_PROMOTED))
 		return;
-	if ((lk = calloc(1, sizeof(*lk))) == NULL ||
-	    (lk->name = strdup(ev->plugin_name)) == NULL) {
-		free(lk);
-		return;
-	}
+	lk = xcalloc(1, sizeof(*lk));
+	lk->name = xstrdup(ev->plugin_name);
 	lk->m = m;
 	lk->type = ev->plugin_type;
 	/* A re-registration of the alloc we follow: the plugin restarted. */
 	lk->refresh = ev->type ==
 	    BERTH__EVENT_TYPE__EVENT_TYPE_PLUGIN_REGISTERED;
-	if (regclient_get_plugin(m->sv->registry.client, ev->plugin_type,
+	if (regclient_get_plugin(m->d.registry, ev->plugin_type,
 	    ev->plugin_name, "", on_active, lk) < 0) {
+		/* The next resync catches up. */
+		log_warnx("csi: reading the active %s plugin %s: cannot reach "
+		    "berth-registry", type_name(lk->type), lk->name);
 		free(lk->name);
 		free(lk);
 	}
@@ -531,7 +526,7 @@ on_listed(const struct regclient_result *res,
 		next = TAILQ_NEXT(in, entry);
 		if (!in->seen)
 			gone(in);
-		else if (in->fp.healthy)
+		else if (in->state == FP_HEALTHY)
 			fingerprint(in);	/* health, refreshed */
 	}
 }
@@ -540,12 +535,12 @@ static void
 on_resync(evutil_socket_t fd, short ev, void *arg)
 {
 	struct csimgr *m = arg;
-	struct timeval tv = { m->sv->cfg.plugin_resync_ms / 1000,
-		(m->sv->cfg.plugin_resync_ms % 1000) * 1000 };
+	struct timeval tv = { m->d.resync_ms / 1000,
+		(m->d.resync_ms % 1000) * 1000 };
 
 	(void)fd;
 	(void)ev;
-	if (regclient_list_plugins(m->sv->registry.client,
+	if (regclient_list_plugins(m->d.registry,
 	    BERTH__PLUGIN_TYPE__PLUGIN_TYPE_UNKNOWN, NULL, on_listed, m) < 0)
 		log_warnx("csi: resync: cannot reach berth-registry");
 	evtimer_add(m->resync, &tv);
@@ -557,7 +552,7 @@ subscribe(struct csimgr *m)
 	struct timeval tv = { RESUBSCRIBE_MS / 1000, 0 };
 
 	/* Live events from now; the list that follows covers the past. */
-	if ((m->sub = regclient_subscribe(m->sv->registry.client, 0, true,
+	if ((m->sub = regclient_subscribe(m->d.registry, 0, true,
 	    on_event, m)) == NULL)
 		evtimer_add(m->resub, &tv);
 	event_active(m->resync, 0, 0);
@@ -572,19 +567,16 @@ on_resub(evutil_socket_t fd, short ev, void *arg)
 }
 
 struct csimgr *
-csimgr_new(struct supervisor *sv)
+csimgr_new(const struct csimgr_deps *d)
 {
-	struct csimgr *m;
+	struct csimgr *m = xcalloc(1, sizeof(*m));
 
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		return NULL;
-	m->sv = sv;
+	m->d = *d;
 	TAILQ_INIT(&m->insts);
-	if ((m->resync = evtimer_new(sv->base, on_resync, m)) == NULL ||
-	    (m->resub = evtimer_new(sv->base, on_resub, m)) == NULL) {
-		csimgr_free(m);
-		return NULL;
-	}
+	m->resync = xnonnull(evtimer_new(d->base, on_resync, m),
+	    "csimgr_new: evtimer_new");
+	m->resub = xnonnull(evtimer_new(d->base, on_resub, m),
+	    "csimgr_new: evtimer_new");
 	return m;
 }
 

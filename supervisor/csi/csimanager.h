@@ -21,7 +21,10 @@
 
 #include "registry.pb-c.h"
 
-struct supervisor;
+struct event_base;
+struct regclient;
+struct csi_client;
+struct events;
 struct csimgr;
 struct csi_inst;
 struct csi_conn;
@@ -41,7 +44,22 @@ struct csi_fingerprint {
 	bool create_delete, publish_unpublish;
 };
 
-struct csimgr *csimgr_new(struct supervisor *sv);
+/*
+ * What the CSI manager uses, all owned by the caller and outliving it:
+ * the loop, the registry link it follows, the CSI client it fingerprints
+ * with, the event log it reports health changes to, and how often it
+ * lists every plugin as a backstop (plugin_resync).
+ */
+struct csimgr_deps {
+	struct event_base *base;
+	struct regclient *registry;
+	struct csi_client *csi;
+	struct events *events;
+	int64_t resync_ms;
+};
+
+/* The deps are copied. */
+struct csimgr *csimgr_new(const struct csimgr_deps *d);
 void csimgr_start(struct csimgr *m);
 void csimgr_free(struct csimgr *m);
 

@@ -22,8 +22,9 @@
 #include "duration.h"
 #include "metrics.h"
 #include "plugin_supervisor.h"
-#include "supervisor.h"
+#include "registry_client.h"
 #include "watch.h"
+#include "xalloc.h"
 
 #define SOCKET_NAME "csi.sock"
 
@@ -37,7 +38,7 @@ enum ps_state {
 };
 
 struct plugsup {
-	struct supervisor *sv;
+	struct plugsup_deps deps;
 	struct plugsup_conf conf;
 	char *alloc, *task, *id, *socket;
 	char endpoint[600], dir[512];
@@ -221,7 +222,7 @@ register_all(struct plugsup *ps)
 		if (!(ps->conf.type & bits[i]))
 			continue;
 		pi.type = reg_type(bits[i]);
-		if (regclient_register(ps->sv->registry.client, &pi,
+		if (regclient_register(ps->deps.registry, &pi,
 		    on_registered, ps) < 0) {
 			ps->reg_failed++;
 			snprintf(ps->last_error, sizeof(ps->last_error),
@@ -360,7 +361,7 @@ probe(struct plugsup *ps)
 		if (ps->sock_seen.tv_sec == 0)
 			ps->sock_seen = st.st_ctim;
 	}
-	if (ps->conn == NULL && (ps->conn = csi_conn_open(ps->sv->csi,
+	if (ps->conn == NULL && (ps->conn = csi_conn_open(ps->deps.csi,
 	    ps->endpoint)) == NULL) {
 		snprintf(ps->last_error, sizeof(ps->last_error), "cannot open "
 		    "a connection to %s", ps->endpoint);
@@ -416,35 +417,32 @@ on_socket_dir(struct watch *w, uint32_t mask, const char *name, void *arg)
 }
 
 struct plugsup *
-plugsup_new(struct supervisor *sv, const struct plugsup_conf *conf,
+plugsup_new(const struct plugsup_deps *deps, const struct plugsup_conf *conf,
     const struct plugsup_ops *ops, void *arg)
 {
 	struct plugsup *ps;
 
-	if ((ps = calloc(1, sizeof(*ps))) == NULL)
+	if (strlen(conf->socket) + sizeof("unix://") > sizeof(ps->endpoint) ||
+	    strlen(conf->socket) >= sizeof(ps->dir))
 		return NULL;
-	ps->sv = sv;
+	ps = xcalloc(1, sizeof(*ps));
+	ps->deps = *deps;
 	ps->conf = *conf;
 	ps->ops = ops;
 	ps->arg = arg;
-	ps->alloc = strdup(conf->alloc);
-	ps->task = strdup(conf->task);
-	ps->id = strdup(conf->id);
-	ps->socket = strdup(conf->socket);
-	ps->timer = evtimer_new(sv->base, on_timer, ps);
-	ps->deadline = evtimer_new(sv->base, on_deadline, ps);
-	ps->later = evtimer_new(sv->base, on_later, ps);
-	if (ps->alloc == NULL || ps->task == NULL || ps->id == NULL ||
-	    ps->socket == NULL || ps->timer == NULL || ps->deadline == NULL ||
-	    ps->later == NULL || snprintf(ps->endpoint, sizeof(ps->endpoint),
-	    "unix://%s", conf->socket) >= (int)sizeof(ps->endpoint) ||
-	    snprintf(ps->dir, sizeof(ps->dir), "%s", conf->socket) >=
-	    (int)sizeof(ps->dir)) {
-		ps->dead = true;
-		ps->pending = 1;
-		plugsup_free(ps);
-		return NULL;
-	}
+	ps->alloc = xstrdup(conf->alloc);
+	ps->task = xstrdup(conf->task);
+	ps->id = xstrdup(conf->id);
+	ps->socket = xstrdup(conf->socket);
+	ps->timer = xnonnull(evtimer_new(deps->base, on_timer, ps),
+	    "plugsup_new: evtimer_new");
+	ps->deadline = xnonnull(evtimer_new(deps->base, on_deadline, ps),
+	    "plugsup_new: evtimer_new");
+	ps->later = xnonnull(evtimer_new(deps->base, on_later, ps),
+	    "plugsup_new: evtimer_new");
+	snprintf(ps->endpoint, sizeof(ps->endpoint), "unix://%s",
+	    conf->socket);
+	snprintf(ps->dir, sizeof(ps->dir), "%s", conf->socket);
 	dirname(ps->dir);
 	ps->conf.alloc = ps->alloc;
 	ps->conf.task = ps->task;
@@ -470,7 +468,7 @@ plugsup_start(struct plugsup *ps, bool adopted, bool was_healthy)
 	memset(&ps->sock_seen, 0, sizeof(ps->sock_seen));
 	clock_gettime(CLOCK_REALTIME, &ps->started);
 	drop_conn(ps);
-	if (ps->watch == NULL && (ps->watch = watch_add(ps->sv->watcher,
+	if (ps->watch == NULL && (ps->watch = watch_add(ps->deps.watcher,
 	    ps->dir, IN_CREATE | IN_MOVED_TO, on_socket_dir, ps)) == NULL)
 		log_warn("plugsup_start: cannot watch %s; probing on a timer "
 		    "only", ps->dir);
@@ -539,7 +537,7 @@ plugsup_stop(struct plugsup *ps, void (*done)(void *arg), void *arg)
 	for (i = 0; i < 2; i++) {
 		if (!(ps->conf.type & bits[i]))
 			continue;
-		if (regclient_deregister(ps->sv->registry.client,
+		if (regclient_deregister(ps->deps.registry,
 		    reg_type(bits[i]), ps->id, ps->alloc, on_deregistered,
 		    ps) < 0)
 			continue;

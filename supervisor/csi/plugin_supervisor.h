@@ -18,7 +18,10 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-struct supervisor;
+struct event_base;
+struct regclient;
+struct csi_client;
+struct watcher;
 struct plugsup;
 
 enum plugsup_type {
@@ -33,6 +36,18 @@ struct plugsup_conf {
 	int64_t health_timeout_ms;
 	int64_t heartbeat_ms;
 	const char *socket;		/* absolute path of csi.sock */
+};
+
+/*
+ * What a plugin supervisor uses, all owned by the caller and outliving
+ * it: the loop, the registry link it registers on, the CSI client it
+ * probes with, and the inotify watcher for the socket's directory.
+ */
+struct plugsup_deps {
+	struct event_base *base;
+	struct regclient *registry;
+	struct csi_client *csi;
+	struct watcher *watcher;
 };
 
 struct plugsup_ops {
@@ -50,7 +65,8 @@ struct plugsup_ops {
 #define PLUGSUP_BACKOFF_FIRST_MS 10
 #define PLUGSUP_BACKOFF_MAX_MS 500
 
-struct plugsup *plugsup_new(struct supervisor *sv,
+/* NULL if the socket path is too long. deps is copied; ops is not. */
+struct plugsup *plugsup_new(const struct plugsup_deps *deps,
     const struct plugsup_conf *conf, const struct plugsup_ops *ops,
     void *arg);
 /*

@@ -574,7 +574,9 @@ unprivileged:
 	    (sv.drv = taskdrv_new(&sv)) == NULL ||
 	    drivers_new(&sv) == NULL ||
 	    (sv.allocs = allocs_new(&sv)) == NULL ||
-	    (sv.csimgr = csimgr_new(&sv)) == NULL ||
+	    (sv.csimgr = csimgr_new(&(struct csimgr_deps){ sv.base,
+	    sv.registry.client, sv.csi, sv.events,
+	    sv.cfg.plugin_resync_ms })) == NULL ||
 	    (sv.volmgr = volmgr_new(&sv)) == NULL ||
 
 	    (sv.devmgr = devmgr_new(sv.base, &sv.cfg)) == NULL)
