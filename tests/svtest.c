@@ -309,10 +309,17 @@ instance_of(struct berth *b, const char *id, const char *type)
 	char path[300];
 	json_t *p, *in, *found = NULL;
 	size_t i;
+	int status;
 
 	snprintf(path, sizeof(path), "/v1/plugin/%s", id);
-	if ((p = sv_get(b, path)) == NULL)
+	/* Unknown (404) has no instance; anything but 200 else fails. */
+	p = sv_api(b, "GET", path, NULL, &status);
+	ck_assert_msg(status == 200 || status == 404, "GET %s: %d", path,
+	    status);
+	if (status == 404) {
+		json_decref(p);
 		return NULL;
+	}
 	json_array_foreach(json_object_get(p, "instances"), i, in)
 		if (field_is(in, "type", type))
 			found = json_incref(in);
