@@ -25,6 +25,11 @@
  * BERTH_CHAOS_ROUNDS (default 12) and BERTH_CHAOS_SEED (default: the
  * time) set the run; the seed is printed so that a failure can be run
  * again. The last line: "rounds R, kills K, invariant violations V".
+ *
+ * It reads the supervisors' log file, on purpose: the supervisor is one
+ * of the processes killed, and its API's event log starts empty with
+ * each new one, so only the log holds every run's helper pids, ready
+ * lines and task events across the restarts the invariants span.
  */
 #include <dirent.h>
 #include <fcntl.h>

@@ -28,7 +28,11 @@ teardown(void)
 	free(dir);
 }
 
-/* Run the supervisor on cfg; check exit 78 and one line containing want. */
+/*
+ * Run the supervisor on cfg; check exit 78 and one line containing want.
+ * Log wording kept on purpose: the one-line message to the operator is
+ * the feature under test (the supervisor never serves its API here).
+ */
 static void
 expect_config_error(const char *cfg, const char *want)
 {

@@ -55,6 +55,61 @@ go(struct berth *b, const char *alloc, const char *code)
 	harness_write(path, code);
 }
 
+/* A driver's state in GET /v1/drivers ("healthy", "blocked"); "" if none. */
+static void
+driver_state(json_t *drivers, const char *name, char *buf, size_t n)
+{
+	json_t *d;
+	size_t i;
+
+	snprintf(buf, n, "%s", "");
+	json_array_foreach(json_object_get(drivers, "drivers"), i, d)
+		if (strcmp(json_string_value(json_object_get(d, "name")),
+		    name) == 0)
+			snprintf(buf, n, "%s", json_string_value(
+			    json_object_get(d, "state")));
+}
+
+/* Fail unless the API reports both drivers in these states within ms. */
+static void
+wait_drivers(struct berth *b, const char *exec, const char *priv, int ms)
+{
+	char e[32] = "", p[32] = "";
+	json_t *d;
+
+	for (int i = 0; i < ms / 50; i++) {
+		if ((d = sv_get(b, "/v1/drivers")) != NULL) {
+			driver_state(d, "exec", e, sizeof(e));
+			driver_state(d, "privileged", p, sizeof(p));
+			json_decref(d);
+		}
+		if (strcmp(e, exec) == 0 && strcmp(p, priv) == 0)
+			return;
+		usleep(50000);
+	}
+	ck_abort_msg("drivers exec=%s privileged=%s, not %s and %s", e, p,
+	    exec, priv);
+}
+
+/* Task t of alloc as GET /v1/allocation/<alloc> reports it: pid, state. */
+static pid_t
+task_view(struct berth *b, const char *alloc, char *state, size_t n)
+{
+	char path[300];
+	json_t *a, *t;
+	pid_t pid;
+
+	snprintf(path, sizeof(path), "/v1/allocation/%s", alloc);
+	a = sv_get(b, path);
+	ck_assert_msg(a != NULL, "no allocation %s", alloc);
+	t = json_array_get(json_object_get(a, "tasks"), 0);
+	pid = (pid_t)json_integer_value(json_object_get(t, "pid"));
+	snprintf(state, n, "%s", json_string_value(json_object_get(t,
+	    "state")) ?: "");
+	json_decref(a);
+	return pid;
+}
+
 /* The pid in the task's handle in the registry's database; 0: none. */
 static pid_t
 handle_pid(struct berth *b, const char *alloc)
@@ -89,11 +144,11 @@ handle_pid(struct berth *b, const char *alloc)
 static pid_t
 started(struct berth *b, const char *alloc)
 {
-	char want[256];
+	char who[256];
 	pid_t pid;
 
-	snprintf(want, sizeof(want), "alloc=%s task=t type=Started", alloc);
-	wait_log(b, want, 10000);
+	snprintf(who, sizeof(who), "%s/t", alloc);
+	wait_event(b, "Started", who, NULL, 10000);
 	ck_assert_int_eq(task_pids(b, &pid), 1);
 	for (int i = 0; i < 100 && handle_pid(b, alloc) != pid; i++)
 		usleep(50000);
@@ -119,7 +174,7 @@ waiting_task(struct berth *b, pid_t *shim)
 
 	berth_config(b, "1s", NULL);
 	berth_start(b);
-	wait_log(b, "drivers: exec=healthy privileged=healthy", 10000);
+	wait_drivers(b, "healthy", "healthy", 10000);
 	exec_alloc(b, "w", WAITING, NULL);
 	pid = started(b, "w");
 	*shim = parent_of(pid);
@@ -130,7 +185,7 @@ waiting_task(struct berth *b, pid_t *shim)
 START_TEST(exit_code_collected_after_a_supervisor_sigkill)
 {
 	struct berth b;
-	char want[256];
+	char want[256], state[32];
 	pid_t pid, shim;
 
 	pid = waiting_task(&b, &shim);
@@ -141,14 +196,13 @@ START_TEST(exit_code_collected_after_a_supervisor_sigkill)
 	ck_assert(pid_alive(pid));
 	ck_assert(pid_alive(shim));
 	berth_start(&b);
-	snprintf(want, sizeof(want), "alloc w task t: adopted pid %ld",
-	    (long)pid);
-	wait_log(&b, want, 10000);
+	/* Adopted: the API shows the same pid running, no new start. */
+	wait_alloc(&b, "w", "running", 10000);
+	ck_assert_int_eq(task_view(&b, "w", state, sizeof(state)), pid);
 	ck_assert_int_eq(task_pids(&b, NULL), 0);
 	go(&b, "w", "7");
-	snprintf(want, sizeof(want), "alloc=w task=t type=Terminated "
-	    "message=\"pid %ld exited with status 7\"", (long)pid);
-	wait_log(&b, want, 10000);
+	snprintf(want, sizeof(want), "pid %ld exited with status 7", (long)pid);
+	wait_event(&b, "Terminated", "w/t", want, 10000);
 	ck_assert(pid_wait_gone(shim, 5000));
 	berth_stop(&b);
 }
@@ -172,10 +226,9 @@ START_TEST(exit_code_kept_when_the_task_ends_with_no_supervisor)
 	task_file(&b, "w", "exit-status", path, sizeof(path));
 	ck_assert_int_eq(stat(path, &st), 0);
 	berth_start(&b);
-	snprintf(want, sizeof(want), "alloc=w task=t type=Terminated "
-	    "message=\"pid %ld exited with status 9 while the supervisor was "
-	    "not running\"", (long)pid);
-	wait_log(&b, want, 10000);
+	snprintf(want, sizeof(want), "pid %ld exited with status 9 while the "
+	    "supervisor was not running", (long)pid);
+	wait_event(&b, "Terminated", "w/t", want, 10000);
 	/* And it runs again, as a task that ended does. */
 	for (int i = 0; i < 100 && task_pids(&b, NULL) < 1; i++)
 		usleep(100000);
@@ -195,9 +248,9 @@ START_TEST(a_signal_while_no_supervisor_runs_is_kept_too)
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
 	ck_assert(pid_wait_gone(pid, 5000));
 	berth_start(&b);
-	snprintf(want, sizeof(want), "message=\"pid %ld was killed by signal "
-	    "9 (SIGKILL) while the supervisor was not running\"", (long)pid);
-	wait_log(&b, want, 10000);
+	snprintf(want, sizeof(want), "pid %ld was killed by signal 9 (SIGKILL) "
+	    "while the supervisor was not running", (long)pid);
+	wait_event(&b, "Terminated", "w/t", want, 10000);
 	berth_stop(&b);
 }
 END_TEST
@@ -211,14 +264,12 @@ START_TEST(a_lost_shim_takes_its_task_along)
 
 	pid = waiting_task(&b, &shim);
 	ck_assert_int_eq(kill(shim, SIGKILL), 0);
-	snprintf(want, sizeof(want), "alloc=w task=t type=ShimLost "
-	    "message=\"berth-shim (pid %ld) ended without a status; its task "
-	    "(pid %ld) was killed\"", (long)shim, (long)pid);
-	wait_log(&b, want, 10000);
-	snprintf(want, sizeof(want), "type=Terminated message=\"pid %ld "
-	    "ended (status unknown: its shim ended without writing it)\"",
-	    (long)pid);
-	wait_log(&b, want, 10000);
+	snprintf(want, sizeof(want), "berth-shim (pid %ld) ended without a "
+	    "status; its task (pid %ld) was killed", (long)shim, (long)pid);
+	wait_event(&b, "ShimLost", "w/t", want, 10000);
+	snprintf(want, sizeof(want), "pid %ld ended (status unknown: its shim "
+	    "ended without writing it)", (long)pid);
+	wait_event(&b, "Terminated", "w/t", want, 10000);
 	ck_assert(pid_wait_gone(pid, 5000));
 	berth_stop(&b);
 }
@@ -255,7 +306,7 @@ START_TEST(logs_rotate_at_their_limit)
 	ck_assert_int_eq(size_of(&b, "stdout.log.3"), -1);
 	ck_assert_int_eq(size_of(&b, "stderr.log.1"), -1);
 	remove_alloc(&b, "logs.json");
-	wait_log(&b, "alloc logs: stopped", 10000);
+	wait_event(&b, "AllocStopped", "logs", NULL, 10000);
 	berth_stop(&b);
 }
 END_TEST
@@ -270,20 +321,24 @@ START_TEST(a_blocked_driver_has_its_stale_task_stopped)
 	berth_kill(&b);
 	berth_reconfig(&b, "1s", ", \"driver_block\": [\"exec\"]");
 	berth_start(&b);
-	wait_log(&b, "drivers: exec=blocked privileged=healthy", 10000);
+	wait_drivers(&b, "blocked", "healthy", 10000);
+	/*
+	 * Log wording kept: a refused allocation file is reported to the
+	 * operator only in the log (it never becomes an allocation, so the
+	 * API has nothing of it); that warning is part of what is tested.
+	 */
 	wait_log(&b, "alloc file w.json refused: task t uses driver exec, "
 	    "which driver_allow or driver_block in the config does not allow",
 	    10000);
-	wait_log(&b, "alloc w task t: driver exec is blocked by the config "
-	    "now", 10000);
-	snprintf(want, sizeof(want), "event: alloc=w task=t type=Terminated "
-	    "message=\"pid %ld was killed by signal 15 (SIGTERM) (a stale "
-	    "task)\"", (long)pid);
-	wait_log(&b, want, 10000);
+	snprintf(want, sizeof(want), "pid %ld was killed by signal 15 "
+	    "(SIGTERM) (a stale task)", (long)pid);
+	wait_event(&b, "Terminated", "w/t", want, 10000);
 	ck_assert(pid_wait_gone(pid, 5000));
 	ck_assert(pid_wait_gone(shim, 5000));
+	/* Not adopted: no allocation w runs, and no task started. */
+	wait_alloc(&b, "w", NULL, 1);
 	ck_assert_int_eq(task_pids(&b, NULL), 0);
-	ck_assert_int_eq(count(&b, "adopted pid"), 0);
+	ck_assert_int_eq(count_events(&b, "AllocStarted", "w", NULL), 0);
 	berth_stop(&b);
 }
 END_TEST
@@ -310,9 +365,13 @@ START_TEST(an_unrecorded_task_is_not_run_twice)
 	sqlite3_close(db);
 	ck_assert(pid_alive(pid));
 	berth_start(&b);
-	wait_log(&b, "runs for", 10000);
-	wait_log(&b, "with no handle (a supervisor died as it started)", 1);
-	wait_log(&b, "alloc=w task=t type=Started", 10000);
+	/*
+	 * Log wording kept: the shim found without a handle is a warning to
+	 * the operator with no event of its own; part of what is tested.
+	 */
+	wait_log(&b, "with no handle (a supervisor died as it started)",
+	    10000);
+	wait_event(&b, "Started", "w/t", NULL, 10000);
 	ck_assert(pid_wait_gone(pid, 5000));
 	ck_assert(pid_wait_gone(shim, 5000));
 	ck_assert_int_eq(task_pids(&b, &again), 1);
@@ -376,7 +435,7 @@ START_TEST(a_stopped_task_leaves_no_process_and_writes_0644)
 	ck_assert_msg((st.st_mode & 07777) == 0644, "a task's file has mode "
 	    "%04o", st.st_mode & 07777);
 	remove_alloc(&b, "pg.json");
-	wait_log(&b, "alloc pg: stopped", 15000);
+	wait_event(&b, "AllocStopped", "pg", NULL, 15000);
 	ck_assert(pid_wait_gone(task, 5000));
 	ck_assert_msg(pid_wait_gone(bg, 5000), "the background sleep (pid "
 	    "%ld) outlived its task", (long)bg);

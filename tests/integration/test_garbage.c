@@ -270,6 +270,8 @@ garbage_suite(const char *name, Berth__Role role)
 
 	ck_assert_msg(pid_alive(h.p.pid), "%s died of garbage", name);
 	proc_drain(&h.p);
+	/* Log wording kept: a helper with no API reports garbage only in
+	 * its log; that report is the feature under test. */
 	ck_assert_ptr_nonnull(strstr(h.p.log, "do not decode"));
 	ck_assert_ptr_nonnull(strstr(h.p.log, "over the 65536-byte cap"));
 	stop_helper(&h);
@@ -301,6 +303,7 @@ START_TEST(helpers_refuse_a_stranger_socket)
 	close(sp[1]);
 	ck_assert(proc_wait_exit(&p, 3000));
 	ck_assert(WIFEXITED(p.status) && WEXITSTATUS(p.status) != 0);
+	/* Log wording kept: why it refused to start is the feature. */
 	ck_assert_ptr_nonnull(strstr(p.log, "not a unix SOCK_SEQPACKET"));
 	close(sp[0]);
 	proc_kill(&p);

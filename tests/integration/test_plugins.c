@@ -2,8 +2,9 @@
  * test_plugins.c: the plugin supervisor, the task driver and the CSI
  * manager, end to end: the real three processes in spawn mode, the real
  * sample plugin (berth-csi-hostpath) run as exec and as privileged tasks
- * from allocation files, judged from the supervisor's log lines (task
- * events, registrations, the CSI manager's view of the registry).
+ * from allocation files, judged from what the supervisor's API reports:
+ * its typed events (task and plugin events) and the CSI manager's view of
+ * the registry (GET /v1/plugin/<id>).
  */
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,15 @@
 #include <check.h>
 
 #include "svtest.h"
+
+/* A string field of a JSON object, "" when absent. */
+static const char *
+jstr(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v != NULL ? v : "";
+}
 
 /* An alloc running berth-csi-hostpath as an exec task. */
 static void
@@ -37,20 +47,22 @@ hostpath_alloc(struct berth *b, const char *file, const char *alloc,
 START_TEST(minimal_plugin_is_healthy_and_fingerprinted)
 {
 	struct berth b;
+	json_t *in;
 
 	berth_config(&b, "1s", NULL);
 	berth_start(&b);
 	hostpath_alloc(&b, "a1.json", "a1", "minimal", "monolith", "10s",
 	    ", \"--fault-minimal\"");
-	wait_log(&b, "type=PluginHealthy message=\"plugin minimal "
+	wait_event(&b, "PluginHealthy", "a1/plugin", "plugin minimal "
 	    "(hostpath.csi.berth.dev (no version)) registered as controller "
 	    "and node", 10000);
-	wait_log(&b, "csi: plugin=minimal type=node alloc=a1 health=healthy "
-	    "fingerprint=\"node id n1, max volumes unlimited, topology {}, "
-	    "stages volumes\"", 10000);
-	wait_log(&b, "csi: plugin=minimal type=controller alloc=a1 "
-	    "health=healthy", 10000);
-	ck_assert_int_eq(count(&b, "health=unhealthy"), 0);
+	in = wait_instance(&b, "minimal", "node", "a1", true, 10000);
+	ck_assert_str_eq(jstr(in, "health"), "healthy: node id n1, max "
+	    "volumes unlimited, topology {}, stages volumes");
+	json_decref(in);
+	json_decref(wait_instance(&b, "minimal", "controller", "a1", true,
+	    10000));
+	ck_assert_int_eq(count_events(&b, "PluginUnhealthy", NULL, NULL), 0);
 	berth_stop(&b);
 }
 END_TEST
@@ -70,19 +82,19 @@ START_TEST(health_timeout_restarts_the_task)
 	    "\"kill_timeout\": \"1s\", \"csi_plugin\": {\"id\": \"mute\", "
 	    "\"type\": \"node\", \"health_timeout\": \"1s\"}}]}");
 	harness_write(path, text);
-	wait_log(&b, "type=PluginUnhealthy message=\"plugin mute was not "
+	wait_event(&b, "PluginUnhealthy", "mute/plugin", "plugin mute was not "
 	    "healthy within 1s (health_timeout); the last probe: no socket at ",
 	    10000);
-	wait_log(&b, "was killed by signal 15 (SIGTERM) (restarted by berth)",
-	    10000);
-	ck_assert_msg(proc_wait_log(&b.sv, "type=Started", 1) &&
-	    task_pids(&b, NULL) >= 1, "%s", b.sv.log);
+	wait_event(&b, "Terminated", "mute/plugin", "was killed by signal 15 "
+	    "(SIGTERM) (restarted by berth)", 10000);
+	ck_assert_int_ge(task_pids(&b, NULL), 1);
 	/* Started again after the restart backoff. */
 	for (int i = 0; i < 50 && task_pids(&b, NULL) < 2; i++)
 		usleep(100000);
 	ck_assert_int_ge(task_pids(&b, NULL), 2);
 	remove_alloc(&b, "mute.json");
-	wait_log(&b, "alloc mute: stopped", 10000);
+	wait_event(&b, "AllocStopped", "mute", NULL, 10000);
+	wait_alloc(&b, "mute", NULL, 5000);
 	berth_stop(&b);
 }
 END_TEST
@@ -100,21 +112,22 @@ START_TEST(one_slow_probe_does_not_flap)
 	hostpath_alloc(&b, "a1.json", "a1", "slow", "node", "10s",
 	    ", \"--fault-slow-probe\", \"4:1300\", "
 	    "\"--fault-probe-fail-after\", \"10\"");
-	wait_log(&b, "type=PluginHealthy", 10000);
+	wait_event(&b, "PluginHealthy", "a1/plugin", NULL, 10000);
+	/*
+	 * Log wording kept: a slow probe is logged and deliberately not an
+	 * event, so the log line is the feature under test here.
+	 */
 	wait_log(&b, "probe failed (1 in a row, unhealthy at 2)", 10000);
-	wait_log(&b, "type=PluginUnhealthy message=\"plugin slow: 2 probes in "
-	    "a row failed", 15000);
-	/* Nothing between the slow probe and the steady failures. */
-	{
-		const char *slow = strstr(b.sv.log, "probe failed (1 in a row");
-		const char *down = strstr(b.sv.log, "type=PluginUnhealthy");
-
-		ck_assert_ptr_nonnull(slow);
-		ck_assert(slow < down);
-	}
+	/* Not reported: no event when the slow probe is logged. */
+	ck_assert_int_eq(count_events(&b, "PluginUnhealthy", "a1/plugin",
+	    NULL), 0);
+	wait_event(&b, "PluginUnhealthy", "a1/plugin", "plugin slow: 2 probes "
+	    "in a row failed", 15000);
 	usleep(1500000);
-	ck_assert_int_eq(count(&b, "type=PluginUnhealthy"), 1);
-	ck_assert_int_eq(count(&b, "type=PluginHealthy"), 1);
+	ck_assert_int_eq(count_events(&b, "PluginUnhealthy", "a1/plugin",
+	    NULL), 1);
+	ck_assert_int_eq(count_events(&b, "PluginHealthy", "a1/plugin", NULL),
+	    1);
 	berth_stop(&b);
 }
 END_TEST
@@ -128,18 +141,23 @@ START_TEST(crash_gives_event_and_restart)
 	berth_config(&b, "1s", NULL);
 	berth_start(&b);
 	hostpath_alloc(&b, "a1.json", "a1", "hp", "node", "10s", NULL);
-	wait_log(&b, "csi: plugin=hp type=node alloc=a1 health=healthy", 10000);
+	json_decref(wait_instance(&b, "hp", "node", "a1", true, 10000));
 	ck_assert_int_eq(task_pids(&b, &first), 1);
 	ck_assert_int_eq(kill(first, SIGKILL), 0);
-	wait_log(&b, "was killed by signal 9 (SIGKILL)", 5000);
-	wait_log(&b, "csi: plugin=hp type=node has no instance left", 5000);
+	wait_event(&b, "Terminated", "a1/plugin", "was killed by signal 9 "
+	    "(SIGKILL)", 5000);
+	/* Deregistered: the CSI manager follows no instance of it. */
+	ck_assert_ptr_null(wait_instance(&b, "hp", "node", NULL, false, 5000));
 	for (int i = 0; i < 50 && task_pids(&b, &second) < 2; i++)
 		usleep(100000);
 	ck_assert_int_eq(task_pids(&b, &second), 2);
 	ck_assert_int_ne(first, second);
-	for (int i = 0; i < 50 && count(&b, "type=PluginHealthy") < 2; i++)
+	for (int i = 0; i < 50 && count_events(&b, "PluginHealthy",
+	    "a1/plugin", NULL) < 2; i++)
 		usleep(100000);
-	ck_assert_int_eq(count(&b, "type=PluginHealthy"), 2);
+	ck_assert_int_eq(count_events(&b, "PluginHealthy", "a1/plugin", NULL),
+	    2);
+	json_decref(wait_instance(&b, "hp", "node", "a1", true, 10000));
 	berth_stop(&b);
 }
 END_TEST
@@ -152,25 +170,23 @@ START_TEST(newer_alloc_stopped_older_active_at_once)
 	berth_config(&b, "1s", NULL);
 	berth_start(&b);
 	hostpath_alloc(&b, "old.json", "old", "hp", "monolith", "10s", NULL);
-	wait_log(&b, "csi: plugin=hp type=node alloc=old health=healthy",
-	    10000);
+	json_decref(wait_instance(&b, "hp", "node", "old", true, 10000));
 	hostpath_alloc(&b, "new.json", "new", "hp", "monolith", "10s", NULL);
-	wait_log(&b, "csi: plugin=hp type=node now follows alloc new (was old)",
-	    10000);
-	wait_log(&b, "csi: plugin=hp type=controller now follows alloc new "
-	    "(was old)", 10000);
+	json_decref(wait_instance(&b, "hp", "node", "new", false, 10000));
+	json_decref(wait_instance(&b, "hp", "controller", "new", false,
+	    10000));
 	remove_alloc(&b, "new.json");
-	wait_log(&b, "csi: plugin=hp type=node now follows alloc old (was new)",
-	    10000);
-	wait_log(&b, "csi: plugin=hp type=controller now follows alloc old "
-	    "(was new)", 10000);
-	wait_log(&b, "alloc new: stopped", 10000);
+	json_decref(wait_instance(&b, "hp", "node", "old", false, 10000));
+	json_decref(wait_instance(&b, "hp", "controller", "old", false,
+	    10000));
+	wait_event(&b, "AllocStopped", "new", NULL, 10000);
 	/* A monolith deregisters both: then no instance is left of either. */
 	remove_alloc(&b, "old.json");
-	wait_log(&b, "csi: plugin=hp type=node has no instance left", 10000);
-	wait_log(&b, "csi: plugin=hp type=controller has no instance left",
-	    10000);
-	wait_log(&b, "alloc old: stopped", 10000);
+	ck_assert_ptr_null(wait_instance(&b, "hp", "node", NULL, false,
+	    10000));
+	ck_assert_ptr_null(wait_instance(&b, "hp", "controller", NULL, false,
+	    10000));
+	wait_event(&b, "AllocStopped", "old", NULL, 10000);
 	berth_stop(&b);
 }
 END_TEST
@@ -183,35 +199,47 @@ END_TEST
 START_TEST(supervisor_sigkill_readopts_plugins)
 {
 	struct berth b;
-	const char *after;
+	json_t *a, *t;
 	pid_t pid, again;
-	size_t mark;
 
 	berth_config(&b, "1s", NULL);
 	berth_start(&b);
 	hostpath_alloc(&b, "a1.json", "a1", "hp", "monolith", "10s", NULL);
-	wait_log(&b, "csi: plugin=hp type=node alloc=a1 health=healthy", 10000);
+	json_decref(wait_instance(&b, "hp", "node", "a1", true, 10000));
 	ck_assert_int_eq(task_pids(&b, &pid), 1);
 	berth_kill(&b);
 	ck_assert(pid_alive(pid));
 	berth_start(&b);
-	mark = 0;
+	/*
+	 * Log wording kept: a re-registration after adoption is deliberately
+	 * no event (that is what is tested), so only the log shows it.
+	 */
 	wait_log(&b, "re-registered as controller and node after adoption",
 	    10000);
-	wait_log(&b, "csi: plugin=hp type=node alloc=a1 health=healthy", 10000);
-	after = b.sv.log + mark;
-	(void)after;
-	ck_assert_int_eq(count(&b, "adopted pid "), 1);
+	json_decref(wait_instance(&b, "hp", "node", "a1", true, 10000));
+	json_decref(wait_instance(&b, "hp", "controller", "a1", true, 10000));
+	/* Adopted: the same pid, not started again, no restart. */
+	a = sv_get(&b, "/v1/allocation/a1");
+	ck_assert_ptr_nonnull(a);
+	t = json_array_get(json_object_get(a, "tasks"), 0);
+	ck_assert_int_eq(json_integer_value(json_object_get(t, "pid")), pid);
+	ck_assert_int_eq(json_integer_value(json_object_get(t, "restarts")),
+	    0);
+	ck_assert_str_eq(jstr(t, "state"), "running");
+	json_decref(a);
 	ck_assert_int_eq(task_pids(&b, &again), 0);
-	ck_assert_int_eq(count(&b, "type=PluginHealthy"), 0);
+	ck_assert_int_eq(count_events(&b, "PluginHealthy", "a1/plugin", NULL),
+	    0);
 	ck_assert_int_eq(count(&b, "re-registered"), 1);
 	usleep(2500000);	/* a resync later, still once */
 	ck_assert_int_eq(count(&b, "re-registered"), 1);
-	ck_assert_int_eq(count(&b, "follows alloc a1"), 2);
+	ck_assert_int_eq(count_events(&b, "PluginUnhealthy", NULL, NULL), 0);
+	json_decref(wait_instance(&b, "hp", "node", "a1", true, 1));
+	json_decref(wait_instance(&b, "hp", "controller", "a1", true, 1));
 	ck_assert(pid_alive(pid));
 	harness_track_pid(pid);
 	remove_alloc(&b, "a1.json");
-	wait_log(&b, "alloc a1: stopped", 10000);
+	wait_event(&b, "AllocStopped", "a1", NULL, 10000);
 	ck_assert(pid_wait_gone(pid, 3000));
 	berth_stop(&b);
 }
@@ -222,6 +250,7 @@ START_TEST(privileged_plugin_through_the_mounter)
 {
 	struct berth b;
 	char extra[600], path[1024], text[2048];
+	json_t *in;
 	/* Root's plugin definitions, in a directory of their own. */
 	char *defs = harness_tmpdir("plugindefs");
 
@@ -238,13 +267,15 @@ START_TEST(privileged_plugin_through_the_mounter)
 	    "\"plugin\", \"driver\": \"privileged\", \"config\": {\"plugin\": "
 	    "\"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", \"type\": "
 	    "\"node\"}}]}");
-	wait_log(&b, "type=PluginHealthy message=\"plugin hp "
+	wait_event(&b, "PluginHealthy", "p/plugin", "plugin hp "
 	    "(hostpath.csi.berth.dev", 10000);
-	wait_log(&b, "csi: plugin=hp type=node alloc=p health=healthy "
-	    "fingerprint=\"node id n9", 10000);
+	in = wait_instance(&b, "hp", "node", "p", true, 10000);
+	ck_assert_msg(strncmp(jstr(in, "health"), "healthy: node id n9, ",
+	    21) == 0, "%s", jstr(in, "health"));
+	json_decref(in);
 	task_pids(&b, NULL);
 	remove_alloc(&b, "p.json");
-	wait_log(&b, "alloc p: stopped", 10000);
+	wait_event(&b, "AllocStopped", "p", NULL, 10000);
 	berth_stop(&b);
 	harness_rmtree(defs);
 	free(defs);

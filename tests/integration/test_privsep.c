@@ -15,41 +15,25 @@
 
 #include <check.h>
 
-#include "harness.h"
+#include "svtest.h"
 
-struct berth {
-	char *dir;
-	char cfg[512];
-	struct proc sv;
-	pid_t mounter, registry;
-};
-
+/* A minimal config (no alloc_dir, no plugin settings), then started. */
 static void
-berth_start(struct berth *b)
+privsep_up(struct berth *b)
 {
 	char text[1024];
-	char *argv[] = { (char *)harness_bin("berth-supervisor"), "-c", b->cfg,
-		NULL };
 
 	harness_private_mounts();
 	b->dir = harness_tmpdir("privsep");
-	snprintf(b->cfg, sizeof(b->cfg), "%s/berth.json", b->dir);
+	berth_paths(b);
 	snprintf(text, sizeof(text), "{\"data_dir\": \"%s/data\", "
 	    "\"run_dir\": \"%s/run\"}", b->dir, b->dir);
 	harness_write(b->cfg, text);
-	proc_start(&b->sv, argv, -1);
-	ck_assert_msg(proc_wait_log(&b->sv, "ready:", 10000),
-	    "supervisor never became ready");
-	b->mounter = log_pid(b->sv.log, "berth-mounter");
-	b->registry = log_pid(b->sv.log, "berth-registry");
-	ck_assert_int_gt(b->mounter, 0);
-	ck_assert_int_gt(b->registry, 0);
-	harness_track_pid(b->mounter);
-	harness_track_pid(b->registry);
+	berth_start(b);
 }
 
 static void
-berth_stop(struct berth *b)
+privsep_down(struct berth *b)
 {
 	proc_kill(&b->sv);
 	ck_assert(pid_wait_gone(b->mounter, 2000));
@@ -138,7 +122,7 @@ START_TEST(privileges_as_seen_in_proc)
 	    (long)getpid());
 	leakfd = open(leak, O_CREAT | O_RDWR, 0600);
 	ck_assert_int_ge(leakfd, 0);
-	berth_start(&b);
+	privsep_up(&b);
 
 	expect_unprivileged(b.sv.pid);
 	expect_unprivileged(b.registry);
@@ -168,6 +152,10 @@ START_TEST(privileges_as_seen_in_proc)
 	    "supervisor status 0x%x after SIGTERM", b.sv.status);
 	ck_assert(!pid_alive(b.mounter));
 	ck_assert(!pid_alive(b.registry));
+	/*
+	 * Log wording kept: the order of a shutdown and its clean end are
+	 * told as the supervisor exits, when its API is gone.
+	 */
 	{
 		const char *m = strstr(b.sv.log, "peer_reaped: berth-mounter");
 		const char *r = strstr(b.sv.log, "peer_reaped: berth-registry");
@@ -179,7 +167,7 @@ START_TEST(privileges_as_seen_in_proc)
 	ck_assert_ptr_nonnull(strstr(b.sv.log, "stopped cleanly"));
 	close(leakfd);
 	unlink(leak);
-	berth_stop(&b);
+	privsep_down(&b);
 }
 END_TEST
 
@@ -192,7 +180,7 @@ kill_helper(int which)
 	char want[128];
 	pid_t victim, other;
 
-	berth_start(&b);
+	privsep_up(&b);
 	victim = which == 0 ? b.mounter : b.registry;
 	other = which == 0 ? b.registry : b.mounter;
 	ck_assert_int_eq(kill(victim, SIGKILL), 0);
@@ -200,13 +188,14 @@ kill_helper(int which)
 	    "supervisor still running after its helper died");
 	ck_assert_msg(WIFEXITED(b.sv.status) && WEXITSTATUS(b.sv.status) != 0,
 	    "supervisor status 0x%x, want a non-zero exit", b.sv.status);
+	/* Log wording kept: the supervisor names the helper as it exits. */
 	snprintf(want, sizeof(want), "%s (pid %ld) was killed by signal 9 "
 	    "(SIGKILL)", which == 0 ? "berth-mounter" : "berth-registry",
 	    (long)victim);
 	ck_assert_msg(strstr(b.sv.log, want) != NULL, "log lacks '%s'", want);
 	ck_assert_msg(pid_wait_gone(other, 1000),
 	    "the other helper outlived the supervisor by over a second");
-	berth_stop(&b);
+	privsep_down(&b);
 }
 
 START_TEST(mounter_killed)
@@ -225,14 +214,14 @@ START_TEST(supervisor_killed)
 {
 	struct berth b;
 
-	berth_start(&b);
+	privsep_up(&b);
 	ck_assert_int_eq(kill(b.sv.pid, SIGKILL), 0);
 	ck_assert(proc_wait_exit(&b.sv, 2000));
 	ck_assert_msg(pid_wait_gone(b.mounter, 1000),
 	    "berth-mounter (root) outlived its supervisor by over a second");
 	ck_assert_msg(pid_wait_gone(b.registry, 1000),
 	    "berth-registry outlived its supervisor by over a second");
-	berth_stop(&b);
+	privsep_down(&b);
 }
 END_TEST
 
