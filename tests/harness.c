@@ -529,35 +529,6 @@ pid_wait_gone(pid_t pid, int ms)
 	return true;
 }
 
-pid_t
-log_pid(const char *log, const char *name)
-{
-	char key[128];
-	const char *s;
-
-	snprintf(key, sizeof(key), "%s pid ", name);
-	if ((s = strstr(log, key)) == NULL)
-		return -1;
-	return (pid_t)atol(s + strlen(key));
-}
-
-void
-harness_start_berth(struct proc *sv, const char *cfg, pid_t *mounter,
-    pid_t *registry)
-{
-	char *argv[] = { (char *)harness_bin("berth-supervisor"), "-c",
-		(char *)cfg, NULL };
-
-	memset(sv, 0, sizeof(*sv));
-	proc_start(sv, argv, -1);
-	ck_assert_msg(proc_wait_log(sv, "ready:", 10000),
-	    "supervisor never became ready:\n%s", sv->log);
-	*mounter = log_pid(sv->log, "berth-mounter");
-	*registry = log_pid(sv->log, "berth-registry");
-	harness_track_pid(*mounter);
-	harness_track_pid(*registry);
-}
-
 void
 harness_send(int sock, const void *buf, size_t len, const int *fds, int nfds)
 {

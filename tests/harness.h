@@ -87,13 +87,5 @@ char *proc_status_field(pid_t pid, const char *field, char *buf, size_t n);
 bool pid_alive(pid_t pid);
 /* Wait up to ms for pid to be gone. */
 bool pid_wait_gone(pid_t pid, int ms);
-/*
- * Start berth-supervisor -c cfg (spawn mode, as root) and wait for it to
- * be ready; its helpers' pids are read from its log and tracked.
- */
-void harness_start_berth(struct proc *sv, const char *cfg, pid_t *mounter,
-    pid_t *registry);
-/* Parse "name pid N" from a log line, e.g. "berth-mounter pid 123". */
-pid_t log_pid(const char *log, const char *name);
 
 #endif
