@@ -12,7 +12,8 @@
  * Owns: the routes (one table in api.c), the request checks (methods,
  * bodies, query parameters) and the JSON errors {"code": N, "error":
  * "..."}. Must not: act on anything itself; it reads the managers' state
- * and hands changes to them (allocs_submit, allocs_stop).
+ * and hands changes to them (allocs_submit, allocs_stop), all named in
+ * struct api_deps: it never sees the supervisor's own state.
  */
 #ifndef BERTH_API_H
 #define BERTH_API_H
