@@ -136,8 +136,8 @@ verror(struct api_call *c, int code, json_t *extra, const char *fmt,
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
 	root = extra != NULL ? extra : api_object();
-	json_object_set_new(root, "code", api_pack("i", code));
-	json_object_set_new(root, "error", api_pack("s", msg));
+	api_set(root, "code", api_pack("i", code));
+	api_set(root, "error", api_pack("s", msg));
 	api_reply(c, code, root);
 }
 
@@ -210,6 +210,31 @@ api_array(void)
 	json_t *a = json_array();
 
 	return xnonnull(a, "json_array");
+}
+
+void
+api_set(json_t *o, const char *key, json_t *v)
+{
+	if (o == NULL) {
+		json_decref(v);
+		return;
+	}
+	if (v == NULL || json_object_set_new(o, key, v) == 0)
+		return;
+	/* A key jansson refuses (not UTF-8) is logged by api_pack. */
+	if (api_pack("s", key) != NULL)
+		oom("json_object_set");
+}
+
+void
+api_append(json_t *a, json_t *v)
+{
+	if (a == NULL) {
+		json_decref(v);
+		return;
+	}
+	if (v != NULL && json_array_append_new(a, v) < 0)
+		oom("json_array_append");
 }
 
 /*

@@ -45,7 +45,7 @@ task_json(const struct alloc_task *t, const struct trun *tr, bool events)
 	if (o == NULL)
 		return NULL;
 	if (t->csi.type != ALLOC_CSI_NONE)
-		json_object_set_new(o, "csi_plugin", api_pack("{s:s?, s:s, "
+		api_set(o, "csi_plugin", api_pack("{s:s?, s:s, "
 		    "s:b}", "id", t->csi.id, "type",
 		    alloc_csi_type_name(t->csi.type), "healthy", healthy == 1));
 	if (!events)
@@ -54,11 +54,11 @@ task_json(const struct alloc_task *t, const struct trun *tr, bool events)
 	for (i = 0; i < trun_nevents(tr); i++) {
 		const struct task_event *e = trun_event(tr, i);
 
-		json_array_append_new(list, api_pack("{s:I, s:s, s:s}",
+		api_append(list, api_pack("{s:I, s:s, s:s}",
 		    "time", (json_int_t)e->at, "type", e->type, "message",
 		    e->message));
 	}
-	json_object_set_new(o, "events", list);
+	api_set(o, "events", list);
 	return o;
 }
 
@@ -88,11 +88,11 @@ alloc_json(const struct alloc_view *v, bool full)
 		return NULL;
 	tasks = api_array();
 	for (i = 0; i < v->ntasks; i++)
-		json_array_append_new(tasks, task_json(&v->doc->tasks[i],
+		api_append(tasks, task_json(&v->doc->tasks[i],
 		    v->tasks[i], full));
-	json_object_set_new(o, "tasks", tasks);
+	api_set(o, "tasks", tasks);
 	if (full && (doc = alloc_to_json(v->doc)) != NULL) {
-		json_object_set_new(o, "document", document(doc));
+		api_set(o, "document", document(doc));
 		free(doc);
 	}
 	return o;
@@ -106,7 +106,7 @@ api_allocs(struct api_call *c)
 	size_t i;
 
 	for (i = 0; allocs_get(c->d->allocs, i, &v); i++)
-		json_array_append_new(list, alloc_json(&v, false));
+		api_append(list, alloc_json(&v, false));
 	api_reply(c, 200, api_pack("{s:o}", "allocations", list));
 }
 
@@ -154,7 +154,7 @@ api_alloc_submit(struct api_call *c)
 			oom("alloc_parse");
 		list = api_array();
 		for (i = 0; i < probs.n; i++)
-			json_array_append_new(list,
+			api_append(list,
 			    api_pack("s", probs.items[i]));
 		api_error_with(c, 400, api_pack("{s:o}", "problems", list),
 		    "the allocation was refused, nothing started; %zu "

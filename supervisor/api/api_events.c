@@ -46,21 +46,21 @@ answer(struct api *api, struct evhttp_request *req, uint64_t after)
 		if (o == NULL)
 			continue;
 		if (e->alloc[0] != '\0')
-			json_object_set_new(o, "alloc", api_pack("s", e->alloc));
+			api_set(o, "alloc", api_pack("s", e->alloc));
 		if (e->task[0] != '\0')
-			json_object_set_new(o, "task", api_pack("s", e->task));
+			api_set(o, "task", api_pack("s", e->task));
 		if (e->plugin[0] != '\0')
-			json_object_set_new(o, "plugin",
+			api_set(o, "plugin",
 			    api_pack("s", e->plugin));
-		json_array_append_new(list, o);
+		api_append(list, o);
 	}
-	json_object_set_new(root, "index", api_pack("I", (json_int_t)
+	api_set(root, "index", api_pack("I", (json_int_t)
 	    events_last(ev)));
-	json_object_set_new(root, "first", api_pack("I", (json_int_t)
+	api_set(root, "first", api_pack("I", (json_int_t)
 	    events_first(ev)));
-	json_object_set_new(root, "lost", json_boolean(events_first(ev) > 0 &&
+	api_set(root, "lost", json_boolean(events_first(ev) > 0 &&
 	    after + 1 < events_first(ev)));
-	json_object_set_new(root, "events", list);
+	api_set(root, "events", list);
 	api_reply(&c, 200, root);
 }
 

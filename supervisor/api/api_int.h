@@ -86,9 +86,16 @@ int64_t api_uptime_ms(const struct api *api);
  * the callers leave such a value out, as they always have.
  */
 json_t *api_pack(const char *fmt, ...);
-/* Fresh containers and numbers: they fail only for want of memory. */
+/* Fresh containers: they fail only for want of memory. */
 json_t *api_object(void);
 json_t *api_array(void);
+/*
+ * json_object_set_new() and json_array_append_new(), v taken over: a v
+ * refused by api_pack() (NULL), a key that is not UTF-8 or a NULL o or a
+ * is left out; a failure for want of memory ends the supervisor.
+ */
+void api_set(json_t *o, const char *key, json_t *v);
+void api_append(json_t *a, json_t *v);
 
 /* api_node.c: the supervisor, its plugins, drivers, devices, metrics */
 void api_status(struct api_call *c);

@@ -123,18 +123,18 @@ fingerprint_json(const struct csi_inst *in)
 	if (o == NULL || !fp->done || !fp->healthy)
 		return o;
 	if (csi_inst_type(in) == BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE) {
-		json_object_set_new(o, "node_id", api_pack("s", fp->node_id));
-		json_object_set_new(o, "max_volumes",
+		api_set(o, "node_id", api_pack("s", fp->node_id));
+		api_set(o, "max_volumes",
 		    api_pack("I", (json_int_t)fp->max_volumes));
-		json_object_set_new(o, "topology", api_pack("s", fp->topology));
-		json_object_set_new(o, "stage_unstage",
+		api_set(o, "topology", api_pack("s", fp->topology));
+		api_set(o, "stage_unstage",
 		    json_boolean(fp->stage_unstage));
-		json_object_set_new(o, "volume_stats",
+		api_set(o, "volume_stats",
 		    json_boolean(fp->volume_stats));
 	} else {
-		json_object_set_new(o, "create_delete",
+		api_set(o, "create_delete",
 		    json_boolean(fp->create_delete));
-		json_object_set_new(o, "publish_unpublish",
+		api_set(o, "publish_unpublish",
 		    json_boolean(fp->publish_unpublish));
 	}
 	return o;
@@ -166,7 +166,7 @@ plugin_tasks(const struct api_deps *d, const char *id)
 			if (t->csi.type == ALLOC_CSI_NONE ||
 			    strcmp(t->csi.id, id) != 0)
 				continue;
-			json_array_append_new(list, api_pack("{s:s, s:s, s:s, "
+			api_append(list, api_pack("{s:s, s:s, s:s, "
 			    "s:s, s:b}", "alloc", v.doc->id, "task", t->name,
 			    "type", alloc_csi_type_name(t->csi.type), "state",
 			    trun_state(v.tasks[j]), "healthy",
@@ -189,7 +189,7 @@ plugin_json(const struct api_deps *d, const char *id)
 
 		if (strcmp(csi_inst_name(in), id) != 0)
 			continue;
-		json_array_append_new(insts, instance_json(in));
+		api_append(insts, instance_json(in));
 		healthy = healthy && fp->done && fp->healthy;
 		provider = fp->provider;
 		version = fp->version;
@@ -230,7 +230,7 @@ api_plugins(struct api_call *c)
 	for (in = csimgr_first(d->csimgr); in != NULL; in = csimgr_next(in))
 		if (!listed(list, csi_inst_name(in)) &&
 		    (p = plugin_json(d, csi_inst_name(in))) != NULL)
-			json_array_append_new(list, p);
+			api_append(list, p);
 	/* Plugins whose tasks run but that are not registered yet. */
 	for (i = 0; allocs_get(d->allocs, i, &v); i++)
 		for (j = 0; j < v.ntasks; j++) {
@@ -239,7 +239,7 @@ api_plugins(struct api_call *c)
 			if (v.doc->tasks[j].csi.type != ALLOC_CSI_NONE &&
 			    !listed(list, id) && (p = plugin_json(d, id)) !=
 			    NULL)
-				json_array_append_new(list, p);
+				api_append(list, p);
 		}
 	api_reply(c, 200, api_pack("{s:o}", "plugins", list));
 }
@@ -269,7 +269,7 @@ api_drivers(struct api_call *c)
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		st = drivermgr_state(dm, names[i]);
-		json_array_append_new(list, api_pack("{s:s, s:s, s:b, s:b, "
+		api_append(list, api_pack("{s:s, s:s, s:b, s:b, "
 		    "s:b, s:s}", "name", names[i], "state",
 		    plugin_state_name(st), "detected", st != PLUGIN_UNDETECTED &&
 		    st != PLUGIN_BLOCKED, "healthy", st == PLUGIN_HEALTHY,
@@ -290,7 +290,7 @@ api_devices(struct api_call *c)
 
 	for (p = pluginmgr_first(devmgr_plugins(dm)); p != NULL;
 	    p = pluginmgr_next(p))
-		json_array_append_new(plugins, api_pack("{s:s, s:s, s:s}",
+		api_append(plugins, api_pack("{s:s, s:s, s:s}",
 		    "name", plugin_name(p), "state",
 		    plugin_state_name(plugin_get_state(p)), "description",
 		    plugin_desc(p)));
@@ -303,18 +303,18 @@ api_devices(struct api_call *c)
 			json_t *attrs = api_object(), *ctr = api_object();
 
 			for (a = 0; a < d->nattrs; a++)
-				json_object_set_new(attrs, d->attrs[a].key,
+				api_set(attrs, d->attrs[a].key,
 				    api_pack("s", d->attrs[a].value));
 			for (a = 0; a < d->ncounters; a++)
-				json_object_set_new(ctr, d->counters[a].key,
+				api_set(ctr, d->counters[a].key,
 				    api_pack("I", (json_int_t)
 				    d->counters[a].value));
-			json_array_append_new(devs, api_pack("{s:s, s:b, s:b, "
+			api_append(devs, api_pack("{s:s, s:b, s:b, "
 			    "s:s, s:o, s:o}", "id", d->id, "healthy",
 			    d->healthy, "gone", d->gone, "health", d->health,
 			    "attributes", attrs, "counters", ctr));
 		}
-		json_array_append_new(groups, api_pack("{s:s, s:s, s:s, s:s?, "
+		api_append(groups, api_pack("{s:s, s:s, s:s, s:s?, "
 		    "s:o}", "vendor", g->vendor, "type", g->type, "name",
 		    g->name, "plugin", g->plugin, "devices", devs));
 	}

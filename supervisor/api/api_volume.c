@@ -114,7 +114,7 @@ volume_json(const Berth__VolumeReply *vr)
 	for (i = 0; i < vr->n_claims; i++) {
 		const Berth__Claim *cl = vr->claims[i];
 
-		json_array_append_new(claims, api_pack("{s:s, s:s, s:s, "
+		api_append(claims, api_pack("{s:s, s:s, s:s, "
 		    "s:s}", "alloc", cl->alloc, "mode", cl->mode ==
 		    BERTH__CLAIM_MODE__CLAIM_MODE_WRITE ? "write" : "read",
 		    "access_mode", alloc_access_mode_name(cl->access_mode),
@@ -122,14 +122,14 @@ volume_json(const Berth__VolumeReply *vr)
 		    alloc_attachment_mode_name(cl->attachment_mode)));
 	}
 	for (i = 0; i < v->n_context; i++)
-		json_object_set_new(ctx, v->context[i]->key,
+		api_set(ctx, v->context[i]->key,
 		    api_pack("s", v->context[i]->value));
 	o = api_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:I}", "id", v->id,
 	    "namespace", v->namespace_, "plugin_id", v->plugin_id,
 	    "external_id", v->external_id, "context", ctx, "claims", claims,
 	    "modify_index", (json_int_t)v->modify_index);
 	if (o != NULL && v->n_capabilities > 0)
-		json_object_set_new(o, "capabilities", api_pack("[{s:s, s:s}]",
+		api_set(o, "capabilities", api_pack("[{s:s, s:s}]",
 		    "access_mode",
 		    alloc_access_mode_name(v->capabilities[0]->access_mode),
 		    "attachment_mode", alloc_attachment_mode_name(
@@ -193,7 +193,7 @@ on_volumes(const struct regclient_result *res, Berth__VolumeReply *const *items,
 	} else {
 		list = api_array();
 		for (size_t i = 0; i < n; i++)
-			json_array_append_new(list, volume_json(items[i]));
+			api_append(list, volume_json(items[i]));
 		api_reply(&c, 200, api_pack("{s:o}", "volumes", list));
 	}
 	free(p);
@@ -232,7 +232,7 @@ refuse(struct api_call *c, const struct alloc_problems *pr, bool create)
 	size_t i;
 
 	for (i = 0; i < pr->n; i++)
-		json_array_append_new(list, api_pack("s", pr->items[i]));
+		api_append(list, api_pack("s", pr->items[i]));
 	api_error_with(c, 400, api_pack("{s:o}", "problems", list),
 	    "the volume was not %s: %s%s", create ? "created" : "registered",
 	    pr->n > 0 ? pr->items[0] : "refused", pr->n > 1 ?
