@@ -6,9 +6,12 @@
  * client from an in-process registry that answers now, late, out of
  * order, with an error, never (it dies), or after the client has gone.
  *
+ * /v1/drivers and /v1/devices read a real driver manager (the real
+ * berth-shim, no mounter) and device manager (an empty sysfs).
+ *
  * Not covered here: the routes that read the alloc runner, the CSI
- * manager or the volume manager (status, plugins, allocations, volume
- * register/create/delete): those managers are built from struct
+ * manager or the volume manager (status, metrics, plugins, allocations,
+ * volume register/create/delete): those managers are built from struct
  * supervisor until their own dependency structs land.
  */
 #include <errno.h>
@@ -19,12 +22,15 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/un.h>
 
 #include <check.h>
 #include <jansson.h>
 
 #include "api.h"
+#include "devmgr.h"
+#include "drivermgr.h"
 #include "events.h"
 #include "fake_peer.h"
 #include "harness.h"
@@ -71,6 +77,9 @@ struct rig {
 	struct fake_peer *registry;
 	struct chan *chan;
 	struct regclient *rc;
+	struct devmgr *devmgr;		/* on an empty sysfs */
+	struct drivermgr *drivers;	/* the real shim; no mounter */
+	char shim[512];
 	struct api *api;
 };
 
@@ -79,8 +88,9 @@ static void
 rig_up_as(struct rig *r, uid_t uid, gid_t group)
 {
 	static const struct chan_ops ops = { NULL, NULL, NULL, NULL };
+	struct drivermgr_conf dc = { 0 };
 	struct api_deps d = { 0 };
-	char err[256];
+	char err[256], *sys;
 	int fd;
 
 	memset(r, 0, sizeof(*r));
@@ -93,6 +103,19 @@ rig_up_as(struct rig *r, uid_t uid, gid_t group)
 	r->registry = fake_peer_new(r->base, "berth-registry", NULL, &r->chan,
 	    &ops, NULL);
 	ck_assert_ptr_nonnull(r->rc = regclient_new(r->base, r->chan, 2000));
+	ck_assert_int_ge(asprintf(&sys, "%s/sys", r->dir), 0);
+	ck_assert_int_eq(mkdir(sys, 0755), 0);
+	free(r->cfg.sysfs_root);
+	r->cfg.sysfs_root = sys;
+	r->cfg.plugin_retry_initial_ms = 10;
+	ck_assert_ptr_nonnull(r->devmgr = devmgr_new(r->base, &r->cfg));
+	snprintf(r->shim, sizeof(r->shim), "%s/berth-shim", r->dir);
+	ck_assert_int_eq(symlink(harness_bin("berth-shim"), r->shim), 0);
+	dc.shim = r->shim;
+	dc.fingerprint_ms = 20;
+	dc.retry_initial_ms = 20;
+	dc.retry_max_ms = 100;
+	ck_assert_ptr_nonnull(r->drivers = drivermgr_new(r->base, &dc));
 	fd = api_listen(&r->cfg, getgid(), err, sizeof(err));
 	ck_assert_msg(fd >= 0, "api_listen: %s", err);
 	d.base = r->base;
@@ -101,6 +124,8 @@ rig_up_as(struct rig *r, uid_t uid, gid_t group)
 	clock_gettime(CLOCK_MONOTONIC, &d.started);
 	d.events = r->events;
 	d.registry = r->rc;
+	d.devmgr = r->devmgr;
+	d.drivers = r->drivers;
 	d.stopping = stopping;
 	d.helpers = helpers;
 	ck_assert_ptr_nonnull(r->api = api_new(&d, fd, group));
@@ -121,6 +146,8 @@ static void
 rig_down(struct rig *r)
 {
 	api_free(r->api);
+	drivermgr_free(r->drivers);
+	devmgr_free(r->devmgr);
 	regclient_free(r->rc);
 	chan_free(r->chan);
 	fake_peer_free(r->registry);
@@ -375,6 +402,59 @@ START_TEST(test_events_long_poll)
 END_TEST
 
 static bool
+exec_healthy(void *arg)
+{
+	struct rig *r = arg;
+
+	return drivermgr_state(r->drivers, "exec") == PLUGIN_HEALTHY;
+}
+
+/* /v1/drivers and /v1/devices read the managers in the deps. */
+START_TEST(test_drivers_and_devices)
+{
+	struct rig r;
+	json_t *o, *list, *e;
+	size_t i;
+	bool exec = false, privileged = false;
+
+	rig_up(&r);
+	drivermgr_start(r.drivers);
+	devmgr_start(r.devmgr);
+	ck_assert(fake_run_until(r.base, exec_healthy, &r, 5000));
+	ck_assert_int_eq(http(&r, "GET", "/v1/drivers", NULL, &o), 200);
+	list = json_object_get(o, "drivers");
+	ck_assert_uint_eq(json_array_size(list), 2);
+	json_array_foreach(list, i, e) {
+		const char *name = json_string_value(json_object_get(e,
+		    "name"));
+
+		if (strcmp(name, "exec") == 0) {
+			exec = true;
+			ck_assert_str_eq(json_string_value(json_object_get(e,
+			    "state")), "healthy");
+			ck_assert(json_is_true(json_object_get(e, "healthy")));
+		} else if (strcmp(name, "privileged") == 0) {
+			privileged = true;
+			/* No mounter link: it cannot be healthy. */
+			ck_assert(json_is_false(json_object_get(e,
+			    "healthy")));
+		}
+	}
+	ck_assert(exec && privileged);
+	json_decref(o);
+	ck_assert_int_eq(http(&r, "GET", "/v1/devices", NULL, &o), 200);
+	list = json_object_get(o, "plugins");
+	ck_assert_uint_ge(json_array_size(list), 1);
+	ck_assert_str_eq(json_string_value(json_object_get(json_array_get(
+	    list, 0), "name")), "sysfs");
+	/* An empty sysfs: no device. */
+	ck_assert_uint_eq(json_array_size(json_object_get(o, "devices")), 0);
+	json_decref(o);
+	rig_down(&r);
+}
+END_TEST
+
+static bool
 held(void *arg)
 {
 	return fake_pending(arg) > 0;
@@ -596,6 +676,7 @@ main(void)
 	tcase_add_test(tc, test_routes_and_checks);
 	tcase_add_test(tc, test_health_from_callbacks);
 	tcase_add_test(tc, test_peer_check);
+	tcase_add_test(tc, test_drivers_and_devices);
 	tcase_add_test(tc, test_events_long_poll);
 	tcase_add_test(tc, test_volume_read_through_registry);
 	tcase_add_test(tc, test_volume_list_pages);
