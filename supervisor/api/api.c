@@ -25,7 +25,7 @@
 #include "api_int.h"
 #include "events.h"
 #include "ident.h"
-#include "supervisor.h"
+#include "xalloc.h"
 
 #define GET	EVHTTP_REQ_GET
 #define PUT	EVHTTP_REQ_PUT
@@ -107,19 +107,21 @@ api_reply(struct api_call *c, int code, json_t *root)
 	char index[32];
 	char *text;
 
-	text = root != NULL ? json_dumps(root, JSON_COMPACT) : NULL;
-	json_decref(root);
-	if (text == NULL) {
+	/* Only a value jansson refused (logged by api_pack) leaves none. */
+	if (root == NULL) {
 		code = 500;
-		evbuffer_add_printf(out, "{\"code\": 500, \"error\": \"out of "
-		    "memory\"}\n");
+		evbuffer_add_printf(out, "{\"code\": 500, \"error\": \"the "
+		    "answer could not be written as JSON\"}\n");
 	} else {
+		text = json_dumps(root, JSON_COMPACT);
+		xnonnull(text, "json_dumps");
+		json_decref(root);
 		evbuffer_add(out, text, strlen(text));
 		evbuffer_add(out, "\n", 1);
 		free(text);
 	}
 	snprintf(index, sizeof(index), "%llu",
-	    (unsigned long long)events_last(c->sv->events));
+	    (unsigned long long)events_last(c->d->events));
 	evhttp_add_header(h, "Content-Type", "application/json");
 	evhttp_add_header(h, "X-Berth-Index", index);
 	evhttp_send_reply(c->req, code, status_text(code), NULL);
@@ -133,9 +135,9 @@ verror(struct api_call *c, int code, json_t *extra, const char *fmt,
 	json_t *root;
 
 	vsnprintf(msg, sizeof(msg), fmt, ap);
-	root = extra != NULL ? extra : json_object();
-	json_object_set_new(root, "code", json_integer(code));
-	json_object_set_new(root, "error", json_string(msg));
+	root = extra != NULL ? extra : api_object();
+	api_set(root, "code", api_pack("i", code));
+	api_set(root, "error", api_pack("s", msg));
 	api_reply(c, code, root);
 }
 
@@ -172,8 +174,67 @@ api_uptime_ms(const struct api *api)
 	struct timespec now;
 
 	clock_gettime(CLOCK_MONOTONIC, &now);
-	return (int64_t)(now.tv_sec - api->sv->started.tv_sec) * 1000 +
-	    (now.tv_nsec - api->sv->started.tv_nsec) / 1000000;
+	return (int64_t)(now.tv_sec - api->d.started.tv_sec) * 1000 +
+	    (now.tv_nsec - api->d.started.tv_nsec) / 1000000;
+}
+
+json_t *
+api_pack(const char *fmt, ...)
+{
+	json_error_t err;
+	json_t *j;
+	va_list ap;
+
+	va_start(ap, fmt);
+	j = json_vpack_ex(&err, 0, fmt, ap);
+	va_end(ap);
+	if (j == NULL && json_error_code(&err) == json_error_out_of_memory)
+		oom("json_pack");
+	if (j == NULL)
+		log_warnx_limited("api: a value left out of an answer: %s",
+		    err.text);
+	return j;
+}
+
+json_t *
+api_object(void)
+{
+	json_t *o = json_object();
+
+	return xnonnull(o, "json_object");
+}
+
+json_t *
+api_array(void)
+{
+	json_t *a = json_array();
+
+	return xnonnull(a, "json_array");
+}
+
+void
+api_set(json_t *o, const char *key, json_t *v)
+{
+	if (o == NULL) {
+		json_decref(v);
+		return;
+	}
+	if (v == NULL || json_object_set_new(o, key, v) == 0)
+		return;
+	/* A key jansson refuses (not UTF-8) is logged by api_pack. */
+	if (api_pack("s", key) != NULL)
+		oom("json_object_set");
+}
+
+void
+api_append(json_t *a, json_t *v)
+{
+	if (a == NULL) {
+		json_decref(v);
+		return;
+	}
+	if (v != NULL && json_array_append_new(a, v) < 0)
+		oom("json_array_append");
 }
 
 /*
@@ -208,8 +269,8 @@ match(const char *pattern, const char *path, const char **id, char *idbuf,
 	if (*s != '\0')
 		return false;
 	if (strchr(pattern, '*') != NULL) {
-		if ((dec = evhttp_uridecode(idbuf, 0, &declen)) == NULL)
-			return false;
+		dec = evhttp_uridecode(idbuf, 0, &declen);
+		xnonnull(dec, "evhttp_uridecode");
 		/* "%00" and "%2F" must not slip through: checked as is. */
 		*why = ident_problem(dec, declen);
 		snprintf(idbuf, idlen, "%s", dec);
@@ -264,7 +325,7 @@ peer_allowed(struct api *api, struct evhttp_request *req, struct ucred *uc)
 	    NULL || (fd = bufferevent_getfd(bev)) < 0 ||
 	    getsockopt(fd, SOL_SOCKET, SO_PEERCRED, uc, &len) < 0)
 		return false;
-	if (uc->uid == 0 || uc->uid == api->sv->uid || uc->gid == api->group)
+	if (uc->uid == 0 || uc->uid == api->d.uid || uc->gid == api->group)
 		return true;
 	len = sizeof(groups);
 	if (getsockopt(fd, SOL_SOCKET, SO_PEERGROUPS, groups, &len) < 0)
@@ -279,7 +340,7 @@ static void
 serve(struct evhttp_request *req, void *arg)
 {
 	struct api *api = arg;
-	struct api_call c = { api, api->sv, req, NULL, { 0 }, NULL, 0 };
+	struct api_call c = { api, &api->d, req, NULL, { 0 }, NULL, 0 };
 	enum evhttp_cmd_type m = evhttp_request_get_command(req);
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
@@ -296,11 +357,11 @@ serve(struct evhttp_request *req, void *arg)
 		    "not root, not uid %ld and not in group %ld",
 		    method_name(m), evhttp_request_get_uri(req),
 		    (long)uc.pid, (long)uc.uid, (long)uc.gid,
-		    (long)api->sv->uid, (long)api->group);
+		    (long)api->d.uid, (long)api->group);
 		evhttp_add_header(evhttp_request_get_output_headers(req),
 		    "Connection", "close");
 		api_error(&c, 403, "this socket serves root, uid %ld and "
-		    "group %ld; you are uid %ld gid %ld", (long)api->sv->uid,
+		    "group %ld; you are uid %ld gid %ld", (long)api->d.uid,
 		    (long)api->group, (long)uc.uid, (long)uc.gid);
 		return;
 	}
@@ -364,10 +425,7 @@ serve(struct evhttp_request *req, void *arg)
 		goto out;
 	}
 	if (c.body_len > 0) {
-		if ((body = malloc(c.body_len + 1)) == NULL) {
-			api_error(&c, 500, "out of memory");
-			goto out;
-		}
+		body = xmalloc(c.body_len + 1);
 		evbuffer_copyout(in, body, c.body_len);
 		body[c.body_len] = '\0';
 		c.body = body;
@@ -466,26 +524,23 @@ fail:
 }
 
 struct api *
-api_new(struct supervisor *sv, int fd, gid_t group)
+api_new(const struct api_deps *d, int fd, gid_t group)
 {
 	struct evhttp_bound_socket *bound;
 	struct api *api;
 
-	if ((api = calloc(1, sizeof(*api))) == NULL)
-		return NULL;
-	api->sv = sv;
+	api = xcalloc(1, sizeof(*api));
+	api->d = *d;
 	api->group = group;
 	TAILQ_INIT(&api->waiters);
 	TAILQ_INIT(&api->conns);
 	TAILQ_INIT(&api->fresh);
-	snprintf(api->path, sizeof(api->path), "%s/%s", sv->cfg.run_dir,
+	snprintf(api->path, sizeof(api->path), "%s/%s", d->run_dir,
 	    API_SOCKET_NAME);
-	if ((api->http = evhttp_new(sv->base)) == NULL ||
-	    api_events_init(api) < 0 || api_conns_init(api) < 0) {
-		api_free(api);
-		close(fd);
-		return NULL;
-	}
+	api->http = evhttp_new(d->base);
+	xnonnull(api->http, "evhttp_new");
+	api_events_init(api);
+	api_conns_init(api);
 	evhttp_set_allowed_methods(api->http, EVHTTP_REQ_GET |
 	    EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
 	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
@@ -501,7 +556,7 @@ api_new(struct supervisor *sv, int fd, gid_t group)
 	}
 	api_conns_listen(api, bound);
 	log_info("api: serving on %s (root, uid %ld, group %ld; at most %zu "
-	    "connections, %d per uid)", api->path, (long)sv->uid,
+	    "connections, %d per uid)", api->path, (long)d->uid,
 	    (long)group, api->max_conns, API_MAX_CONNS_PER_PEER);
 	return api;
 }

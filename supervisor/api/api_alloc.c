@@ -14,8 +14,8 @@
 #include "alloc.h"
 #include "alloc_runner.h"
 #include "api_int.h"
-#include "supervisor.h"
 #include "task_runner.h"
+#include "xalloc.h"
 
 /* "running" once every task runs, "stopping", else "pending". */
 static const char *
@@ -38,28 +38,41 @@ task_json(const struct alloc_task *t, const struct trun *tr, bool events)
 	size_t i;
 	int healthy = trun_plugin_healthy(tr);
 
-	o = json_pack("{s:s, s:s, s:s, s:I, s:I}", "name", t->name, "driver",
+	o = api_pack("{s:s, s:s, s:s, s:I, s:I}", "name", t->name, "driver",
 	    alloc_driver_name(t->driver), "state", trun_state(tr), "pid",
 	    (json_int_t)trun_pid(tr), "restarts",
 	    (json_int_t)trun_restarts(tr));
 	if (o == NULL)
 		return NULL;
 	if (t->csi.type != ALLOC_CSI_NONE)
-		json_object_set_new(o, "csi_plugin", json_pack("{s:s?, s:s, "
+		api_set(o, "csi_plugin", api_pack("{s:s?, s:s, "
 		    "s:b}", "id", t->csi.id, "type",
 		    alloc_csi_type_name(t->csi.type), "healthy", healthy == 1));
 	if (!events)
 		return o;
-	list = json_array();
+	list = api_array();
 	for (i = 0; i < trun_nevents(tr); i++) {
 		const struct task_event *e = trun_event(tr, i);
 
-		json_array_append_new(list, json_pack("{s:I, s:s, s:s}",
+		api_append(list, api_pack("{s:I, s:s, s:s}",
 		    "time", (json_int_t)e->at, "type", e->type, "message",
 		    e->message));
 	}
-	json_object_set_new(o, "events", list);
+	api_set(o, "events", list);
 	return o;
+}
+
+/* The document as alloc.c wrote it, read back into the answer. */
+static json_t *
+document(const char *doc)
+{
+	json_error_t jerr;
+	json_t *j;
+
+	if ((j = json_loads(doc, 0, &jerr)) == NULL &&
+	    json_error_code(&jerr) == json_error_out_of_memory)
+		oom("json_loads");
+	return j;
 }
 
 static json_t *
@@ -69,17 +82,17 @@ alloc_json(const struct alloc_view *v, bool full)
 	char *doc;
 	size_t i;
 
-	o = json_pack("{s:s, s:s, s:s, s:s}", "id", v->doc->id, "namespace",
+	o = api_pack("{s:s, s:s, s:s, s:s}", "id", v->doc->id, "namespace",
 	    v->doc->ns, "status", alloc_status(v), "file", v->file);
 	if (o == NULL)
 		return NULL;
-	tasks = json_array();
+	tasks = api_array();
 	for (i = 0; i < v->ntasks; i++)
-		json_array_append_new(tasks, task_json(&v->doc->tasks[i],
+		api_append(tasks, task_json(&v->doc->tasks[i],
 		    v->tasks[i], full));
-	json_object_set_new(o, "tasks", tasks);
+	api_set(o, "tasks", tasks);
 	if (full && (doc = alloc_to_json(v->doc)) != NULL) {
-		json_object_set_new(o, "document", json_loads(doc, 0, NULL));
+		api_set(o, "document", document(doc));
 		free(doc);
 	}
 	return o;
@@ -89,12 +102,12 @@ void
 api_allocs(struct api_call *c)
 {
 	struct alloc_view v;
-	json_t *list = json_array();
+	json_t *list = api_array();
 	size_t i;
 
-	for (i = 0; allocs_get(c->sv->allocs, i, &v); i++)
-		json_array_append_new(list, alloc_json(&v, false));
-	api_reply(c, 200, json_pack("{s:o}", "allocations", list));
+	for (i = 0; allocs_get(c->d->allocs, i, &v); i++)
+		api_append(list, alloc_json(&v, false));
+	api_reply(c, 200, api_pack("{s:o}", "allocations", list));
 }
 
 void
@@ -102,7 +115,7 @@ api_alloc(struct api_call *c)
 {
 	struct alloc_view v;
 
-	if (!allocs_find(c->sv->allocs, c->id, &v)) {
+	if (!allocs_find(c->d->allocs, c->id, &v)) {
 		api_error(c, 404, "no allocation %s is running", c->id);
 		return;
 	}
@@ -128,17 +141,22 @@ api_alloc_submit(struct api_call *c)
 	/* Malformed JSON is said as such, with where. */
 	if ((root = json_loadb(c->body, c->body_len, JSON_REJECT_DUPLICATES,
 	    &jerr)) == NULL) {
+		if (json_error_code(&jerr) == json_error_out_of_memory)
+			oom("json_loadb");
 		api_error(c, 400, "malformed JSON at line %d column %d: %s",
 		    jerr.line, jerr.column, jerr.text);
 		return;
 	}
 	json_decref(root);
+	errno = 0;
 	if (alloc_parse(c->body, c->body_len, &a, &probs) < 0) {
-		list = json_array();
+		if (errno == ENOMEM)
+			oom("alloc_parse");
+		list = api_array();
 		for (i = 0; i < probs.n; i++)
-			json_array_append_new(list,
-			    json_string(probs.items[i]));
-		api_error_with(c, 400, json_pack("{s:o}", "problems", list),
+			api_append(list,
+			    api_pack("s", probs.items[i]));
+		api_error_with(c, 400, api_pack("{s:o}", "problems", list),
 		    "the allocation was refused, nothing started; %zu "
 		    "problem%s", probs.n + probs.dropped, probs.n +
 		    probs.dropped == 1 ? "" : "s");
@@ -146,13 +164,13 @@ api_alloc_submit(struct api_call *c)
 		return;
 	}
 	alloc_problems_free(&probs);
-	if ((r = allocs_submit(c->sv->allocs, a, why, sizeof(why))) < 0) {
+	if ((r = allocs_submit(c->d->allocs, a, why, sizeof(why))) < 0) {
 		api_error(c, r == -EINVAL ? 400 : r == -EEXIST ? 409 :
 		    r == -ENOMEM ? 500 : 503, "%s", why);
 		alloc_free(a);
 		return;
 	}
-	api_reply(c, 200, json_pack("{s:s, s:s+}", "id", a->id, "file", a->id,
+	api_reply(c, 200, api_pack("{s:s, s:s+}", "id", a->id, "file", a->id,
 	    ".json"));
 	alloc_free(a);
 }
@@ -163,11 +181,11 @@ api_alloc_stop(struct api_call *c)
 	char why[1024];
 	int r;
 
-	if ((r = allocs_stop(c->sv->allocs, c->id, why, sizeof(why))) < 0) {
+	if ((r = allocs_stop(c->d->allocs, c->id, why, sizeof(why))) < 0) {
 		api_error(c, r == -ENOENT ? 404 : r == -EEXIST ? 409 : 503,
 		    "%s", why);
 		return;
 	}
-	api_reply(c, 200, json_pack("{s:s, s:s}", "id", c->id, "status",
+	api_reply(c, 200, api_pack("{s:s, s:s}", "id", c->id, "status",
 	    "stopping"));
 }

@@ -35,7 +35,7 @@
 #include <event2/listener.h>
 
 #include "api_int.h"
-#include "supervisor.h"
+#include "xalloc.h"
 
 struct api_conn {
 	struct bufferevent *bev;	/* until admitted, then NULL */
@@ -237,11 +237,9 @@ new_bev(struct event_base *base, void *arg)
 	struct api_conn *c;
 
 	/* evhttp closes the descriptor itself when the connection ends. */
-	if ((c = calloc(1, sizeof(*c))) == NULL ||
-	    (c->bev = bufferevent_socket_new(base, -1, 0)) == NULL) {
-		free(c);
-		return NULL;
-	}
+	c = xcalloc(1, sizeof(*c));
+	c->bev = bufferevent_socket_new(base, -1, 0);
+	xnonnull(c->bev, "bufferevent_socket_new");
 	bufferevent_incref(c->bev);
 	c->fd = -1;
 	c->last_ms = now_ms();
@@ -357,7 +355,7 @@ max_conns(void)
 	return API_MAX_CONNS;
 }
 
-int
+void
 api_conns_init(struct api *api)
 {
 	struct timeval tv = { 1, 0 };
@@ -365,14 +363,14 @@ api_conns_init(struct api *api)
 	TAILQ_INIT(&api->conns);
 	TAILQ_INIT(&api->fresh);
 	api->max_conns = max_conns();
-	if ((api->admit = event_new(api->sv->base, -1, 0, on_admit, api)) ==
-	    NULL || (api->sweeper = evtimer_new(api->sv->base, on_sweep,
-	    api)) == NULL || (api->resume = evtimer_new(api->sv->base,
-	    on_resume, api)) == NULL)
-		return -1;
+	api->admit = event_new(api->d.base, -1, 0, on_admit, api);
+	xnonnull(api->admit, "event_new");
+	api->sweeper = evtimer_new(api->d.base, on_sweep, api);
+	xnonnull(api->sweeper, "evtimer_new");
+	api->resume = evtimer_new(api->d.base, on_resume, api);
+	xnonnull(api->resume, "evtimer_new");
 	evtimer_add(api->sweeper, &tv);
 	evhttp_set_bevcb(api->http, new_bev, api);
-	return 0;
 }
 
 /* After evhttp_free(), which ended every connection. */

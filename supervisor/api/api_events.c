@@ -17,7 +17,7 @@
 #include "api_int.h"
 #include "duration.h"
 #include "events.h"
-#include "supervisor.h"
+#include "xalloc.h"
 
 struct api_waiter {
 	struct api *api;
@@ -30,37 +30,37 @@ struct api_waiter {
 static void
 answer(struct api *api, struct evhttp_request *req, uint64_t after)
 {
-	struct api_call c = { api, api->sv, req, NULL, { 0 }, NULL, 0 };
-	struct events *ev = api->sv->events;
+	struct api_call c = { api, &api->d, req, NULL, { 0 }, NULL, 0 };
+	struct events *ev = api->d.events;
 	const struct berth_event *e;
 	json_t *root, *list;
 
-	root = json_object();
-	list = json_array();
+	root = api_object();
+	list = api_array();
 	for (e = events_after(ev, after); e != NULL;
 	    e = events_after(ev, e->index)) {
-		json_t *o = json_pack("{s:I, s:I, s:s, s:s, s:s}", "index",
+		json_t *o = api_pack("{s:I, s:I, s:s, s:s, s:s}", "index",
 		    (json_int_t)e->index, "time_ms", (json_int_t)e->time_ms,
 		    "topic", e->topic, "type", e->type, "message", e->message);
 
 		if (o == NULL)
 			continue;
 		if (e->alloc[0] != '\0')
-			json_object_set_new(o, "alloc", json_string(e->alloc));
+			api_set(o, "alloc", api_pack("s", e->alloc));
 		if (e->task[0] != '\0')
-			json_object_set_new(o, "task", json_string(e->task));
+			api_set(o, "task", api_pack("s", e->task));
 		if (e->plugin[0] != '\0')
-			json_object_set_new(o, "plugin",
-			    json_string(e->plugin));
-		json_array_append_new(list, o);
+			api_set(o, "plugin",
+			    api_pack("s", e->plugin));
+		api_append(list, o);
 	}
-	json_object_set_new(root, "index", json_integer((json_int_t)
+	api_set(root, "index", api_pack("I", (json_int_t)
 	    events_last(ev)));
-	json_object_set_new(root, "first", json_integer((json_int_t)
+	api_set(root, "first", api_pack("I", (json_int_t)
 	    events_first(ev)));
-	json_object_set_new(root, "lost", json_boolean(events_first(ev) > 0 &&
+	api_set(root, "lost", json_boolean(events_first(ev) > 0 &&
 	    after + 1 < events_first(ev)));
-	json_object_set_new(root, "events", list);
+	api_set(root, "events", list);
 	api_reply(&c, 200, root);
 }
 
@@ -107,7 +107,7 @@ on_wake(evutil_socket_t fd, short what, void *arg)
 {
 	struct api *api = arg;
 	struct api_waiter *w, *next;
-	uint64_t last = events_last(api->sv->events);
+	uint64_t last = events_last(api->d.events);
 
 	(void)fd;
 	(void)what;
@@ -163,7 +163,7 @@ api_events(struct api_call *c)
 			return;
 		}
 	}
-	if (after < events_last(api->sv->events) || wait_ms == 0) {
+	if (after < events_last(api->d.events) || wait_ms == 0) {
 		answer(api, c->req, after);
 		return;
 	}
@@ -172,12 +172,9 @@ api_events(struct api_call *c)
 		    "again later", API_POLL_MAX_WAITERS);
 		return;
 	}
-	if ((w = calloc(1, sizeof(*w))) == NULL ||
-	    (w->timer = evtimer_new(api->sv->base, on_timeout, w)) == NULL) {
-		free(w);
-		api_error(c, 500, "out of memory");
-		return;
-	}
+	w = xcalloc(1, sizeof(*w));
+	w->timer = evtimer_new(api->d.base, on_timeout, w);
+	xnonnull(w->timer, "evtimer_new");
 	w->api = api;
 	w->req = c->req;
 	w->after = after;
@@ -190,21 +187,19 @@ api_events(struct api_call *c)
 	evtimer_add(w->timer, &tv);
 }
 
-int
+void
 api_events_init(struct api *api)
 {
-	if ((api->wake = event_new(api->sv->base, -1, 0, on_wake, api)) ==
-	    NULL)
-		return -1;
-	events_set_notify(api->sv->events, notify, api);
-	return 0;
+	api->wake = event_new(api->d.base, -1, 0, on_wake, api);
+	xnonnull(api->wake, "event_new");
+	events_set_notify(api->d.events, notify, api);
 }
 
 void
 api_events_free(struct api *api)
 {
-	if (api->sv->events != NULL)
-		events_set_notify(api->sv->events, NULL, NULL);
+	if (api->d.events != NULL)
+		events_set_notify(api->d.events, NULL, NULL);
 	while (!TAILQ_EMPTY(&api->waiters))
 		waiter_free(TAILQ_FIRST(&api->waiters));
 	if (api->wake != NULL)

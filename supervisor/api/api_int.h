@@ -14,9 +14,8 @@
 #include <event2/keyvalq_struct.h>
 #include <jansson.h>
 
+#include "api.h"
 #include "log.h"
-
-struct supervisor;
 
 /* Bodies above this get 413 from us; far above it, from evhttp itself. */
 #define API_MAX_BODY		(256 * 1024)
@@ -41,7 +40,7 @@ struct api_conn;
 struct evconnlistener;
 
 struct api {
-	struct supervisor *sv;
+	struct api_deps d;		/* d.run_dir: read by api_new() only */
 	struct evhttp *http;
 	gid_t group;
 	char path[512];			/* the socket's, to unlink */
@@ -60,7 +59,7 @@ struct api {
 /* One request, as a handler sees it. */
 struct api_call {
 	struct api *api;
-	struct supervisor *sv;
+	const struct api_deps *d;	/* &api->d */
 	struct evhttp_request *req;
 	const char *id;			/* the route's '*' segment, or NULL */
 	struct evkeyvalq query;
@@ -81,6 +80,22 @@ void api_error_with(struct api_call *c, int code, json_t *extra,
 const char *api_param(struct api_call *c, const char *name);
 /* Milliseconds since the supervisor started. */
 int64_t api_uptime_ms(const struct api *api);
+/*
+ * json_pack(), ending the supervisor when memory runs out. NULL, with a
+ * log line, only for a value jansson refuses (a NULL string, bad UTF-8):
+ * the callers leave such a value out, as they always have.
+ */
+json_t *api_pack(const char *fmt, ...);
+/* Fresh containers: they fail only for want of memory. */
+json_t *api_object(void);
+json_t *api_array(void);
+/*
+ * json_object_set_new() and json_array_append_new(), v taken over: a v
+ * refused by api_pack() (NULL), a key that is not UTF-8 or a NULL o or a
+ * is left out; a failure for want of memory ends the supervisor.
+ */
+void api_set(json_t *o, const char *key, json_t *v);
+void api_append(json_t *a, json_t *v);
 
 /* api_node.c: the supervisor, its plugins, drivers, devices, metrics */
 void api_status(struct api_call *c);
@@ -105,7 +120,7 @@ void api_volume_create(struct api_call *c);
 void api_volume_delete(struct api_call *c);
 
 /* api_conn.c: every connection counted and bounded */
-int api_conns_init(struct api *api);
+void api_conns_init(struct api *api);
 void api_conns_listen(struct api *api, struct evhttp_bound_socket *bound);
 /* A handler has the request: its connection is not idle until answered. */
 void api_conn_busy(struct api *api, struct evhttp_request *req);
@@ -114,7 +129,7 @@ void api_conns_free(struct api *api);
 /* api_events.c */
 void api_events(struct api_call *c);
 /* The wake-up for waiting polls, hooked to the event log. */
-int api_events_init(struct api *api);
+void api_events_init(struct api *api);
 /* Forget the waiting polls (evhttp_free drops their requests). */
 void api_events_free(struct api *api);
 

@@ -23,7 +23,6 @@
 #include "csimanager.h"
 #include "events.h"
 #include "metrics.h"
-#include "supervisor.h"
 #include "task_runner.h"
 
 #ifndef BERTH_VERSION
@@ -31,10 +30,10 @@
 #endif
 
 static json_t *
-peer_json(const struct peer *p)
+helper_json(const struct api_helper *h)
 {
-	return json_pack("{s:I, s:b, s:b}", "pid", (json_int_t)p->pid,
-	    "ready", p->ready && !p->exited, "exited", p->exited);
+	return api_pack("{s:I, s:b, s:b}", "pid", (json_int_t)h->pid,
+	    "ready", h->ready && !h->exited, "exited", h->exited);
 }
 
 struct counts {
@@ -42,14 +41,14 @@ struct counts {
 };
 
 static void
-count(struct supervisor *sv, struct counts *n)
+count(const struct api_deps *d, struct counts *n)
 {
 	struct alloc_view v;
 	struct csi_inst *in;
 	size_t i, j;
 
 	memset(n, 0, sizeof(*n));
-	for (i = 0; allocs_get(sv->allocs, i, &v); i++) {
+	for (i = 0; allocs_get(d->allocs, i, &v); i++) {
 		n->allocs++;
 		for (j = 0; j < v.ntasks; j++) {
 			n->tasks++;
@@ -57,7 +56,7 @@ count(struct supervisor *sv, struct counts *n)
 				n->running++;
 		}
 	}
-	for (in = csimgr_first(sv->csimgr); in != NULL; in = csimgr_next(in)) {
+	for (in = csimgr_first(d->csimgr); in != NULL; in = csimgr_next(in)) {
 		n->plugins++;
 		if (csi_inst_fingerprint(in)->healthy)
 			n->healthy++;
@@ -67,46 +66,49 @@ count(struct supervisor *sv, struct counts *n)
 void
 api_status(struct api_call *c)
 {
-	struct supervisor *sv = c->sv;
+	const struct api_deps *d = c->d;
+	struct api_helper h[API_NHELPERS];
 	struct counts n;
 
-	count(sv, &n);
-	api_reply(c, 200, json_pack("{s:s, s:I, s:I, s:I, s:b, s:{s:o, s:o}, "
+	count(d, &n);
+	d->helpers(d->ctx, h);
+	api_reply(c, 200, api_pack("{s:s, s:I, s:I, s:I, s:b, s:{s:o, s:o}, "
 	    "s:{s:I, s:I, s:I, s:I, s:I}, s:I}",
 	    "version", BERTH_VERSION,
 	    "pid", (json_int_t)getpid(),
-	    "uid", (json_int_t)sv->uid,
+	    "uid", (json_int_t)d->uid,
 	    "uptime_ms", (json_int_t)api_uptime_ms(c->api),
-	    "stopping", sv->stopping,
-	    "helpers", "berth-mounter", peer_json(&sv->mounter),
-	    "berth-registry", peer_json(&sv->registry),
+	    "stopping", d->stopping(d->ctx),
+	    "helpers", "berth-mounter", helper_json(&h[API_HELPER_MOUNTER]),
+	    "berth-registry", helper_json(&h[API_HELPER_REGISTRY]),
 	    "counts", "allocations", (json_int_t)n.allocs,
 	    "tasks", (json_int_t)n.tasks, "tasks_running",
 	    (json_int_t)n.running, "plugin_instances", (json_int_t)n.plugins,
 	    "plugin_instances_healthy", (json_int_t)n.healthy,
-	    "events_index", (json_int_t)events_last(sv->events)));
+	    "events_index", (json_int_t)events_last(d->events)));
 }
 
 void
 api_health(struct api_call *c)
 {
-	struct supervisor *sv = c->sv;
-	const struct peer *p;
+	const struct api_deps *d = c->d;
+	struct api_helper h[API_NHELPERS];
+	size_t i;
 
-	if (sv->stopping) {
-		api_error_with(c, 503, json_pack("{s:b}", "healthy", 0),
+	if (d->stopping(d->ctx)) {
+		api_error_with(c, 503, api_pack("{s:b}", "healthy", 0),
 		    "the supervisor is stopping");
 		return;
 	}
-	for (p = &sv->mounter; p != NULL; p = p == &sv->mounter ?
-	    &sv->registry : NULL)
-		if (!p->ready || p->exited) {
-			api_error_with(c, 503, json_pack("{s:b}", "healthy",
-			    0), "%s is %s", p->name, p->exited ? "gone" :
+	d->helpers(d->ctx, h);
+	for (i = 0; i < API_NHELPERS; i++)
+		if (!h[i].ready || h[i].exited) {
+			api_error_with(c, 503, api_pack("{s:b}", "healthy",
+			    0), "%s is %s", h[i].name, h[i].exited ? "gone" :
 			    "not ready yet");
 			return;
 		}
-	api_reply(c, 200, json_pack("{s:b}", "healthy", 1));
+	api_reply(c, 200, api_pack("{s:b}", "healthy", 1));
 }
 
 static json_t *
@@ -115,24 +117,24 @@ fingerprint_json(const struct csi_inst *in)
 	const struct csi_fingerprint *fp = csi_inst_fingerprint(in);
 	json_t *o;
 
-	o = json_pack("{s:s, s:s, s:b, s:b}", "provider", fp->provider,
+	o = api_pack("{s:s, s:s, s:b, s:b}", "provider", fp->provider,
 	    "version", fp->version, "controller_service",
 	    fp->controller_service, "accessibility", fp->accessibility);
 	if (o == NULL || !fp->done || !fp->healthy)
 		return o;
 	if (csi_inst_type(in) == BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE) {
-		json_object_set_new(o, "node_id", json_string(fp->node_id));
-		json_object_set_new(o, "max_volumes",
-		    json_integer(fp->max_volumes));
-		json_object_set_new(o, "topology", json_string(fp->topology));
-		json_object_set_new(o, "stage_unstage",
+		api_set(o, "node_id", api_pack("s", fp->node_id));
+		api_set(o, "max_volumes",
+		    api_pack("I", (json_int_t)fp->max_volumes));
+		api_set(o, "topology", api_pack("s", fp->topology));
+		api_set(o, "stage_unstage",
 		    json_boolean(fp->stage_unstage));
-		json_object_set_new(o, "volume_stats",
+		api_set(o, "volume_stats",
 		    json_boolean(fp->volume_stats));
 	} else {
-		json_object_set_new(o, "create_delete",
+		api_set(o, "create_delete",
 		    json_boolean(fp->create_delete));
-		json_object_set_new(o, "publish_unpublish",
+		api_set(o, "publish_unpublish",
 		    json_boolean(fp->publish_unpublish));
 	}
 	return o;
@@ -143,7 +145,7 @@ instance_json(const struct csi_inst *in)
 {
 	const struct csi_fingerprint *fp = csi_inst_fingerprint(in);
 
-	return json_pack("{s:s, s:s, s:s, s:b, s:s, s:o}", "type",
+	return api_pack("{s:s, s:s, s:s, s:b, s:s, s:o}", "type",
 	    csi_inst_type_name(in), "alloc", csi_inst_alloc(in), "endpoint",
 	    csi_inst_endpoint(in), "healthy", fp->done && fp->healthy,
 	    "health", fp->health, "fingerprint", fingerprint_json(in));
@@ -151,20 +153,20 @@ instance_json(const struct csi_inst *in)
 
 /* The plugin tasks that serve id, in every running alloc. */
 static json_t *
-plugin_tasks(struct supervisor *sv, const char *id)
+plugin_tasks(const struct api_deps *d, const char *id)
 {
 	struct alloc_view v;
-	json_t *list = json_array();
+	json_t *list = api_array();
 	size_t i, j;
 
-	for (i = 0; allocs_get(sv->allocs, i, &v); i++)
+	for (i = 0; allocs_get(d->allocs, i, &v); i++)
 		for (j = 0; j < v.ntasks; j++) {
 			const struct alloc_task *t = &v.doc->tasks[j];
 
 			if (t->csi.type == ALLOC_CSI_NONE ||
 			    strcmp(t->csi.id, id) != 0)
 				continue;
-			json_array_append_new(list, json_pack("{s:s, s:s, s:s, "
+			api_append(list, api_pack("{s:s, s:s, s:s, "
 			    "s:s, s:b}", "alloc", v.doc->id, "task", t->name,
 			    "type", alloc_csi_type_name(t->csi.type), "state",
 			    trun_state(v.tasks[j]), "healthy",
@@ -175,19 +177,19 @@ plugin_tasks(struct supervisor *sv, const char *id)
 
 /* One plugin: its active instances and its tasks; NULL when unknown. */
 static json_t *
-plugin_json(struct supervisor *sv, const char *id)
+plugin_json(const struct api_deps *d, const char *id)
 {
 	struct csi_inst *in;
-	json_t *insts = json_array(), *tasks = plugin_tasks(sv, id);
+	json_t *insts = api_array(), *tasks = plugin_tasks(d, id);
 	const char *provider = "", *version = "";
 	bool healthy = true;
 
-	for (in = csimgr_first(sv->csimgr); in != NULL; in = csimgr_next(in)) {
+	for (in = csimgr_first(d->csimgr); in != NULL; in = csimgr_next(in)) {
 		const struct csi_fingerprint *fp = csi_inst_fingerprint(in);
 
 		if (strcmp(csi_inst_name(in), id) != 0)
 			continue;
-		json_array_append_new(insts, instance_json(in));
+		api_append(insts, instance_json(in));
 		healthy = healthy && fp->done && fp->healthy;
 		provider = fp->provider;
 		version = fp->version;
@@ -197,7 +199,7 @@ plugin_json(struct supervisor *sv, const char *id)
 		json_decref(tasks);
 		return NULL;
 	}
-	return json_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "id", id,
+	return api_pack("{s:s, s:s, s:s, s:b, s:o, s:o}", "id", id,
 	    "provider", provider, "version", version, "healthy",
 	    healthy && json_array_size(insts) > 0, "instances", insts,
 	    "tasks", tasks);
@@ -219,33 +221,33 @@ listed(json_t *list, const char *id)
 void
 api_plugins(struct api_call *c)
 {
-	struct supervisor *sv = c->sv;
+	const struct api_deps *d = c->d;
 	struct alloc_view v;
 	struct csi_inst *in;
-	json_t *list = json_array(), *p;
+	json_t *list = api_array(), *p;
 	size_t i, j;
 
-	for (in = csimgr_first(sv->csimgr); in != NULL; in = csimgr_next(in))
+	for (in = csimgr_first(d->csimgr); in != NULL; in = csimgr_next(in))
 		if (!listed(list, csi_inst_name(in)) &&
-		    (p = plugin_json(sv, csi_inst_name(in))) != NULL)
-			json_array_append_new(list, p);
+		    (p = plugin_json(d, csi_inst_name(in))) != NULL)
+			api_append(list, p);
 	/* Plugins whose tasks run but that are not registered yet. */
-	for (i = 0; allocs_get(sv->allocs, i, &v); i++)
+	for (i = 0; allocs_get(d->allocs, i, &v); i++)
 		for (j = 0; j < v.ntasks; j++) {
 			const char *id = v.doc->tasks[j].csi.id;
 
 			if (v.doc->tasks[j].csi.type != ALLOC_CSI_NONE &&
-			    !listed(list, id) && (p = plugin_json(sv, id)) !=
+			    !listed(list, id) && (p = plugin_json(d, id)) !=
 			    NULL)
-				json_array_append_new(list, p);
+				api_append(list, p);
 		}
-	api_reply(c, 200, json_pack("{s:o}", "plugins", list));
+	api_reply(c, 200, api_pack("{s:o}", "plugins", list));
 }
 
 void
 api_plugin(struct api_call *c)
 {
-	json_t *p = plugin_json(c->sv, c->id);
+	json_t *p = plugin_json(c->d, c->id);
 
 	if (p == NULL) {
 		api_error(c, 404, "no plugin %s: no active instance and no "
@@ -260,75 +262,75 @@ void
 api_drivers(struct api_call *c)
 {
 	static const char *const names[] = { "exec", "privileged" };
-	struct drivermgr *dm = c->sv->drivers;
-	json_t *list = json_array();
+	struct drivermgr *dm = c->d->drivers;
+	json_t *list = api_array();
 	enum plugin_state st;
 	size_t i;
 
 	for (i = 0; i < sizeof(names) / sizeof(names[0]); i++) {
 		st = drivermgr_state(dm, names[i]);
-		json_array_append_new(list, json_pack("{s:s, s:s, s:b, s:b, "
+		api_append(list, api_pack("{s:s, s:s, s:b, s:b, "
 		    "s:b, s:s}", "name", names[i], "state",
 		    plugin_state_name(st), "detected", st != PLUGIN_UNDETECTED &&
 		    st != PLUGIN_BLOCKED, "healthy", st == PLUGIN_HEALTHY,
 		    "allowed", drivermgr_allowed(dm, names[i]), "description",
 		    drivermgr_desc(dm, names[i])));
 	}
-	api_reply(c, 200, json_pack("{s:o}", "drivers", list));
+	api_reply(c, 200, api_pack("{s:o}", "drivers", list));
 }
 
 /* The device manager's catalogue: groups, devices, health, counters. */
 void
 api_devices(struct api_call *c)
 {
-	struct devmgr *dm = c->sv->devmgr;
-	json_t *groups = json_array(), *plugins = json_array();
+	struct devmgr *dm = c->d->devmgr;
+	json_t *groups = api_array(), *plugins = api_array();
 	struct plugin *p;
 	size_t i, k, a;
 
 	for (p = pluginmgr_first(devmgr_plugins(dm)); p != NULL;
 	    p = pluginmgr_next(p))
-		json_array_append_new(plugins, json_pack("{s:s, s:s, s:s}",
+		api_append(plugins, api_pack("{s:s, s:s, s:s}",
 		    "name", plugin_name(p), "state",
 		    plugin_state_name(plugin_get_state(p)), "description",
 		    plugin_desc(p)));
 	for (i = 0; i < devmgr_group_count(dm); i++) {
 		const struct dev_group *g = devmgr_group_at(dm, i);
-		json_t *devs = json_array();
+		json_t *devs = api_array();
 
 		for (k = 0; k < g->ndevs; k++) {
 			const struct dev_device *d = &g->devs[k];
-			json_t *attrs = json_object(), *ctr = json_object();
+			json_t *attrs = api_object(), *ctr = api_object();
 
 			for (a = 0; a < d->nattrs; a++)
-				json_object_set_new(attrs, d->attrs[a].key,
-				    json_string(d->attrs[a].value));
+				api_set(attrs, d->attrs[a].key,
+				    api_pack("s", d->attrs[a].value));
 			for (a = 0; a < d->ncounters; a++)
-				json_object_set_new(ctr, d->counters[a].key,
-				    json_integer((json_int_t)
+				api_set(ctr, d->counters[a].key,
+				    api_pack("I", (json_int_t)
 				    d->counters[a].value));
-			json_array_append_new(devs, json_pack("{s:s, s:b, s:b, "
+			api_append(devs, api_pack("{s:s, s:b, s:b, "
 			    "s:s, s:o, s:o}", "id", d->id, "healthy",
 			    d->healthy, "gone", d->gone, "health", d->health,
 			    "attributes", attrs, "counters", ctr));
 		}
-		json_array_append_new(groups, json_pack("{s:s, s:s, s:s, s:s?, "
+		api_append(groups, api_pack("{s:s, s:s, s:s, s:s?, "
 		    "s:o}", "vendor", g->vendor, "type", g->type, "name",
 		    g->name, "plugin", g->plugin, "devices", devs));
 	}
-	api_reply(c, 200, json_pack("{s:o, s:o}", "plugins", plugins,
+	api_reply(c, 200, api_pack("{s:o, s:o}", "plugins", plugins,
 	    "devices", groups));
 }
 
 void
 api_metrics(struct api_call *c)
 {
-	struct supervisor *sv = c->sv;
+	const struct api_deps *d = c->d;
 	struct evbuffer *out = evhttp_request_get_output_buffer(c->req);
 	struct csi_inst *in;
 	struct counts n;
 
-	count(sv, &n);
+	count(d, &n);
 	evbuffer_add_printf(out, "# HELP berth_up The supervisor answers.\n"
 	    "# TYPE berth_up gauge\n");
 	metrics_line(out, "berth_up", NULL, 1);
@@ -339,7 +341,7 @@ api_metrics(struct api_call *c)
 	evbuffer_add_printf(out, "# HELP berth_plugin_healthy Each active "
 	    "CSI plugin instance: 1 healthy, 0 not.\n"
 	    "# TYPE berth_plugin_healthy gauge\n");
-	for (in = csimgr_first(sv->csimgr); in != NULL; in = csimgr_next(in)) {
+	for (in = csimgr_first(d->csimgr); in != NULL; in = csimgr_next(in)) {
 		const char *labels[] = { "plugin", csi_inst_name(in), "type",
 			csi_inst_type_name(in), "alloc", csi_inst_alloc(in),
 			NULL };
@@ -357,7 +359,7 @@ api_metrics(struct api_call *c)
 	evbuffer_add_printf(out, "# HELP berth_events_index The event log's "
 	    "last index.\n# TYPE berth_events_index counter\n");
 	metrics_line(out, "berth_events_index", NULL,
-	    (double)events_last(sv->events));
+	    (double)events_last(d->events));
 	metrics_write(out);
 	evhttp_add_header(evhttp_request_get_output_headers(c->req),
 	    "Content-Type", "text/plain; version=0.0.4");

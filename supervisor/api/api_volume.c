@@ -25,9 +25,8 @@
 #include "api_int.h"
 #include "ident.h"
 #include "registry_client.h"
-#include "supervisor.h"
 #include "volmgr.h"
-
+#include "xalloc.h"
 
 /* A request kept until the volume manager or the registry answers. */
 struct pending {
@@ -49,12 +48,8 @@ on_gone(struct evhttp_connection *conn, void *arg)
 static struct pending *
 keep(struct api_call *c, const char *ns, const char *verb)
 {
-	struct pending *p = calloc(1, sizeof(*p));
+	struct pending *p = xcalloc(1, sizeof(*p));
 
-	if (p == NULL) {
-		api_error(c, 500, "out of memory");
-		return NULL;
-	}
 	p->api = c->api;
 	p->req = c->req;
 	p->verb = verb;
@@ -77,7 +72,7 @@ resume(struct pending *p, struct api_call *c)
 	    NULL, NULL);
 	memset(c, 0, sizeof(*c));
 	c->api = p->api;
-	c->sv = p->api->sv;
+	c->d = &p->api->d;
 	c->req = p->req;
 	c->id = p->id;
 	return true;
@@ -113,13 +108,13 @@ static json_t *
 volume_json(const Berth__VolumeReply *vr)
 {
 	const Berth__Volume *v = vr->volume;
-	json_t *o, *claims = json_array(), *ctx = json_object();
+	json_t *o, *claims = api_array(), *ctx = api_object();
 	size_t i;
 
 	for (i = 0; i < vr->n_claims; i++) {
 		const Berth__Claim *cl = vr->claims[i];
 
-		json_array_append_new(claims, json_pack("{s:s, s:s, s:s, "
+		api_append(claims, api_pack("{s:s, s:s, s:s, "
 		    "s:s}", "alloc", cl->alloc, "mode", cl->mode ==
 		    BERTH__CLAIM_MODE__CLAIM_MODE_WRITE ? "write" : "read",
 		    "access_mode", alloc_access_mode_name(cl->access_mode),
@@ -127,14 +122,14 @@ volume_json(const Berth__VolumeReply *vr)
 		    alloc_attachment_mode_name(cl->attachment_mode)));
 	}
 	for (i = 0; i < v->n_context; i++)
-		json_object_set_new(ctx, v->context[i]->key,
-		    json_string(v->context[i]->value));
-	o = json_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:I}", "id", v->id,
+		api_set(ctx, v->context[i]->key,
+		    api_pack("s", v->context[i]->value));
+	o = api_pack("{s:s, s:s, s:s, s:s, s:o, s:o, s:I}", "id", v->id,
 	    "namespace", v->namespace_, "plugin_id", v->plugin_id,
 	    "external_id", v->external_id, "context", ctx, "claims", claims,
 	    "modify_index", (json_int_t)v->modify_index);
 	if (o != NULL && v->n_capabilities > 0)
-		json_object_set_new(o, "capabilities", json_pack("[{s:s, s:s}]",
+		api_set(o, "capabilities", api_pack("[{s:s, s:s}]",
 		    "access_mode",
 		    alloc_access_mode_name(v->capabilities[0]->access_mode),
 		    "attachment_mode", alloc_attachment_mode_name(
@@ -170,9 +165,10 @@ api_volume(struct api_call *c)
 	const char *ns = namespace_of(c);
 	struct pending *p;
 
-	if (!idents_ok(c, ns) || (p = keep(c, ns, "read")) == NULL)
+	if (!idents_ok(c, ns))
 		return;
-	if (regclient_get_volume(c->sv->registry.client, ns, c->id,
+	p = keep(c, ns, "read");
+	if (regclient_get_volume(c->d->registry, ns, c->id,
 	    on_volume, p) < 0) {
 		evhttp_connection_set_closecb(evhttp_request_get_connection(
 		    c->req), NULL, NULL);
@@ -195,10 +191,10 @@ on_volumes(const struct regclient_result *res, Berth__VolumeReply *const *items,
 		api_error(&c, 503, "berth-registry: %s: %s",
 		    ipc_error_name(res->code), res->message);
 	} else {
-		list = json_array();
+		list = api_array();
 		for (size_t i = 0; i < n; i++)
-			json_array_append_new(list, volume_json(items[i]));
-		api_reply(&c, 200, json_pack("{s:o}", "volumes", list));
+			api_append(list, volume_json(items[i]));
+		api_reply(&c, 200, api_pack("{s:o}", "volumes", list));
 	}
 	free(p);
 }
@@ -216,9 +212,8 @@ api_volumes(struct api_call *c)
 		return;
 	}
 	c->id = "";
-	if ((p = keep(c, ns != NULL ? ns : "", "list")) == NULL)
-		return;
-	if (regclient_list_volumes(c->sv->registry.client, ns, on_volumes,
+	p = keep(c, ns != NULL ? ns : "", "list");
+	if (regclient_list_volumes(c->d->registry, ns, on_volumes,
 	    p) < 0) {
 		evhttp_connection_set_closecb(evhttp_request_get_connection(
 		    c->req), NULL, NULL);
@@ -233,12 +228,12 @@ api_volumes(struct api_call *c)
 static void
 refuse(struct api_call *c, const struct alloc_problems *pr, bool create)
 {
-	json_t *list = json_array();
+	json_t *list = api_array();
 	size_t i;
 
 	for (i = 0; i < pr->n; i++)
-		json_array_append_new(list, json_string(pr->items[i]));
-	api_error_with(c, 400, json_pack("{s:o}", "problems", list),
+		api_append(list, api_pack("s", pr->items[i]));
+	api_error_with(c, 400, api_pack("{s:o}", "problems", list),
 	    "the volume was not %s: %s%s", create ? "created" : "registered",
 	    pr->n > 0 ? pr->items[0] : "refused", pr->n > 1 ?
 	    " (and more: see problems)" : "");
@@ -253,7 +248,7 @@ on_done(enum volmgr_status st, const char *why, void *arg)
 	if (!resume(p, &c))
 		return;
 	if (st == VOLMGR_OK)
-		api_reply(&c, 200, json_pack("{s:s, s:s, s:s}", "id", p->id,
+		api_reply(&c, 200, api_pack("{s:s, s:s, s:s}", "id", p->id,
 		    "namespace", p->ns, "status", p->verb));
 	else
 		api_error(&c, st == VOLMGR_RETRY ? 503 : strstr(why,
@@ -284,12 +279,12 @@ put_volume(struct api_call *c, bool create)
 		    ident_problem(c->id, strlen(c->id)));
 		return;
 	}
+	errno = 0;
 	if (alloc_volume_spec_parse(c->body, c->body_len, c->id, create, &as,
 	    &pr) < 0) {
 		if (errno == ENOMEM)
-			api_error(c, 500, "out of memory");
-		else
-			refuse(c, &pr, create);
+			oom("alloc_volume_spec_parse");
+		refuse(c, &pr, create);
 		alloc_problems_free(&pr);
 		return;
 	}
@@ -312,12 +307,11 @@ put_volume(struct api_call *c, bool create)
 	}
 	s.params = params;
 	s.nparams = as->nparams;
-	if ((p = keep(c, s.ns, create ? "created" : "registered")) != NULL) {
-		if (create)
-			volmgr_create(c->sv->volmgr, &s, on_done, p);
-		else
-			volmgr_register(c->sv->volmgr, &s, on_done, p);
-	}
+	p = keep(c, s.ns, create ? "created" : "registered");
+	if (create)
+		volmgr_create(c->d->volmgr, &s, on_done, p);
+	else
+		volmgr_register(c->d->volmgr, &s, on_done, p);
 	alloc_volume_spec_free(as);
 }
 
@@ -339,7 +333,8 @@ api_volume_delete(struct api_call *c)
 	const char *ns = namespace_of(c);
 	struct pending *p;
 
-	if (!idents_ok(c, ns) || (p = keep(c, ns, "deleted")) == NULL)
+	if (!idents_ok(c, ns))
 		return;
-	volmgr_delete(c->sv->volmgr, ns, c->id, on_done, p);
+	p = keep(c, ns, "deleted");
+	volmgr_delete(c->d->volmgr, ns, c->id, on_done, p);
 }

@@ -3,6 +3,8 @@
  * berth-registry: the hello handshake, pings, the shutdown notice, and
  * what to do when a helper stops answering or dies.
  *
+ * What follows from that is the supervisor's (struct peer_hooks).
+ *
  * Must not: signal a helper. After the drop the supervisor has no right
  * to, by design; a helper is stopped by asking, and in the worst case by
  * the end of its socket.
@@ -12,9 +14,8 @@
 #include <unistd.h>
 
 #include "metrics.h"
+#include "peers.h"
 #include "spawn.h"
-#include "taskdrv.h"
-#include "supervisor.h"
 
 static void
 peer_on_message(struct chan *c, Berth__Envelope *env, int fd, void *arg)
@@ -27,8 +28,8 @@ peer_on_message(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	if (p->client != NULL && env->kind == BERTH__KIND__KIND_NOTICE &&
 	    regclient_notice(p->client, env))
 		return;
-	if (p == &p->sv->mounter && env->kind == BERTH__KIND__KIND_NOTICE &&
-	    p->sv->drv != NULL && taskdrv_mounter_notice(p->sv->drv, env))
+	if (env->kind == BERTH__KIND__KIND_NOTICE &&
+	    p->hooks->notice(p, env, p->hooks->ctx))
 		return;
 	log_warnx("peer_on_message: %s sent an unexpected %s; dropped",
 	    p->name, ipc_body_name(env->body_case));
@@ -62,7 +63,7 @@ peer_on_close(struct chan *c, const char *why, void *arg)
 
 	(void)c;
 	/* Its exit status, reaped on SIGCHLD, is the fuller story. */
-	if (!p->sv->stopping && p->spawned)
+	if (!p->hooks->stopping(p->hooks->ctx) && p->spawned)
 		log_warnx("peer_on_close: %s (pid %ld): %s", p->name,
 		    (long)p->pid, why);
 	/* Service mode: not our child; the end of its socket is its end. */
@@ -104,27 +105,28 @@ peer_hello_done(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	/* Service mode: systemd started it; its pid is for the logs. */
 	p->pid = (pid_t)env->hello_reply->pid;
 	p->ready = true;
-	supervisor_peer_ready(p->sv);
+	p->hooks->ready(p, p->hooks->ctx);
 	return;
 fail:
 	snprintf(why, sizeof(why), "%s failed its handshake", p->name);
-	supervisor_stop(p->sv, 1, why);
+	p->hooks->failed(p, why, p->hooks->ctx);
 }
 
 int
-peer_start(struct supervisor *sv, struct peer *p, int fd)
+peer_start(struct peer *p, struct event_base *base,
+    const struct peer_hooks *hooks, int fd)
 {
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
 	Berth__Hello hello = BERTH__HELLO__INIT;
 
-	p->sv = sv;
+	p->hooks = hooks;
 	p->ops.on_message = peer_on_message;
 	p->ops.on_close = peer_on_close;
-	if (p == &sv->mounter) {
+	if (p->role == BERTH__ROLE__ROLE_MOUNTER) {
 		p->ops.takes_fd = mounter_takes_fd;
 		p->ops.on_answer = mounter_answer;
 	}
-	if ((p->chan = chan_new(sv->base, fd, p->name, &p->ops, p)) == NULL) {
+	if ((p->chan = chan_new(base, fd, p->name, &p->ops, p)) == NULL) {
 		close(fd);
 		return -1;
 	}
@@ -133,7 +135,7 @@ peer_start(struct supervisor *sv, struct peer *p, int fd)
 	hello.pid = getpid();
 	env.body_case = BERTH__ENVELOPE__BODY_HELLO;
 	env.hello = &hello;
-	return chan_request(p->chan, &env, -1, SUPERVISOR_HELPER_TIMEOUT_MS,
+	return chan_request(p->chan, &env, -1, PEER_TIMEOUT_MS,
 	    peer_hello_done, p);
 }
 
@@ -146,18 +148,18 @@ peer_pong(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	(void)c;
 	if (fd >= 0)
 		close(fd);
-	if (p->sv->stopping || p->exited)
+	if (p->hooks->stopping(p->hooks->ctx) || p->exited)
 		return;
 	if (reply_failed(p, env, "peer_pong") ||
 	    env->body_case != BERTH__ENVELOPE__BODY_PONG ||
 	    env->pong->nonce != p->nonce) {
 		snprintf(why, sizeof(why), "%s does not answer pings",
 		    p->name);
-		supervisor_stop(p->sv, 1, why);
+		p->hooks->failed(p, why, p->hooks->ctx);
 	}
 }
 
-static void
+void
 peer_ping(struct peer *p)
 {
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
@@ -168,16 +170,9 @@ peer_ping(struct peer *p)
 	ping.nonce = ++p->nonce;
 	env.body_case = BERTH__ENVELOPE__BODY_PING;
 	env.ping = &ping;
-	if (chan_request(p->chan, &env, -1, SUPERVISOR_HELPER_TIMEOUT_MS,
-	    peer_pong, p) < 0)
+	if (chan_request(p->chan, &env, -1, PEER_TIMEOUT_MS, peer_pong,
+	    p) < 0)
 		log_warnx("peer_ping: cannot ping %s", p->name);
-}
-
-void
-peer_ping_all(struct supervisor *sv)
-{
-	peer_ping(&sv->mounter);
-	peer_ping(&sv->registry);
 }
 
 void
@@ -209,10 +204,10 @@ void
 peer_ended(struct peer *p, const char *how)
 {
 	p->exited = true;
-	if (p->sv->stopping && p->asked_to_stop) {
+	if (p->hooks->stopping(p->hooks->ctx) && p->asked_to_stop) {
 		log_info("peer_reaped: %s (pid %ld) %s", p->name, (long)p->pid,
 		    how);
-		supervisor_stop_next(p->sv);
+		p->hooks->stopped(p, p->hooks->ctx);
 	} else {
 		char why[192];
 
@@ -220,6 +215,6 @@ peer_ended(struct peer *p, const char *how)
 		    (long)p->pid, how);
 		snprintf(why, sizeof(why), "%s (pid %ld) %s", p->name,
 		    (long)p->pid, how);
-		supervisor_stop(p->sv, 1, why);
+		p->hooks->failed(p, why, p->hooks->ctx);
 	}
 }

@@ -9,7 +9,7 @@
 #include "notify.h"
 #include "privdrop.h"
 #include "service.h"
-#include "supervisor.h"
+#include "service_mode.h"
 
 /*
  * Nothing may be left to drop (ambient or inherited capabilities), and
@@ -36,23 +36,25 @@ confine(void)
 }
 
 /* systemd starts the helper when we connect. */
-static void
-connect_helper(struct supervisor *sv, struct peer *p, const char *sock)
+static int
+connect_helper(const char *run_dir, const char *name, const char *sock)
 {
 	char err[512];
+	int fd;
 
-	if ((p->fd = service_connect(sv->cfg.run_dir, sock, err,
-	    sizeof(err))) < 0)
-		fatalx("connect_helper: %s: %s", p->name, err);
+	if ((fd = service_connect(run_dir, sock, err, sizeof(err))) < 0)
+		fatalx("connect_helper: %s: %s", name, err);
+	return fd;
 }
 
 void
-service_mode_start(struct supervisor *sv)
+service_mode_start(const char *run_dir, int *mounter_fd, int *registry_fd)
 {
-	sv->service_mode = true;
 	notify_status("connecting to berth-mounter and berth-registry");
-	connect_helper(sv, &sv->mounter, SERVICE_MOUNTER_SOCKET);
-	connect_helper(sv, &sv->registry, SERVICE_REGISTRY_SOCKET);
+	*mounter_fd = connect_helper(run_dir, "berth-mounter",
+	    SERVICE_MOUNTER_SOCKET);
+	*registry_fd = connect_helper(run_dir, "berth-registry",
+	    SERVICE_REGISTRY_SOCKET);
 	if (confine() < 0)
 		fatalx("service_mode_start: service mode runs with no "
 		    "capability and no_new_privs, but we hold capabilities "

@@ -35,6 +35,7 @@
 #include "layout.h"
 #include "notify.h"
 #include "privdrop.h"
+#include "service_mode.h"
 #include "taskdrv.h"
 #include "watch.h"
 #include "spawn.h"
@@ -48,11 +49,14 @@ usage(void)
 	exit(EX_USAGE);
 }
 
-void
-supervisor_peer_ready(struct supervisor *sv)
+/* A helper answered its hello: once both have, the managers start. */
+static void
+on_peer_ready(struct peer *p, void *ctx)
 {
+	struct supervisor *sv = ctx;
 	struct timeval tv = { SUPERVISOR_PING_INTERVAL_S, 0 };
 
+	(void)p;
 	if (!sv->mounter.ready || !sv->registry.ready || sv->stopping)
 		return;
 	log_info("ready: berth-mounter pid %ld, berth-registry pid %ld, "
@@ -69,11 +73,11 @@ supervisor_peer_ready(struct supervisor *sv)
 }
 
 /* Ask the next helper still running to stop: the mounter, then the registry. */
-void
+static void
 supervisor_stop_next(struct supervisor *sv)
 {
 	struct peer *order[] = { &sv->mounter, &sv->registry };
-	struct timeval tv = { SUPERVISOR_HELPER_TIMEOUT_MS / 1000, 0 };
+	struct timeval tv = { PEER_TIMEOUT_MS / 1000, 0 };
 	size_t i;
 
 	for (i = 0; i < sizeof(order) / sizeof(order[0]); i++) {
@@ -106,6 +110,38 @@ supervisor_stop(struct supervisor *sv, int exit_code, const char *why)
 }
 
 static void
+on_peer_failed(struct peer *p, const char *why, void *ctx)
+{
+	(void)p;
+	supervisor_stop(ctx, 1, why);
+}
+
+static void
+on_peer_stopped(struct peer *p, void *ctx)
+{
+	(void)p;
+	supervisor_stop_next(ctx);
+}
+
+static bool
+stopping(void *ctx)
+{
+	const struct supervisor *sv = ctx;
+
+	return sv->stopping;
+}
+
+/* berth-mounter's notices about plugin tasks go to the task driver. */
+static bool
+on_peer_notice(struct peer *p, Berth__Envelope *env, void *ctx)
+{
+	struct supervisor *sv = ctx;
+
+	return p->role == BERTH__ROLE__ROLE_MOUNTER && sv->drv != NULL &&
+	    taskdrv_mounter_notice(sv->drv, env);
+}
+
+static void
 on_stop_timeout(evutil_socket_t fd, short ev, void *arg)
 {
 	struct supervisor *sv = arg;
@@ -116,7 +152,7 @@ on_stop_timeout(evutil_socket_t fd, short ev, void *arg)
 	/* We may not signal it; it exits when our end of its socket closes. */
 	log_warnx("on_stop_timeout: %s (pid %ld) did not exit within %d ms; "
 	    "leaving it to notice our exit", p->name, (long)p->pid,
-	    SUPERVISOR_HELPER_TIMEOUT_MS);
+	    PEER_TIMEOUT_MS);
 	p->exited = true;
 	sv->exit_code = 1;
 	supervisor_stop_next(sv);
@@ -162,7 +198,8 @@ on_ping(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	log_rl_flush();
-	peer_ping_all(sv);
+	peer_ping(&sv->mounter);
+	peer_ping(&sv->registry);
 	evtimer_add(sv->ping, &tv);
 }
 
@@ -366,6 +403,46 @@ drivers_new(struct supervisor *sv)
 	return sv->drivers;
 }
 
+/* The helpers' links as the API shows them. */
+static void
+api_helpers(void *ctx, struct api_helper h[API_NHELPERS])
+{
+	const struct supervisor *sv = ctx;
+	const struct peer *p[API_NHELPERS];
+	size_t i;
+
+	p[API_HELPER_MOUNTER] = &sv->mounter;
+	p[API_HELPER_REGISTRY] = &sv->registry;
+	for (i = 0; i < API_NHELPERS; i++) {
+		h[i].name = p[i]->name;
+		h[i].pid = p[i]->pid;
+		h[i].ready = p[i]->ready;
+		h[i].exited = p[i]->exited;
+	}
+}
+
+/* What the API reads, and the managers it hands changes to. */
+static const struct api_deps *
+make_api_deps(struct supervisor *sv, struct api_deps *d)
+{
+	memset(d, 0, sizeof(*d));
+	d->base = sv->base;
+	d->run_dir = sv->cfg.run_dir;
+	d->uid = sv->uid;
+	d->started = sv->started;
+	d->allocs = sv->allocs;
+	d->volmgr = sv->volmgr;
+	d->csimgr = sv->csimgr;
+	d->devmgr = sv->devmgr;
+	d->drivers = sv->drivers;
+	d->events = sv->events;
+	d->registry = sv->registry.client;
+	d->stopping = stopping;
+	d->helpers = api_helpers;
+	d->ctx = sv;
+	return d;
+}
+
 static void
 start_helper(struct peer *p, char *const argv[])
 {
@@ -453,6 +530,7 @@ main(int argc, char **argv)
 	const char *cfgpath = NULL;
 	char err[512];
 	int ch, verbose = 0, r, api_fd;
+	struct api_deps ad;
 	gid_t api_group;
 
 	while ((ch = getopt(argc, argv, "c:vh")) != -1) {
@@ -480,7 +558,9 @@ main(int argc, char **argv)
 	sv.registry.role = BERTH__ROLE__ROLE_REGISTRY;
 	if (geteuid() != 0) {
 		/* Not root: service mode, the helpers are systemd's. */
-		service_mode_start(&sv);
+		sv.service_mode = true;
+		service_mode_start(sv.cfg.run_dir, &sv.mounter.fd,
+		    &sv.registry.fd);
 		if (api_group_id(&sv.cfg, getgid(), &api_group, err,
 		    sizeof(err)) < 0) {
 			log_errx("%s", err);
@@ -558,8 +638,12 @@ unprivileged:
 	event_active(sv.sigchld, 0, 0);
 	if (notify_watchdog_start(sv.base) < 0)
 		fatalx("main: cannot set up the watchdog timer");
-	if (peer_start(&sv, &sv.mounter, sv.mounter.fd) < 0 ||
-	    peer_start(&sv, &sv.registry, sv.registry.fd) < 0)
+	sv.peer_hooks = (struct peer_hooks){ on_peer_ready, on_peer_failed,
+	    on_peer_stopped, stopping, on_peer_notice, &sv };
+	if (peer_start(&sv.mounter, sv.base, &sv.peer_hooks,
+	    sv.mounter.fd) < 0 ||
+	    peer_start(&sv.registry, sv.base, &sv.peer_hooks,
+	    sv.registry.fd) < 0)
 		fatalx("main: cannot talk to the helpers");
 	/* The registry's calls and events, for the managers that need them. */
 	if ((sv.registry.client = regclient_new(sv.base, sv.registry.chan,
@@ -581,7 +665,8 @@ unprivileged:
 
 	    (sv.devmgr = devmgr_new(sv.base, &sv.cfg)) == NULL)
 		fatalx("main: cannot set up the plugin managers");
-	if ((sv.api = api_new(&sv, api_fd, api_group)) == NULL)
+	if ((sv.api = api_new(make_api_deps(&sv, &ad), api_fd,
+	    api_group)) == NULL)
 		fatalx("main: cannot serve the API");
 
 	event_base_dispatch(sv.base);

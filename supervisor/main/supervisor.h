@@ -13,10 +13,9 @@
 #include "channel.h"
 #include "config.h"
 #include "mounter_client.h"
+#include "peers.h"
 #include "registry_client.h"
 
-/* How long a helper may take to answer the hello, a ping, or to exit. */
-#define SUPERVISOR_HELPER_TIMEOUT_MS 5000
 #define SUPERVISOR_PING_INTERVAL_S 5
 
 struct supervisor;
@@ -31,29 +30,11 @@ struct api;
 struct devmgr;
 struct drivermgr;
 
-/* The supervisor's link to one helper process. */
-struct peer {
-	const char *name;		/* "berth-mounter" */
-	Berth__Role role;
-	pid_t pid;
-	int status;			/* wait status once exited */
-	int fd;				/* our end of its socket, until peer_start() */
-	bool spawned;			/* our child (spawn mode), reaped by us */
-	bool exited, ready, asked_to_stop;
-	struct chan *chan;
-	struct chan_ops ops;
-	struct supervisor *sv;
-	uint64_t nonce;
-	/* berth-registry's: where its event notices go (registry_client.c). */
-	struct regclient *client;
-	/* berth-mounter's: every request to it (mounter_client.c). */
-	struct mclient *mclient;
-};
-
 struct supervisor {
 	struct event_base *base;
 	struct berth_config cfg;
 	struct peer mounter, registry;
+	struct peer_hooks peer_hooks;	/* theirs, with us as ctx */
 	struct csi_client *csi;		/* every plugin's gRPC connections */
 	struct watcher *watcher;	/* the one inotify descriptor */
 	struct taskdrv *drv;		/* plugin tasks' processes */
@@ -73,20 +54,7 @@ struct supervisor {
 	int exit_code;
 };
 
-/* peers.c */
-int peer_start(struct supervisor *sv, struct peer *p, int fd);
-void peer_ping_all(struct supervisor *sv);
-void peer_ask_stop(struct peer *p, const char *reason);
-void peer_reaped(struct peer *p, int status);
-/* It is gone ("exited with status 1", "connection closed"). */
-void peer_ended(struct peer *p, const char *how);
-
-/* service_mode.c: connect to the helpers' sockets, or exit. */
-void service_mode_start(struct supervisor *sv);
-
 /* supervisor.c */
 void supervisor_stop(struct supervisor *sv, int exit_code, const char *why);
-void supervisor_peer_ready(struct supervisor *sv);
-void supervisor_stop_next(struct supervisor *sv);
 
 #endif
