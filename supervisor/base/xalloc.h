@@ -30,7 +30,13 @@ int xasprintf(char **out, const char *fmt, ...) BERTH_PRINTF(2, 3);
 /* Log what failed and exit 1; for the checks the x-functions cannot do. */
 void oom(const char *what) __attribute__((noreturn));
 
-/* p, or oom(what) when p is NULL. */
-#define xnonnull(p, what) ((p) != NULL ? (p) : (oom(what), (p)))
+/* p, or oom(what) when p is NULL; p is evaluated once. */
+static inline void *
+xnonnull(void *p, const char *what)
+{
+	if (p == NULL)
+		oom(what);
+	return p;
+}
 
 #endif
