@@ -104,28 +104,34 @@ static struct alloc alloc2 = { .id = "a2", .ns = NS, .tasks = tasks,
 	.ntasks = 1, .volumes = vols, .nvolumes = 1 };
 
 static const char *
-usage(void)
+usage_of(bool read_only)
 {
-	static char u[160];
+	static char u[2][160];
 
-	layout_usage(u, sizeof(u), false,
+	layout_usage(u[read_only], sizeof(u[0]), read_only,
 	    alloc_attachment_mode_name(vols[0].attachment_mode),
 	    alloc_access_mode_name(vols[0].access_mode));
-	return u;
+	return u[read_only];
+}
+
+static const char *
+usage(void)
+{
+	return usage_of(false);
 }
 
 static void
 path_of(char *buf, size_t n, bool staging, const char *alloc,
-    const char *vol)
+    const char *vol, const char *use)
 {
 	char rel[1024];
 
 	if (staging)
 		layout_staging(rel, sizeof(rel), fx.node_type, PLUGIN, NS, vol,
-		    usage());
+		    use);
 	else
 		layout_publish(rel, sizeof(rel), fx.node_type, PLUGIN, alloc,
-		    vol, usage());
+		    vol, use);
 	layout_abs(buf, n, fx.data, rel);
 }
 
@@ -292,8 +298,11 @@ mnt_answer(struct fake_peer *fp, struct fake_req *req)
 	pv = req->env->prepare_volume;
 	bstr(alloc, sizeof(alloc), pv->alloc_id);
 	bstr(vol, sizeof(vol), pv->volume_id);
+	ck_assert_ptr_nonnull(pv->usage);
+	ck_assert_int_eq(pv->usage->access, vols[0].access_mode);
 	path_of(path, sizeof(path), pv->dir ==
-	    BERTH__VOLUME_DIR__VOLUME_DIR_STAGING, alloc, vol);
+	    BERTH__VOLUME_DIR__VOLUME_DIR_STAGING, alloc, vol,
+	    usage_of(pv->usage->read_only));
 	mkdirs(path);
 	pr.mounted = fx.force_mounted || is_mount(path);
 	env.body_case = B(PREPARE_VOLUME_REPLY);
@@ -400,10 +409,6 @@ has_held(void *arg)
 	struct heldq *q = arg;
 	size_t n = 0;
 
-	for (struct fake_req *r = fake_nth(q->fp, 0); r != NULL;
-	    r = fake_nth(q->fp, ++n))
-		;
-	n = 0;
 	for (size_t i = 0; fake_nth(q->fp, i) != NULL; i++)
 		if (fake_nth(q->fp, i)->env->body_case == q->body)
 			n++;
@@ -577,7 +582,7 @@ staged_now(void)
 {
 	char p[4400];
 
-	path_of(p, sizeof(p), true, NULL, VOL);
+	path_of(p, sizeof(p), true, NULL, VOL, usage());
 	return is_mount(p);
 }
 
@@ -586,7 +591,7 @@ published_now(const char *alloc)
 {
 	char p[4400];
 
-	path_of(p, sizeof(p), false, alloc, VOL);
+	path_of(p, sizeof(p), false, alloc, VOL, usage());
 	return is_mount(p);
 }
 
@@ -935,6 +940,125 @@ START_TEST(test_reply_after_free)
 }
 END_TEST
 
+/* The alloc's second use of the volume keeps its claim: one release,
+ * by the last, and a record each. */
+START_TEST(test_two_uses_one_claim)
+{
+	static struct alloc_volume v[2];
+	static struct alloc_mount m[2];
+	static struct alloc_task t[1];
+	static struct alloc a;
+
+	v[0] = v[1] = vols[0];
+	v[1].name = "logs";
+	v[1].read_only = true;
+	m[0] = m[1] = mounts[0];
+	m[1].volume = "logs";
+	m[1].destination = "logs";
+	m[1].volume_index = 1;
+	t[0] = tasks[0];
+	t[0].mounts = m;
+	t[0].nmounts = 2;
+	a = alloc1;
+	a.volumes = v;
+	a.nvolumes = 2;
+	a.tasks = t;
+	start(NULL, NULL);
+	mount_job(&a, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_uint_eq(nreg(B(CLAIM_VOLUME)), 2);
+	ck_assert_uint_eq(nmnt(B(BIND_VOLUME)), 2);
+	unmount_job("a1", &a, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_uint_eq(nmnt(B(UNBIND_VOLUME)), 2);
+	ck_assert_uint_eq(nreg(B(RELEASE_CLAIM)), 1);
+	ck_assert_uint_eq(nreg(B(DELETE_HANDLE)), 2);
+	ck_assert(!staged_now());
+}
+END_TEST
+
+/* What is gone already (NOT_FOUND) does not stop an unmount. */
+START_TEST(test_unmount_lets_not_found_pass)
+{
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	fx.fail_body = B(RELEASE_CLAIM);
+	fx.fail_code = BERTH__ERROR_CODE__ERROR_NOT_FOUND;
+	unmount_job("a1", &alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_uint_eq(nreg(B(DELETE_HANDLE)), 1);
+	/* Not on a mount, where NOT_FOUND is an answer. */
+	fx.fail_body = B(CLAIM_VOLUME);
+	mount_job(&alloc1, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_FAILED);
+}
+END_TEST
+
+/* An unmount that fails keeps the volume's pub for the next try. */
+START_TEST(test_unmount_fails_then_retried)
+{
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	kill(fx.plugin.pid, SIGSTOP);
+	unmount_job("a1", &alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_RETRY);
+	ck_assert(volmgr_uses_plugin(fx.vm, PLUGIN));
+	ck_assert_uint_eq(nreg(B(DELETE_HANDLE)), 0);
+	kill(fx.plugin.pid, SIGCONT);
+	unmount_job("a1", &alloc1, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	ck_assert(!published_now("a1"));
+	ck_assert(!volmgr_uses_plugin(fx.vm, PLUGIN));
+}
+END_TEST
+
+/* A controller that advertises PUBLISH_UNPUBLISH is asked on the way
+ * back, after the node is done; hostpath refuses: FAILED. */
+START_TEST(test_controller_unpublish_asked)
+{
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	fx.ctl_fp.publish_unpublish = true;
+	unmount_job("a1", &alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_FAILED);
+	ck_assert(!staged_now());
+	ck_assert_uint_eq(nreg(B(RELEASE_CLAIM)), 0);
+}
+END_TEST
+
+/* The mounter answers late: the job waits for it. */
+START_TEST(test_mounter_late)
+{
+	start(NULL, NULL);
+	hold(B(BIND_VOLUME));
+	mount_job(&alloc1, 0);
+	wait_held(fx.mnt, B(BIND_VOLUME), 1);
+	settle(200);
+	ck_assert_int_eq(fx.done[0], 0);
+	unhold();
+	mnt_answer(fx.mnt, fake_held(fx.mnt, B(BIND_VOLUME)));
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+}
+END_TEST
+
+/* The mounter never answers: its client's deadline (MCLIENT_TIMEOUT_MS,
+ * which is not ours to shorten) passes; that may pass. */
+START_TEST(test_mounter_never)
+{
+	start(NULL, NULL);
+	hold(B(PREPARE_VOLUME));
+	mount_job(&alloc1, 0);
+	wait_held(fx.mnt, B(PREPARE_VOLUME), 1);
+	ck_assert(fake_run_until(fx.base, is_done, (void *)0,
+	    MCLIENT_TIMEOUT_MS + 5000));
+	ck_assert_int_eq(fx.st[0], VOLMGR_RETRY);
+	ck_assert_ptr_nonnull(strstr(fx.why[0], "TIMEOUT"));
+}
+END_TEST
+
 /* ---- the plugin: late, never, dying ---- */
 
 START_TEST(test_plugin_late)
@@ -986,7 +1110,9 @@ START_TEST(test_records_read_back)
 	mh.usage = (char *)usage();
 	mh.staged = mh.published = true;
 	fx.old = &mh;
-	fx.registered = false;		/* gone from the registry too */
+	/* Gone from the registry too. */
+	fx.fail_body = B(GET_VOLUME);
+	fx.fail_code = BERTH__ERROR_CODE__ERROR_NOT_FOUND;
 	plugin_start(NULL, NULL);
 	ck_assert_ptr_nonnull(fx.csi = csi_client_new(fx.base));
 	ck_assert_ptr_nonnull(fx.conn = csi_conn_open(fx.csi, fx.endpoint));
@@ -1162,6 +1288,12 @@ main(void)
 	tcase_add_test(tc, test_bind_conflict_and_error);
 	tcase_add_test(tc, test_mounter_closes);
 	tcase_add_test(tc, test_reply_after_free);
+	tcase_add_test(tc, test_two_uses_one_claim);
+	tcase_add_test(tc, test_unmount_lets_not_found_pass);
+	tcase_add_test(tc, test_unmount_fails_then_retried);
+	tcase_add_test(tc, test_controller_unpublish_asked);
+	tcase_add_test(tc, test_mounter_late);
+	tcase_add_test(tc, test_mounter_never);
 	tcase_add_test(tc, test_plugin_late);
 	tcase_add_test(tc, test_plugin_never);
 	tcase_add_test(tc, test_plugin_dies);
