@@ -7,9 +7,10 @@
  * back to the unit's step function as an argument (struct vreply). The
  * units: mounting one volume of an alloc and binding it into a task
  * (volmgr_mount.c), taking it back (volmgr_unmount.c), and the
- * operator's register, create and delete (volmgr_operator.c). What an
- * alloc uses is kept in pubs (volmgr_pubs.c), mirrored by the registry's
- * mount records (volmgr_records.c).
+ * operator's register, create and delete (volmgr_operator.c); what they
+ * ask a plugin is built and addressed by volmgr_plugins.c. What an alloc
+ * uses is kept in pubs (volmgr_pubs.c), mirrored by the registry's mount
+ * records (volmgr_records.c).
  */
 #ifndef BERTH_VOLMGR_INT_H
 #define BERTH_VOLMGR_INT_H

@@ -147,7 +147,7 @@ is_mount(const char *path)
 static void
 mkdirs(const char *path)
 {
-	char buf[4400];
+	char buf[BERTH_PATH_BUF];
 
 	snprintf(buf, sizeof(buf), "%s", path);
 	for (char *s = buf + 1; *s != '\0'; s++)
@@ -284,7 +284,7 @@ mnt_answer(struct fake_peer *fp, struct fake_req *req)
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
 	Berth__PrepareVolumeReply pr = BERTH__PREPARE_VOLUME_REPLY__INIT;
 	const Berth__PrepareVolume *pv;
-	char alloc[64], vol[64], path[4400];
+	char alloc[64], vol[64], path[BERTH_PATH_BUF];
 
 	if (req->env->body_case == fx.fail_body) {
 		fake_reply_error(fp, req, fx.fail_code, "as the test asked");
@@ -580,7 +580,7 @@ unmount_job(const char *alloc, const struct alloc *a, int i)
 static bool
 staged_now(void)
 {
-	char p[4400];
+	char p[BERTH_PATH_BUF];
 
 	path_of(p, sizeof(p), true, NULL, VOL, usage());
 	return is_mount(p);
@@ -589,7 +589,7 @@ staged_now(void)
 static bool
 published_now(const char *alloc)
 {
-	char p[4400];
+	char p[BERTH_PATH_BUF];
 
 	path_of(p, sizeof(p), false, alloc, VOL, usage());
 	return is_mount(p);
