@@ -1138,6 +1138,40 @@ START_TEST(test_records_read_back)
 }
 END_TEST
 
+/* A restart: the mounts stay, a new manager reads the records back,
+ * keeps what is staged and takes it back when asked, with the provider's
+ * id read from the registry again. */
+START_TEST(test_restart_takes_back)
+{
+	Berth__MountHandle mh = BERTH__MOUNT_HANDLE__INIT;
+
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	volmgr_free(fx.vm);
+	mh.plugin = PLUGIN;
+	mh.namespace_ = NS;
+	mh.volume = VOL;
+	mh.alloc = "a1";
+	mh.task = "data";
+	mh.usage = (char *)usage();
+	mh.staged = fx.rec_staged;
+	mh.published = fx.rec_published;
+	fx.old = &mh;
+	new_manager();
+	volmgr_start(fx.vm);
+	ck_assert(fake_run_until(fx.base, is_ready, NULL, WAIT_MS));
+	ck_assert(volmgr_uses_plugin(fx.vm, PLUGIN));
+	ck_assert(staged_now() && published_now("a1"));
+	unmount_job("a1", NULL, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_uint_eq(nreg(B(GET_VOLUME)), 2);
+	ck_assert(!published_now("a1"));
+	ck_assert(!staged_now());
+	ck_assert(!fx.claimed);
+}
+END_TEST
+
 START_TEST(test_records_unreadable)
 {
 	fx.fail_body = B(LIST_HANDLES);
@@ -1298,6 +1332,7 @@ main(void)
 	tcase_add_test(tc, test_plugin_never);
 	tcase_add_test(tc, test_plugin_dies);
 	tcase_add_test(tc, test_records_read_back);
+	tcase_add_test(tc, test_restart_takes_back);
 	tcase_add_test(tc, test_records_unreadable);
 	tcase_add_test(tc, test_each_alloc_once);
 	tcase_add_test(tc, test_register_validated);
