@@ -72,6 +72,24 @@ on_peer_ready(struct peer *p, void *ctx)
 	allocs_start(sv->allocs);
 }
 
+static const char *
+node_plugin_type(void *allocs, const char *alloc, const char *plugin)
+{
+	return allocs_node_plugin_type(allocs, alloc, plugin);
+}
+
+/* What the volume manager uses: the helpers, the plugins, the allocs. */
+static const struct volmgr_deps *
+make_volmgr_deps(struct supervisor *sv, struct volmgr_deps *d)
+{
+	*d = (struct volmgr_deps){ .base = sv->base,
+	    .registry = sv->registry.client, .mounter = sv->mounter.mclient,
+	    .data_dir = sv->cfg.data_dir, .find_plugin = volmgr_csimgr_find,
+	    .plugins_ctx = sv->csimgr, .node_plugin_type = node_plugin_type,
+	    .allocs_ctx = sv->allocs };
+	return d;
+}
+
 /* Ask the next helper still running to stop: the mounter, then the registry. */
 static void
 supervisor_stop_next(struct supervisor *sv)
@@ -526,6 +544,7 @@ int
 main(int argc, char **argv)
 {
 	struct supervisor sv = { 0 };
+	struct volmgr_deps vd;
 	struct priv_user su, ru;
 	const char *cfgpath = NULL;
 	char err[512];
@@ -661,7 +680,7 @@ unprivileged:
 	    (sv.csimgr = csimgr_new(&(struct csimgr_deps){ sv.base,
 	    sv.registry.client, sv.csi, sv.events,
 	    sv.cfg.plugin_resync_ms })) == NULL ||
-	    (sv.volmgr = volmgr_new(&sv)) == NULL ||
+	    (sv.volmgr = volmgr_new(make_volmgr_deps(&sv, &vd))) == NULL ||
 
 	    (sv.devmgr = devmgr_new(sv.base, &sv.cfg)) == NULL)
 		fatalx("main: cannot set up the plugin managers");

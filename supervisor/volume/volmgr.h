@@ -35,11 +35,16 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include <event2/event.h>
+
 #include "registry.pb-c.h"
 
-struct supervisor;
 struct volmgr;
 struct alloc;
+struct regclient;
+struct mclient;
+struct csi_conn;
+struct csi_fingerprint;
 
 enum volmgr_status {
 	VOLMGR_OK = 0,
@@ -51,7 +56,43 @@ enum volmgr_status {
 typedef void (*volmgr_cb)(enum volmgr_status status, const char *why,
     void *arg);
 
-struct volmgr *volmgr_new(struct supervisor *sv);
+/* A plugin's active instance, as the volume manager uses it. */
+struct volmgr_plugin {
+	struct csi_conn *conn;		/* NULL: not connected */
+	const struct csi_fingerprint *fp;
+	const char *alloc;		/* the alloc that runs it */
+};
+
+/*
+ * What the volume manager uses, and nothing more. The links and the
+ * lookups must outlive the manager; data_dir is copied.
+ */
+struct volmgr_deps {
+	struct event_base *base;
+	struct regclient *registry;
+	struct mclient *mounter;
+	const char *data_dir;		/* the config's: CSI paths are under it */
+	/* The active instance of a plugin (CSI_NODE or CSI_CONTROLLER):
+	 * false when there is none. volmgr_csimgr_find() asks the CSI
+	 * manager. */
+	bool (*find_plugin)(void *ctx, Berth__PluginType type,
+	    const char *name, struct volmgr_plugin *out);
+	void *plugins_ctx;
+	/* The <type> ("node", "monolith") that running alloc's node task
+	 * declares for plugin; NULL when the alloc does not run (yet). */
+	const char *(*node_plugin_type)(void *ctx, const char *alloc,
+	    const char *plugin);
+	void *allocs_ctx;
+	/* One plugin call: each attempt's deadline, and the bound on an
+	 * idempotent call's retries; 0: the defaults (10 s, 20 s). */
+	int csi_deadline_ms;
+	int csi_retry_total_ms;
+};
+
+struct volmgr *volmgr_new(const struct volmgr_deps *d);
+/* find_plugin for a struct csimgr * as ctx. */
+bool volmgr_csimgr_find(void *csimgr, Berth__PluginType type,
+    const char *name, struct volmgr_plugin *out);
 /* Read the mount records back; jobs wait until this is done. */
 void volmgr_start(struct volmgr *vm);
 /* Forget everything; mounts stay. Callbacks do not run after this. */

@@ -1,0 +1,257 @@
+/*
+ * volmgr_int.h: what the volume manager's files share, and no one else.
+ *
+ * The manager (volmgr.c) queues units of work and runs each as a small
+ * state machine; a unit makes one asynchronous call at a time (registry,
+ * mounter, or the plugin over CSI, volmgr_calls.c) and its reply comes
+ * back to the unit's step function as an argument (struct vreply). The
+ * units: mounting one volume of an alloc and binding it into a task
+ * (volmgr_mount.c), taking it back (volmgr_unmount.c), and the
+ * operator's register, create and delete (volmgr_operator.c); what they
+ * ask a plugin is built and addressed by volmgr_plugins.c. What an alloc
+ * uses is kept in pubs (volmgr_pubs.c), mirrored by the registry's mount
+ * records (volmgr_records.c).
+ */
+#ifndef BERTH_VOLMGR_INT_H
+#define BERTH_VOLMGR_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/queue.h>
+#include <time.h>
+
+#include <protobuf-c/protobuf-c.h>
+
+#include "csi.pb-c.h"
+#include "csi_client.h"
+#include "csimanager.h"
+#include "ident.h"
+#include "log.h"
+#include "mounter_client.h"
+#include "registry_client.h"
+#include "volmgr.h"
+
+struct alloc_volume;
+
+#define CTX_MAX 64
+
+/* A CSI context (volume or publish): key = value pairs, copied. */
+struct kvs {
+	size_t n;
+	char *key[CTX_MAX], *value[CTX_MAX];
+};
+
+/* One alloc's use of one volume (a publish), as its record says. */
+struct vpub {
+	TAILQ_ENTRY(vpub) entry;
+	char *alloc, *ns, *vol, *name, *plugin, *usage;
+	bool staged, published;
+	/* Filled in by a unit that runs on it. */
+	char type[16];
+	char *external_id;
+	struct kvs vctx, pctx;
+	Berth__AccessMode access;
+	Berth__AttachmentMode attachment;
+	bool read_only;
+	const struct alloc_volume *req;	/* NULL for one known from records */
+};
+TAILQ_HEAD(vpub_list, vpub);
+
+enum unit_kind { U_MOUNT, U_UNMOUNT, U_BIND, U_UNBIND, U_REGISTER,
+	U_CREATE, U_DELETE };
+
+/* Mounting one volume: each state names the call the unit waits on. */
+enum mount_state {
+	MS_START,
+	MS_GET,			/* GetVolume */
+	MS_RECORD,		/* PutHandle: the record, before anything */
+	MS_CLAIM,		/* ClaimVolume */
+	MS_CPUBLISH,		/* ControllerPublishVolume */
+	MS_PREP_STAGE,		/* PrepareVolume, staging */
+	MS_STAGE,		/* NodeStageVolume */
+	MS_STAGED,		/* PutHandle: staged */
+	MS_PREP_PUBLISH,	/* PrepareVolume, publish */
+	MS_PUBLISH,		/* NodePublishVolume */
+	MS_PUBLISHED,		/* PutHandle: published; then done */
+};
+
+/* Taking one volume back, the same way. */
+enum unmount_state {
+	US_START,
+	US_GET,			/* GetVolume (known from records only) */
+	US_UNPUBLISH,		/* NodeUnpublishVolume */
+	US_UNSTAGE,		/* NodeUnstageVolume */
+	US_CUNPUBLISH,		/* ControllerUnpublishVolume */
+	US_RELEASE,		/* ReleaseClaim */
+	US_FORGET,		/* DeleteHandle; then done */
+};
+
+/* A bind or an unbind: one mounter call. */
+enum bind_state {
+	BS_START,
+	BS_SENT,		/* BindVolume or UnbindVolume; then done */
+};
+
+/* The operator's units. */
+enum op_state {
+	OS_START,
+	OS_VALIDATE,		/* ValidateVolumeCapabilities */
+	OS_CREATE,		/* CreateVolume */
+	OS_GET,			/* GetVolume */
+	OS_DELETE,		/* DeleteVolume on the plugin */
+	OS_FORGET,		/* DeleteVolume in the registry; then done */
+	OS_PUT,			/* PutVolume; then done */
+};
+
+/*
+ * A reply as the step that asked receives it: the member for the call
+ * it waited on. Errors never reach a step (the unit ends), except those
+ * a step lets pass, which come with the member NULL.
+ */
+struct vreply {
+	const Berth__Envelope *reg;	/* the registry's reply */
+	bool mounted;			/* PrepareVolume: a mount point */
+	const ProtobufCMessage *csi;	/* the plugin's reply */
+};
+
+struct job;
+struct vcall;
+
+struct unit {
+	TAILQ_ENTRY(unit) entry;	/* vm->units: waiting or running */
+	struct job *job;
+	enum unit_kind kind;
+	char ns[BERTH_IDENT_MAX + 1], vol[BERTH_IDENT_MAX + 1];
+	struct vpub *pub;
+	const struct alloc_volume *req;	/* U_MOUNT: the alloc's request */
+	struct vcall *call;		/* the call in flight, if any */
+	bool running;
+	union {
+		enum mount_state mount;
+		enum unmount_state unmount;
+		enum bind_state bind;
+		enum op_state op;
+	} st;
+	/* U_BIND / U_UNBIND */
+	const char *task, *dest;
+	bool ro;
+	/* operator units */
+	struct volmgr_spec spec;
+	char *created_id;
+	struct kvs created_ctx;
+};
+
+struct job {
+	struct volmgr *vm;
+	char *alloc;
+	const struct alloc *doc;
+	bool mount;
+	size_t next;			/* the next unit to make */
+	enum volmgr_status status;
+	char why[1200];
+	volmgr_cb cb;
+	void *arg;
+	struct unit *single;		/* an operator's one unit */
+	struct timespec started;
+	double rpc_ms;			/* waiting for the plugin */
+	int rpcs;
+	TAILQ_ENTRY(job) entry;
+};
+
+struct volmgr {
+	struct volmgr_deps d;		/* data_dir: our copy */
+	bool ready, dying;
+	int inflight;
+	struct vpub_list pubs;
+	TAILQ_HEAD(, unit) units;
+	TAILQ_HEAD(, job) waiting;	/* until the records are read */
+};
+
+/* volmgr.c: units and jobs */
+/* Start the job, or queue it until the records are read. */
+void volmgr_job_go(struct job *j);
+void unit_step(struct unit *u, const struct vreply *r);
+/* The unit is done (its job's status says how): free it, go on. */
+void unit_end(struct unit *u);
+/* Say why the unit's job failed: step and reason; keeps the first. */
+void unit_fail(struct unit *u, enum volmgr_status st, const char *fmt, ...)
+    BERTH_PRINTF(3, 4);
+double ms_since(const struct timespec *t);
+
+/* volmgr_pubs.c */
+void kvs_clear(struct kvs *k);
+void kvs_add(struct kvs *k, const char *key, const char *value);
+struct vpub *pub_find(struct volmgr *vm, const char *alloc, const char *ns,
+    const char *vol, const char *usage);
+struct vpub *pub_new(struct volmgr *vm, const char *alloc, const char *ns,
+    const char *vol, const char *name, const char *plugin, const char *usage);
+void pub_free(struct volmgr *vm, struct vpub *p);
+void pub_usage(char *buf, size_t n, const struct alloc_volume *r);
+bool stage_shared(struct volmgr *vm, const struct vpub *me);
+bool volume_shared(struct volmgr *vm, const struct vpub *me,
+    bool same_alloc);
+void take_volume(struct vpub *p, const Berth__Volume *v);
+
+/* volmgr_records.c */
+void put_record(struct unit *u);
+void forget_record(struct unit *u);
+void records_read(struct volmgr *vm);
+
+/* volmgr_calls.c: each sends one call, whose reply reaches unit_step() */
+void call_registry(struct unit *u, int r);
+struct vcall *reg_ticket(struct unit *u);
+void on_registry(const struct regclient_result *res, void *arg);
+void call_mounter(struct unit *u, int r);
+struct vcall *mounter_ticket(struct unit *u);
+void on_mounter(const struct priv_result *res, void *arg);
+void on_volume_prepared(const struct priv_result *res, bool mounted,
+    void *arg);
+void csi_send(struct unit *u, struct csi_conn *conn, enum csi_method m,
+    const ProtobufCMessage *req);
+/* A call of the manager's own (not a unit's) is out, or came back:
+ * false when the manager is gone with it. */
+void call_out(struct volmgr *vm);
+bool call_back(struct volmgr *vm);
+/* The unit is gone: its call's reply is dropped when it comes. */
+void volmgr_call_orphan(struct vcall *c);
+
+/* volmgr_plugins.c: the plugin's instances and the requests' parts */
+bool controller_of(struct volmgr *vm, const char *plugin,
+    struct volmgr_plugin *out);
+/* The pub's node instance; false (and the unit ended) when none. */
+bool node_or_end(struct unit *u, struct volmgr_plugin *out);
+void mount_type(struct unit *u, const struct volmgr_plugin *node);
+void csi_path(struct unit *u, bool staging, char *buf, size_t n);
+/* A capability on the caller's stack: cap, with mnt/blk/mode beside it. */
+struct capbuf {
+	Csi__V1__VolumeCapability cap;
+	Csi__V1__VolumeCapability__MountVolume mnt;
+	Csi__V1__VolumeCapability__BlockVolume blk;
+	Csi__V1__VolumeCapability__AccessMode mode;
+};
+Csi__V1__VolumeCapability *capability(struct capbuf *b,
+    Berth__AccessMode access, Berth__AttachmentMode attachment,
+    const char *fs_type, char *const *flags, size_t nflags);
+Csi__V1__VolumeCapability *pub_capability(struct capbuf *b,
+    const struct vpub *p);
+/* A map field's entries, in the caller's store and ptrs. */
+struct kv_entry {
+	ProtobufCMessage base;
+	char *key, *value;
+};
+void *kv_entries(const struct kvs *k, const ProtobufCMessageDescriptor *d,
+    struct kv_entry *store, void **ptrs);
+struct priv_volume priv_volume_of(const struct vpub *p);
+
+/* volmgr_mount.c, volmgr_unmount.c, volmgr_operator.c */
+void mount_step(struct unit *u, const struct vreply *r);
+void bind_step(struct unit *u, const struct vreply *r);
+void unmount_step(struct unit *u, const struct vreply *r);
+void unbind_step(struct unit *u, const struct vreply *r);
+void register_step(struct unit *u, const struct vreply *r);
+void create_step(struct unit *u, const struct vreply *r);
+void delete_step(struct unit *u, const struct vreply *r);
+void spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s);
+void spec_free(struct volmgr_spec *s);
+
+#endif

@@ -1,0 +1,184 @@
+/*
+ * volmgr_plugins.c: the volume manager's view of a plugin: its healthy
+ * instances (through the find_plugin dependency), where its volumes go
+ * (csi/<type>/<plugin>/ under the data directory), and the parts of a
+ * CSI request that every unit builds the same way (a capability, a map
+ * of contexts). Must not: send anything.
+ */
+#include <stdio.h>
+#include <string.h>
+
+#include "alloc.h"
+#include "csimanager.h"
+#include "layout.h"
+#include "volmgr_int.h"
+
+bool
+volmgr_csimgr_find(void *csimgr, Berth__PluginType type, const char *name,
+    struct volmgr_plugin *out)
+{
+	struct csi_inst *in = csimgr_find(csimgr, type, name);
+
+	if (in == NULL)
+		return false;
+	out->conn = csi_inst_conn(in);
+	out->fp = csi_inst_fingerprint(in);
+	out->alloc = csi_inst_alloc(in);
+	return true;
+}
+
+static bool
+find(struct volmgr *vm, Berth__PluginType type, const char *plugin,
+    struct volmgr_plugin *out)
+{
+	memset(out, 0, sizeof(*out));
+	return vm->d.find_plugin != NULL && vm->d.find_plugin(
+	    vm->d.plugins_ctx, type, plugin, out);
+}
+
+/* The active instance, connected and fingerprinted healthy. */
+static bool
+healthy(struct volmgr *vm, Berth__PluginType type, const char *plugin,
+    struct volmgr_plugin *out)
+{
+	return find(vm, type, plugin, out) && out->conn != NULL &&
+	    out->fp != NULL && out->fp->done && out->fp->healthy;
+}
+
+bool
+controller_of(struct volmgr *vm, const char *plugin,
+    struct volmgr_plugin *out)
+{
+	return healthy(vm, BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_CONTROLLER,
+	    plugin, out);
+}
+
+bool
+node_or_end(struct unit *u, struct volmgr_plugin *out)
+{
+	if (healthy(u->job->vm, BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE,
+	    u->pub->plugin, out))
+		return true;
+	unit_fail(u, VOLMGR_RETRY, "plugin %s: no healthy node instance yet",
+	    u->pub->plugin);
+	unit_end(u);
+	return false;
+}
+
+/*
+ * The <type> of the node plugin's mount root, csi/<type>/<plugin>/: the
+ * type its node task declared (a monolith's root is
+ * csi/monolith/<plugin>), never that of a controller task (the alloc
+ * runner allows one plugin task per alloc today; the lookup does not
+ * lean on that). When the alloc is not running (after a restart, before
+ * it is read back) the type is inferred from the registry's instances:
+ * there is always an answer, so an unmount is never held back for want
+ * of one.
+ */
+void
+mount_type(struct unit *u, const struct volmgr_plugin *node)
+{
+	struct volmgr *vm = u->job->vm;
+	struct volmgr_plugin ctl;
+	const char *t = NULL;
+
+	if (vm->d.node_plugin_type != NULL)
+		t = vm->d.node_plugin_type(vm->d.allocs_ctx, node->alloc,
+		    u->pub->plugin);
+	if (t == NULL)
+		t = find(vm, BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_CONTROLLER,
+		    u->pub->plugin, &ctl) && strcmp(ctl.alloc, node->alloc) ==
+		    0 ? "monolith" : "node";
+	snprintf(u->pub->type, sizeof(u->pub->type), "%s", t);
+}
+
+/* The pub's staging path, or its publish target: absolute, for CSI. */
+void
+csi_path(struct unit *u, bool staging, char *buf, size_t n)
+{
+	char rel[1024];
+	struct vpub *p = u->pub;
+
+	if ((staging ? layout_staging(rel, sizeof(rel), p->type, p->plugin,
+	    p->ns, p->vol, p->usage) : layout_publish(rel, sizeof(rel),
+	    p->type, p->plugin, p->alloc, p->vol, p->usage)) < 0 ||
+	    layout_abs(buf, n, u->job->vm->d.data_dir, rel) < 0)
+		buf[0] = '\0';
+}
+
+static Csi__V1__VolumeCapability__AccessMode__Mode
+csi_mode(Berth__AccessMode m)
+{
+	switch (m) {
+	case BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_READER_ONLY:
+		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_READER_ONLY;
+	case BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER:
+		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER;
+	case BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_READER_ONLY:
+		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_READER_ONLY;
+	case BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_SINGLE_WRITER:
+		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER;
+	case BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_MULTI_WRITER:
+		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER;
+	default:
+		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__UNKNOWN;
+	}
+}
+
+Csi__V1__VolumeCapability *
+capability(struct capbuf *b, Berth__AccessMode access,
+    Berth__AttachmentMode attachment, const char *fs_type,
+    char *const *flags, size_t nflags)
+{
+	csi__v1__volume_capability__init(&b->cap);
+	csi__v1__volume_capability__mount_volume__init(&b->mnt);
+	csi__v1__volume_capability__block_volume__init(&b->blk);
+	csi__v1__volume_capability__access_mode__init(&b->mode);
+	b->mode.mode = csi_mode(access);
+	b->cap.access_mode = &b->mode;
+	if (attachment == BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_BLOCK_DEVICE) {
+		b->cap.access_type_case =
+		    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
+		b->cap.block = &b->blk;
+	} else {
+		b->cap.access_type_case =
+		    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT;
+		b->cap.mount = &b->mnt;
+		b->mnt.fs_type = (char *)(fs_type != NULL ? fs_type : "");
+		b->mnt.n_mount_flags = nflags;
+		b->mnt.mount_flags = (char **)flags;
+	}
+	return &b->cap;
+}
+
+Csi__V1__VolumeCapability *
+pub_capability(struct capbuf *b, const struct vpub *p)
+{
+	return capability(b, p->access, p->attachment, p->req != NULL ?
+	    p->req->fs_type : NULL, p->req != NULL ? p->req->mount_flags :
+	    NULL, p->req != NULL ? p->req->nflags : 0);
+}
+
+/* Map entries all share one layout: { base, key, value }. */
+void *
+kv_entries(const struct kvs *k, const ProtobufCMessageDescriptor *d,
+    struct kv_entry *store, void **ptrs)
+{
+	for (size_t i = 0; i < k->n; i++) {
+		protobuf_c_message_init(d, &store[i]);
+		store[i].key = k->key[i];
+		store[i].value = k->value[i];
+		ptrs[i] = &store[i];
+	}
+	return ptrs;
+}
+
+/* The volume's place under its plugin, as the mounter's verbs name it. */
+struct priv_volume
+priv_volume_of(const struct vpub *p)
+{
+	return (struct priv_volume){ .plugin_type = p->type,
+	    .plugin_id = p->plugin, .volume_ns = p->ns, .alloc_id = p->alloc,
+	    .volume_id = p->vol, .read_only = p->read_only,
+	    .attachment = p->attachment, .access = p->access };
+}

@@ -1,0 +1,1342 @@
+/*
+ * test_volmgr.c: the volume manager alone, through its dependency
+ * struct: in-process fakes of berth-registry and berth-mounter
+ * (fake_peer.h) on its real clients, and the real sample plugin,
+ * berth-csi-hostpath, on a socket in a temporary directory, which really
+ * stages and publishes with bind mounts.
+ *
+ * No root: each test enters a user and mount namespace of its own before
+ * it starts anything, where the plugin may mount; the mounts go with the
+ * namespace. The fake registry keeps one volume and the records it is
+ * given; the fake mounter makes the directories PrepareVolume names and
+ * says whether each is a mount point already. Either holds the requests
+ * a test asks it to hold, so that the test answers them late, out of
+ * order, with an error, never, or closes the link under them.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+
+#include <check.h>
+#include <event2/event.h>
+
+#include "alloc.h"
+#include "csi_client.h"
+#include "csimanager.h"
+#include "fake_peer.h"
+#include "harness.h"
+#include "layout.h"
+#include "mounter_client.h"
+#include "registry_client.h"
+#include "volmgr.h"
+
+#define PLUGIN		"hp"
+#define NS		"default"
+#define VOL		"vol1"
+#define PLUGIN_ALLOC	"plug-alloc"
+#define REG_TIMEOUT_MS	400
+#define WAIT_MS		10000
+#define MAXHOLD		8
+#define MAXJOBS		4
+
+#define B(x) BERTH__ENVELOPE__BODY_##x
+
+static struct {
+	char *dir;
+	char data[512], state[512], endpoint[600];
+	struct proc plugin;
+	bool plugin_started;
+	struct event_base *base;
+	struct csi_client *csi;
+	struct csi_conn *conn;
+	struct fake_peer *reg, *mnt;
+	struct chan *rchan, *mchan;
+	struct regclient *rc;
+	struct mclient *mc;
+	struct volmgr *vm;
+	/* What find_plugin and node_plugin_type answer. */
+	struct csi_fingerprint node_fp, ctl_fp;
+	bool have_node, have_ctl;
+	const char *node_type;		/* the paths' <type> */
+	const char *declared;		/* node_plugin_type's answer */
+	/* The fakes: held bodies, forced errors. */
+	Berth__Envelope__BodyCase hold[MAXHOLD];
+	Berth__Envelope__BodyCase fail_body;
+	Berth__ErrorCode fail_code;
+	bool force_mounted;
+	/* The fake registry's state. */
+	bool registered, claimed;
+	char external_id[64];
+	bool rec_staged, rec_published;
+	int records;			/* mount records held */
+	Berth__MountHandle *old;	/* read back by ListHandles */
+	/* Results, per job. */
+	int done[MAXJOBS];
+	enum volmgr_status st[MAXJOBS];
+	char why[MAXJOBS][1200];
+} fx;
+
+/* ---- the alloc ---- */
+
+static struct alloc_volume vols[1] = { {
+	.name = "data", .source = VOL,
+	.access_mode = BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER,
+	.attachment_mode =
+	    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM,
+} };
+static struct alloc_mount mounts[1] = { {
+	.volume = "data", .destination = "data", .volume_index = 0,
+} };
+static struct alloc_task tasks[1] = { {
+	.name = "web", .mounts = mounts, .nmounts = 1,
+} };
+static struct alloc alloc1 = { .id = "a1", .ns = NS, .tasks = tasks,
+	.ntasks = 1, .volumes = vols, .nvolumes = 1 };
+static struct alloc alloc2 = { .id = "a2", .ns = NS, .tasks = tasks,
+	.ntasks = 1, .volumes = vols, .nvolumes = 1 };
+
+static const char *
+usage_of(bool read_only)
+{
+	static char u[2][160];
+
+	layout_usage(u[read_only], sizeof(u[0]), read_only,
+	    alloc_attachment_mode_name(vols[0].attachment_mode),
+	    alloc_access_mode_name(vols[0].access_mode));
+	return u[read_only];
+}
+
+static const char *
+usage(void)
+{
+	return usage_of(false);
+}
+
+static void
+path_of(char *buf, size_t n, bool staging, const char *alloc,
+    const char *vol, const char *use)
+{
+	char rel[1024];
+
+	if (staging)
+		layout_staging(rel, sizeof(rel), fx.node_type, PLUGIN, NS, vol,
+		    use);
+	else
+		layout_publish(rel, sizeof(rel), fx.node_type, PLUGIN, alloc,
+		    vol, use);
+	layout_abs(buf, n, fx.data, rel);
+}
+
+static bool
+is_mount(const char *path)
+{
+	struct statx stx;
+
+	return statx(AT_FDCWD, path, AT_SYMLINK_NOFOLLOW, STATX_BASIC_STATS,
+	    &stx) == 0 && (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT);
+}
+
+static void
+mkdirs(const char *path)
+{
+	char buf[BERTH_PATH_BUF];
+
+	snprintf(buf, sizeof(buf), "%s", path);
+	for (char *s = buf + 1; *s != '\0'; s++)
+		if (*s == '/') {
+			*s = '\0';
+			mkdir(buf, 0755);
+			*s = '/';
+		}
+	mkdir(buf, 0755);
+}
+
+/* ---- the fake registry ---- */
+
+static bool
+held(Berth__Envelope__BodyCase body)
+{
+	for (int i = 0; i < MAXHOLD; i++)
+		if (fx.hold[i] == body)
+			return true;
+	return false;
+}
+
+static void
+hold(Berth__Envelope__BodyCase body)
+{
+	for (int i = 0; i < MAXHOLD; i++)
+		if (fx.hold[i] == 0) {
+			fx.hold[i] = body;
+			return;
+		}
+}
+
+static void
+unhold(void)
+{
+	memset(fx.hold, 0, sizeof(fx.hold));
+}
+
+static void
+reg_answer(struct fake_peer *fp, struct fake_req *req)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__VolumeReply vr = BERTH__VOLUME_REPLY__INIT;
+	Berth__Volume v = BERTH__VOLUME__INIT;
+	Berth__Claim c = BERTH__CLAIM__INIT, *claims[1] = { &c };
+	Berth__IndexReply ir = BERTH__INDEX_REPLY__INIT;
+	Berth__HandleReply hr = BERTH__HANDLE_REPLY__INIT;
+	Berth__ClaimReply cr = BERTH__CLAIM_REPLY__INIT;
+	Berth__HandleList hl = BERTH__HANDLE_LIST__INIT;
+	Berth__Handle h = BERTH__HANDLE__INIT, *hs[1] = { &h };
+	const Berth__MountHandle *mh;
+	const char *id = VOL;
+
+	if (req->env->body_case == fx.fail_body) {
+		fake_reply_error(fp, req, fx.fail_code, "as the test asked");
+		return;
+	}
+	switch (req->env->body_case) {
+	case B(LIST_HANDLES):
+		env.body_case = B(HANDLE_LIST);
+		env.handle_list = &hl;
+		if (fx.old != NULL) {
+			h.handle_case = BERTH__HANDLE__HANDLE_MOUNT;
+			h.mount = fx.old;
+			hl.handles = hs;
+			hl.n_handles = 1;
+		}
+		break;
+	case B(GET_VOLUME):
+	case B(PUT_VOLUME):
+		if (req->env->body_case == B(PUT_VOLUME)) {
+			snprintf(fx.external_id, sizeof(fx.external_id), "%s",
+			    req->env->put_volume->volume->external_id);
+			fx.registered = true;
+		} else
+			id = req->env->get_volume->key->id;
+		env.body_case = B(VOLUME_REPLY);
+		env.volume_reply = &vr;
+		v.namespace_ = NS;
+		v.id = (char *)id;
+		v.plugin_id = PLUGIN;
+		v.external_id = strcmp(id, VOL) == 0 ? fx.external_id : "";
+		vr.volume = fx.registered ? &v : NULL;
+		c.namespace_ = NS;
+		c.volume = VOL;
+		c.alloc = "someone";
+		vr.claims = claims;
+		vr.n_claims = fx.claimed ? 1 : 0;
+		break;
+	case B(CLAIM_VOLUME):
+		fx.claimed = true;
+		env.body_case = B(CLAIM_REPLY);
+		env.claim_reply = &cr;
+		cr.claim = req->env->claim_volume->claim;
+		break;
+	case B(PUT_HANDLE):
+		mh = req->env->put_handle->handle->mount;
+		fx.rec_staged = mh->staged;
+		fx.rec_published = mh->published;
+		fx.records++;
+		env.body_case = B(HANDLE_REPLY);
+		env.handle_reply = &hr;
+		hr.handle = req->env->put_handle->handle;
+		break;
+	case B(RELEASE_CLAIM):
+	case B(DELETE_HANDLE):
+	case B(DELETE_VOLUME):
+		if (req->env->body_case == B(RELEASE_CLAIM))
+			fx.claimed = false;
+		else if (req->env->body_case == B(DELETE_VOLUME))
+			fx.registered = false;
+		env.body_case = B(INDEX_REPLY);
+		env.index_reply = &ir;
+		break;
+	default:
+		fake_reply_error(fp, req, BERTH__ERROR_CODE__ERROR_INTERNAL,
+		    "not faked");
+		return;
+	}
+	fake_reply(fp, req, &env, -1);
+}
+
+/* ---- the fake mounter ---- */
+
+static void
+bstr(char *buf, size_t n, ProtobufCBinaryData b)
+{
+	snprintf(buf, n, "%.*s", (int)b.len, (const char *)b.data);
+}
+
+static void
+mnt_answer(struct fake_peer *fp, struct fake_req *req)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__PrepareVolumeReply pr = BERTH__PREPARE_VOLUME_REPLY__INIT;
+	const Berth__PrepareVolume *pv;
+	char alloc[64], vol[64], path[BERTH_PATH_BUF];
+
+	if (req->env->body_case == fx.fail_body) {
+		fake_reply_error(fp, req, fx.fail_code, "as the test asked");
+		return;
+	}
+	if (req->env->body_case != B(PREPARE_VOLUME)) {
+		fake_reply_ack(fp, req);
+		return;
+	}
+	/* As the real one: the target exists, is it a mount point? */
+	pv = req->env->prepare_volume;
+	bstr(alloc, sizeof(alloc), pv->alloc_id);
+	bstr(vol, sizeof(vol), pv->volume_id);
+	ck_assert_ptr_nonnull(pv->usage);
+	ck_assert_int_eq(pv->usage->access, vols[0].access_mode);
+	path_of(path, sizeof(path), pv->dir ==
+	    BERTH__VOLUME_DIR__VOLUME_DIR_STAGING, alloc, vol,
+	    usage_of(pv->usage->read_only));
+	mkdirs(path);
+	pr.mounted = fx.force_mounted || is_mount(path);
+	env.body_case = B(PREPARE_VOLUME_REPLY);
+	env.prepare_volume_reply = &pr;
+	fake_reply(fp, req, &env, -1);
+}
+
+static void
+on_reg(struct fake_peer *fp, struct fake_req *req, void *arg)
+{
+	(void)arg;
+	if (!held(req->env->body_case))
+		reg_answer(fp, req);
+}
+
+static void
+on_mnt(struct fake_peer *fp, struct fake_req *req, void *arg)
+{
+	(void)arg;
+	if (!held(req->env->body_case))
+		mnt_answer(fp, req);
+}
+
+/* ---- the manager's dependencies ---- */
+
+static bool
+find_plugin(void *ctx, Berth__PluginType type, const char *name,
+    struct volmgr_plugin *out)
+{
+	bool node = type == BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE;
+
+	ck_assert_ptr_eq(ctx, &fx);
+	if (strcmp(name, PLUGIN) != 0 || !(node ? fx.have_node : fx.have_ctl))
+		return false;
+	out->conn = fx.conn;
+	out->fp = node ? &fx.node_fp : &fx.ctl_fp;
+	out->alloc = PLUGIN_ALLOC;
+	return true;
+}
+
+static const char *
+node_plugin_type(void *ctx, const char *alloc, const char *plugin)
+{
+	ck_assert_ptr_eq(ctx, &fx);
+	ck_assert_str_eq(alloc, PLUGIN_ALLOC);
+	ck_assert_str_eq(plugin, PLUGIN);
+	return fx.declared;
+}
+
+static void
+new_manager(void)
+{
+	struct volmgr_deps d = { .base = fx.base, .registry = fx.rc,
+	    .mounter = fx.mc, .data_dir = fx.data, .find_plugin = find_plugin,
+	    .plugins_ctx = &fx, .node_plugin_type = node_plugin_type,
+	    .allocs_ctx = &fx, .csi_deadline_ms = 500,
+	    .csi_retry_total_ms = 1000 };
+
+	fx.vm = volmgr_new(&d);
+}
+
+static void
+done(enum volmgr_status st, const char *why, void *arg)
+{
+	int i = (int)(intptr_t)arg;
+
+	fx.done[i]++;
+	fx.st[i] = st;
+	snprintf(fx.why[i], sizeof(fx.why[i]), "%s", why);
+}
+
+static bool
+is_done(void *arg)
+{
+	return fx.done[(intptr_t)arg] > 0;
+}
+
+static bool
+is_ready(void *arg)
+{
+	(void)arg;
+	return volmgr_ready(fx.vm);
+}
+
+/* Run until job i is done; its status. */
+static enum volmgr_status
+wait_job(int i)
+{
+	ck_assert_msg(fake_run_until(fx.base, is_done, (void *)(intptr_t)i,
+	    WAIT_MS), "job %d did not finish", i);
+	ck_assert_int_eq(fx.done[i], 1);
+	return fx.st[i];
+}
+
+struct heldq {
+	struct fake_peer *fp;
+	Berth__Envelope__BodyCase body;
+	size_t n;
+};
+
+static bool
+has_held(void *arg)
+{
+	struct heldq *q = arg;
+	size_t n = 0;
+
+	for (size_t i = 0; fake_nth(q->fp, i) != NULL; i++)
+		if (fake_nth(q->fp, i)->env->body_case == q->body)
+			n++;
+	return n >= q->n;
+}
+
+/* Run until fp holds n requests with body; the first of them. */
+static struct fake_req *
+wait_held(struct fake_peer *fp, Berth__Envelope__BodyCase body, size_t n)
+{
+	struct heldq q = { fp, body, n };
+
+	ck_assert_msg(fake_run_until(fx.base, has_held, &q, WAIT_MS),
+	    "no request %d held", body);
+	return fake_held(fp, body);
+}
+
+/* Let the loop run for ms, whatever happens. */
+static bool
+never(void *arg)
+{
+	(void)arg;
+	return false;
+}
+
+static void
+settle(int ms)
+{
+	fake_run_until(fx.base, never, NULL, ms);
+}
+
+/* ---- set up and tear down ---- */
+
+static void
+write_file(const char *path, const char *text)
+{
+	int fd = open(path, O_WRONLY | O_CLOEXEC);
+
+	ck_assert_msg(fd >= 0, "open %s: %s", path, strerror(errno));
+	ck_assert_int_eq(write(fd, text, strlen(text)), (ssize_t)strlen(text));
+	close(fd);
+}
+
+/* A user and mount namespace of our own: the plugin may mount in it,
+ * whoever runs the test, and its mounts end with it. */
+static void
+own_namespaces(void)
+{
+	char map[64];
+	uid_t uid = getuid();
+	gid_t gid = getgid();
+
+	ck_assert_msg(unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0,
+	    "unshare: %s", strerror(errno));
+	write_file("/proc/self/setgroups", "deny");
+	snprintf(map, sizeof(map), "0 %ld 1", (long)uid);
+	write_file("/proc/self/uid_map", map);
+	snprintf(map, sizeof(map), "0 %ld 1", (long)gid);
+	write_file("/proc/self/gid_map", map);
+	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
+}
+
+static void
+plugin_start(const char *fault, const char *arg)
+{
+	char *argv[] = { (char *)harness_bin("berth-csi-hostpath"),
+	    "--node-id", "node-1", "--state-dir", fx.state, (char *)fault,
+	    (char *)arg, NULL };
+
+	setenv("CSI_ENDPOINT", fx.endpoint, 1);
+	proc_start(&fx.plugin, argv, -1);
+	fx.plugin_started = true;
+	ck_assert_msg(proc_wait_log(&fx.plugin, "listening on", 10000),
+	    "plugin did not start: %s", fx.plugin.log);
+}
+
+static void
+fingerprints(void)
+{
+	memset(&fx.node_fp, 0, sizeof(fx.node_fp));
+	fx.node_fp.done = fx.node_fp.healthy = true;
+	snprintf(fx.node_fp.node_id, sizeof(fx.node_fp.node_id), "node-1");
+	fx.node_fp.stage_unstage = true;
+	fx.ctl_fp = fx.node_fp;
+	fx.ctl_fp.stage_unstage = false;
+	fx.ctl_fp.create_delete = true;
+	fx.have_node = fx.have_ctl = true;
+	fx.node_type = fx.declared = "monolith";
+}
+
+/* Everything but the plugin and the manager. */
+static void
+setup(void)
+{
+	static const struct chan_ops ops = { NULL, NULL, NULL, NULL };
+	char path[700];
+
+	memset(&fx, 0, sizeof(fx));
+	own_namespaces();
+	fx.dir = harness_tmpdir("volmgr");
+	snprintf(fx.data, sizeof(fx.data), "%s/data", fx.dir);
+	snprintf(fx.state, sizeof(fx.state), "%s/state", fx.dir);
+	snprintf(fx.endpoint, sizeof(fx.endpoint), "unix://%s/csi.sock",
+	    fx.dir);
+	mkdir(fx.data, 0755);
+	/* The volume, as the plugin's CreateVolume would leave it. */
+	snprintf(path, sizeof(path), "%s/volumes/%s", fx.state, VOL);
+	mkdirs(path);
+	fx.registered = true;
+	fingerprints();
+	ck_assert_ptr_nonnull(fx.base = event_base_new());
+	fx.reg = fake_peer_new(fx.base, "berth-registry", NULL, &fx.rchan,
+	    &ops, NULL);
+	fx.mnt = fake_peer_new(fx.base, "berth-mounter", NULL, &fx.mchan,
+	    &ops, NULL);
+	fake_peer_handler(fx.reg, on_reg, NULL);
+	fake_peer_handler(fx.mnt, on_mnt, NULL);
+	ck_assert_ptr_nonnull(fx.rc = regclient_new(fx.base, fx.rchan,
+	    REG_TIMEOUT_MS));
+	ck_assert_ptr_nonnull(fx.mc = mclient_new(fx.mchan));
+}
+
+/* The plugin, its connection, the manager, started. */
+static void
+start(const char *fault, const char *arg)
+{
+	plugin_start(fault, arg);
+	ck_assert_ptr_nonnull(fx.csi = csi_client_new(fx.base));
+	ck_assert_ptr_nonnull(fx.conn = csi_conn_open(fx.csi, fx.endpoint));
+	new_manager();
+	volmgr_start(fx.vm);
+	ck_assert(fake_run_until(fx.base, is_ready, NULL, WAIT_MS));
+}
+
+static void
+teardown(void)
+{
+	volmgr_free(fx.vm);
+	if (fx.csi != NULL)
+		csi_client_free(fx.csi);
+	mclient_free(fx.mc);
+	regclient_free(fx.rc);
+	chan_free(fx.mchan);
+	chan_free(fx.rchan);
+	fake_peer_free(fx.mnt);
+	fake_peer_free(fx.reg);
+	event_base_free(fx.base);
+	if (fx.plugin_started && !fx.plugin.reaped) {
+		kill(fx.plugin.pid, SIGCONT);
+		kill(fx.plugin.pid, SIGTERM);
+		proc_wait_exit(&fx.plugin, 5000);
+	}
+	proc_kill(&fx.plugin);
+	free(fx.dir);
+}
+
+static void
+mount_job(const struct alloc *a, int i)
+{
+	volmgr_mount(fx.vm, a, done, (void *)(intptr_t)i);
+}
+
+static void
+unmount_job(const char *alloc, const struct alloc *a, int i)
+{
+	volmgr_unmount(fx.vm, alloc, a, done, (void *)(intptr_t)i);
+}
+
+static bool
+staged_now(void)
+{
+	char p[BERTH_PATH_BUF];
+
+	path_of(p, sizeof(p), true, NULL, VOL, usage());
+	return is_mount(p);
+}
+
+static bool
+published_now(const char *alloc)
+{
+	char p[BERTH_PATH_BUF];
+
+	path_of(p, sizeof(p), false, alloc, VOL, usage());
+	return is_mount(p);
+}
+
+static unsigned
+nreg(Berth__Envelope__BodyCase body)
+{
+	return fake_count(fx.reg, body);
+}
+
+static unsigned
+nmnt(Berth__Envelope__BodyCase body)
+{
+	return fake_count(fx.mnt, body);
+}
+
+/* ---- mount and unmount, every step taken ---- */
+
+/*
+ * GetVolume, the record, the claim, no controller publish (hostpath's
+ * controller does not advertise it), PrepareVolume and NodeStageVolume,
+ * the staged record, PrepareVolume and NodePublishVolume, the published
+ * record, the bind; then back: unbind, NodeUnpublishVolume,
+ * NodeUnstageVolume, release, forget.
+ */
+START_TEST(test_mount_then_unmount)
+{
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_str_eq(fx.why[0], "");
+	ck_assert(staged_now());
+	ck_assert(published_now("a1"));
+	ck_assert_uint_eq(nreg(B(GET_VOLUME)), 1);
+	ck_assert_uint_eq(nreg(B(CLAIM_VOLUME)), 1);
+	/* Written first, then staged, then published. */
+	ck_assert_int_eq(fx.records, 3);
+	ck_assert(fx.rec_staged && fx.rec_published);
+	ck_assert_uint_eq(nmnt(B(PREPARE_VOLUME)), 2);
+	ck_assert_uint_eq(nmnt(B(BIND_VOLUME)), 1);
+	ck_assert(volmgr_uses_plugin(fx.vm, PLUGIN));
+	ck_assert(!volmgr_uses_plugin(fx.vm, "other"));
+
+	unmount_job("a1", &alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert(!published_now("a1"));
+	ck_assert(!staged_now());
+	ck_assert_uint_eq(nmnt(B(UNBIND_VOLUME)), 1);
+	ck_assert_uint_eq(nreg(B(RELEASE_CLAIM)), 1);
+	ck_assert_uint_eq(nreg(B(DELETE_HANDLE)), 1);
+	ck_assert(!fx.claimed);
+	ck_assert(!volmgr_uses_plugin(fx.vm, PLUGIN));
+}
+END_TEST
+
+/* The same again is kept: nothing is staged or published twice. */
+START_TEST(test_mount_twice_is_idempotent)
+{
+	const char *log;
+
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	harness_capture_stderr();
+	mount_job(&alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	log = harness_captured_stderr();
+	ck_assert_ptr_nonnull(strstr(log, "already staged"));
+	ck_assert_ptr_nonnull(strstr(log, "already published"));
+	ck_assert_uint_eq(nmnt(B(PREPARE_VOLUME)), 4);
+	ck_assert(published_now("a1"));
+}
+END_TEST
+
+/* Two allocs on one staging path: staged once, unstaged by the last. */
+START_TEST(test_shared_stage)
+{
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	mount_job(&alloc2, 1);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert(published_now("a1") && published_now("a2"));
+	unmount_job("a1", &alloc1, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	ck_assert(!published_now("a1"));
+	ck_assert_msg(staged_now(), "unstaged under a2");
+	unmount_job("a2", &alloc2, 3);
+	ck_assert_int_eq(wait_job(3), VOLMGR_OK);
+	ck_assert(!staged_now());
+}
+END_TEST
+
+/* A node plugin without STAGE_UNSTAGE: no staging step at all (the
+ * hostpath plugin then refuses the publish: a plugin's error ends the
+ * job as FAILED, and the unmount undoes the rest). */
+START_TEST(test_no_stage_then_plugin_refuses)
+{
+	fx.node_fp.stage_unstage = false;
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_FAILED);
+	ck_assert_ptr_nonnull(strstr(fx.why[0], "NodePublishVolume"));
+	ck_assert_uint_eq(nmnt(B(PREPARE_VOLUME)), 1);
+	ck_assert(!staged_now());
+	unmount_job("a1", &alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_uint_eq(nreg(B(DELETE_HANDLE)), 1);
+}
+END_TEST
+
+/* A controller that advertises PUBLISH_UNPUBLISH is asked first; the
+ * hostpath plugin does not implement it: FAILED, with the plugin's why. */
+START_TEST(test_controller_publish_asked)
+{
+	fx.ctl_fp.publish_unpublish = true;
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_FAILED);
+	ck_assert_uint_eq(nmnt(B(PREPARE_VOLUME)), 0);
+	ck_assert_uint_eq(nreg(B(CLAIM_VOLUME)), 1);
+	ck_assert_str_ne(fx.why[0], "");
+}
+END_TEST
+
+/* The mounter finds both targets mounted already (a restart): kept,
+ * and the plugin is not asked. */
+START_TEST(test_already_mounted_kept)
+{
+	fx.force_mounted = true;
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert(!staged_now());
+	ck_assert(fx.rec_staged && fx.rec_published);
+	ck_assert_int_eq(fx.records, 2);
+}
+END_TEST
+
+START_TEST(test_not_registered)
+{
+	fx.registered = false;
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_FAILED);
+	ck_assert_str_eq(fx.why[0], "volume default/vol1: not registered");
+	ck_assert_int_eq(fx.records, 0);
+}
+END_TEST
+
+START_TEST(test_no_healthy_node_retries)
+{
+	fx.node_fp.healthy = false;
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_RETRY);
+	ck_assert_str_eq(fx.why[0], "plugin hp: no healthy node instance yet");
+	fx.node_fp.healthy = true;
+	fx.have_node = false;
+	mount_job(&alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_RETRY);
+}
+END_TEST
+
+/* Without a running alloc to ask, the type is inferred: a controller of
+ * the same alloc makes it a monolith, else a node. */
+START_TEST(test_type_inferred)
+{
+	fx.declared = NULL;
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert(published_now("a1"));
+	/* No controller: a node plugin's root. */
+	fx.have_ctl = false;
+	fx.node_type = "node";
+	mount_job(&alloc2, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert(published_now("a2"));
+}
+END_TEST
+
+/* ---- the registry: errors, late, out of order, never ---- */
+
+START_TEST(test_registry_refuses_claim)
+{
+	fx.fail_body = B(CLAIM_VOLUME);
+	fx.fail_code = BERTH__ERROR_CODE__ERROR_CONFLICT;
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_FAILED);
+	ck_assert_ptr_nonnull(strstr(fx.why[0], "berth-registry: "));
+	ck_assert_ptr_nonnull(strstr(fx.why[0], "as the test asked"));
+	ck_assert(!staged_now());
+}
+END_TEST
+
+/* Never: the registry client's deadline passes; that may pass. */
+START_TEST(test_registry_never_answers)
+{
+	start(NULL, NULL);
+	hold(B(PUT_HANDLE));
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_RETRY);
+	ck_assert_ptr_nonnull(strstr(fx.why[0], "berth-registry"));
+	ck_assert_uint_eq(nreg(B(CLAIM_VOLUME)), 0);
+}
+END_TEST
+
+/* Late and out of order: two allocs on two volumes of their own run at
+ * once; the second's GetVolume is answered first. */
+START_TEST(test_registry_out_of_order)
+{
+	static struct alloc_volume v2[1];
+	static struct alloc_task t2[1];
+	static struct alloc_mount m2[1];
+	static struct alloc a3;
+	struct fake_req *first, *second;
+	char path[700];
+
+	snprintf(path, sizeof(path), "%s/volumes/vol2", fx.state);
+	mkdirs(path);
+	v2[0] = vols[0];
+	v2[0].source = "vol2";
+	m2[0] = mounts[0];
+	t2[0] = tasks[0];
+	t2[0].mounts = m2;
+	a3 = alloc2;
+	a3.volumes = v2;
+	a3.tasks = t2;
+	start(NULL, NULL);
+	hold(B(GET_VOLUME));
+	mount_job(&alloc1, 0);
+	mount_job(&a3, 1);
+	first = wait_held(fx.reg, B(GET_VOLUME), 2);
+	second = fake_nth(fx.reg, 1);
+	ck_assert_ptr_nonnull(second);
+	ck_assert_str_eq(second->env->get_volume->key->id, "vol2");
+	unhold();
+	reg_answer(fx.reg, second);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_int_eq(fx.done[0], 0);
+	reg_answer(fx.reg, first);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert(published_now("a1"));
+}
+END_TEST
+
+/* Units on one volume never overlap: the second alloc's GetVolume
+ * waits until the first alloc's unit is done. */
+START_TEST(test_one_volume_one_unit)
+{
+	start(NULL, NULL);
+	hold(B(CLAIM_VOLUME));
+	mount_job(&alloc1, 0);
+	mount_job(&alloc2, 1);
+	wait_held(fx.reg, B(CLAIM_VOLUME), 1);
+	settle(50);
+	ck_assert_uint_eq(nreg(B(GET_VOLUME)), 1);
+	unhold();
+	reg_answer(fx.reg, fake_held(fx.reg, B(CLAIM_VOLUME)));
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_uint_eq(nreg(B(GET_VOLUME)), 2);
+}
+END_TEST
+
+/* The registry's link closes under a call: that may pass; afterwards
+ * it cannot be reached at all. */
+START_TEST(test_registry_closes)
+{
+	start(NULL, NULL);
+	hold(B(GET_VOLUME));
+	mount_job(&alloc1, 0);
+	wait_held(fx.reg, B(GET_VOLUME), 1);
+	fake_close(fx.reg);
+	ck_assert_int_eq(wait_job(0), VOLMGR_RETRY);
+	mount_job(&alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_RETRY);
+}
+END_TEST
+
+/* ---- the mounter: errors, never, closed ---- */
+
+START_TEST(test_mounter_refuses)
+{
+	fx.fail_body = B(PREPARE_VOLUME);
+	fx.fail_code = BERTH__ERROR_CODE__ERROR_PERMISSION;
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_FAILED);
+	ck_assert_ptr_nonnull(strstr(fx.why[0], "berth-mounter: "));
+}
+END_TEST
+
+/* A bind in place already (CONFLICT) is no failure; another is. */
+START_TEST(test_bind_conflict_and_error)
+{
+	fx.fail_body = B(BIND_VOLUME);
+	fx.fail_code = BERTH__ERROR_CODE__ERROR_CONFLICT;
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	fx.fail_code = BERTH__ERROR_CODE__ERROR_BAD_REQUEST;
+	mount_job(&alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_FAILED);
+	/* An unbind of what is gone is no failure either. */
+	fx.fail_body = B(UNBIND_VOLUME);
+	unmount_job("a1", &alloc1, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	ck_assert(!staged_now());
+}
+END_TEST
+
+/* The mounter's link closes under PrepareVolume: may pass. Then it
+ * cannot be reached: may pass too, with the words for that. */
+START_TEST(test_mounter_closes)
+{
+	start(NULL, NULL);
+	hold(B(PREPARE_VOLUME));
+	mount_job(&alloc1, 0);
+	wait_held(fx.mnt, B(PREPARE_VOLUME), 1);
+	fake_close(fx.mnt);
+	ck_assert_int_eq(wait_job(0), VOLMGR_RETRY);
+	ck_assert_ptr_nonnull(strstr(fx.why[0], "berth-mounter"));
+	mount_job(&alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_RETRY);
+	ck_assert_str_eq(fx.why[1], MCLIENT_UNREACHABLE);
+}
+END_TEST
+
+/* A reply that comes after the manager is gone reaches no one. */
+START_TEST(test_reply_after_free)
+{
+	start(NULL, NULL);
+	hold(B(PREPARE_VOLUME));
+	hold(B(CLAIM_VOLUME));
+	mount_job(&alloc1, 0);
+	mount_job(&alloc2, 1);
+	wait_held(fx.reg, B(CLAIM_VOLUME), 1);
+	volmgr_free(fx.vm);
+	fx.vm = NULL;
+	unhold();
+	reg_answer(fx.reg, fake_held(fx.reg, B(CLAIM_VOLUME)));
+	settle(100);
+	ck_assert_int_eq(fx.done[0] + fx.done[1], 0);
+}
+END_TEST
+
+/* The alloc's second use of the volume keeps its claim: one release,
+ * by the last, and a record each. */
+START_TEST(test_two_uses_one_claim)
+{
+	static struct alloc_volume v[2];
+	static struct alloc_mount m[2];
+	static struct alloc_task t[1];
+	static struct alloc a;
+
+	v[0] = v[1] = vols[0];
+	v[1].name = "logs";
+	v[1].read_only = true;
+	m[0] = m[1] = mounts[0];
+	m[1].volume = "logs";
+	m[1].destination = "logs";
+	m[1].volume_index = 1;
+	t[0] = tasks[0];
+	t[0].mounts = m;
+	t[0].nmounts = 2;
+	a = alloc1;
+	a.volumes = v;
+	a.nvolumes = 2;
+	a.tasks = t;
+	start(NULL, NULL);
+	mount_job(&a, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_uint_eq(nreg(B(CLAIM_VOLUME)), 2);
+	ck_assert_uint_eq(nmnt(B(BIND_VOLUME)), 2);
+	unmount_job("a1", &a, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_uint_eq(nmnt(B(UNBIND_VOLUME)), 2);
+	ck_assert_uint_eq(nreg(B(RELEASE_CLAIM)), 1);
+	ck_assert_uint_eq(nreg(B(DELETE_HANDLE)), 2);
+	ck_assert(!staged_now());
+}
+END_TEST
+
+/* What is gone already (NOT_FOUND) does not stop an unmount. */
+START_TEST(test_unmount_lets_not_found_pass)
+{
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	fx.fail_body = B(RELEASE_CLAIM);
+	fx.fail_code = BERTH__ERROR_CODE__ERROR_NOT_FOUND;
+	unmount_job("a1", &alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_uint_eq(nreg(B(DELETE_HANDLE)), 1);
+	/* Not on a mount, where NOT_FOUND is an answer. */
+	fx.fail_body = B(CLAIM_VOLUME);
+	mount_job(&alloc1, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_FAILED);
+}
+END_TEST
+
+/* An unmount that fails keeps the volume's pub for the next try. */
+START_TEST(test_unmount_fails_then_retried)
+{
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	kill(fx.plugin.pid, SIGSTOP);
+	unmount_job("a1", &alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_RETRY);
+	ck_assert(volmgr_uses_plugin(fx.vm, PLUGIN));
+	ck_assert_uint_eq(nreg(B(DELETE_HANDLE)), 0);
+	kill(fx.plugin.pid, SIGCONT);
+	unmount_job("a1", &alloc1, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	ck_assert(!published_now("a1"));
+	ck_assert(!volmgr_uses_plugin(fx.vm, PLUGIN));
+}
+END_TEST
+
+/* A controller that advertises PUBLISH_UNPUBLISH is asked on the way
+ * back, after the node is done; hostpath refuses: FAILED. */
+START_TEST(test_controller_unpublish_asked)
+{
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	fx.ctl_fp.publish_unpublish = true;
+	unmount_job("a1", &alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_FAILED);
+	ck_assert(!staged_now());
+	ck_assert_uint_eq(nreg(B(RELEASE_CLAIM)), 0);
+}
+END_TEST
+
+/* The mounter answers late: the job waits for it. */
+START_TEST(test_mounter_late)
+{
+	start(NULL, NULL);
+	hold(B(BIND_VOLUME));
+	mount_job(&alloc1, 0);
+	wait_held(fx.mnt, B(BIND_VOLUME), 1);
+	settle(200);
+	ck_assert_int_eq(fx.done[0], 0);
+	unhold();
+	mnt_answer(fx.mnt, fake_held(fx.mnt, B(BIND_VOLUME)));
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+}
+END_TEST
+
+/* The mounter never answers: its client's deadline (MCLIENT_TIMEOUT_MS,
+ * which is not ours to shorten) passes; that may pass. */
+START_TEST(test_mounter_never)
+{
+	start(NULL, NULL);
+	hold(B(PREPARE_VOLUME));
+	mount_job(&alloc1, 0);
+	wait_held(fx.mnt, B(PREPARE_VOLUME), 1);
+	ck_assert(fake_run_until(fx.base, is_done, (void *)0,
+	    MCLIENT_TIMEOUT_MS + 5000));
+	ck_assert_int_eq(fx.st[0], VOLMGR_RETRY);
+	ck_assert_ptr_nonnull(strstr(fx.why[0], "TIMEOUT"));
+}
+END_TEST
+
+/* ---- the plugin: late, never, dying ---- */
+
+START_TEST(test_plugin_late)
+{
+	start("--fault-slow-reply", "NodeStageVolume:300");
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert(published_now("a1"));
+}
+END_TEST
+
+/* The plugin stops answering (stopped): the deadline passes, may pass. */
+START_TEST(test_plugin_never)
+{
+	start(NULL, NULL);
+	hold(B(PREPARE_VOLUME));
+	mount_job(&alloc1, 0);
+	wait_held(fx.mnt, B(PREPARE_VOLUME), 1);
+	kill(fx.plugin.pid, SIGSTOP);
+	unhold();
+	mnt_answer(fx.mnt, fake_held(fx.mnt, B(PREPARE_VOLUME)));
+	ck_assert_int_eq(wait_job(0), VOLMGR_RETRY);
+	ck_assert(!staged_now());
+	kill(fx.plugin.pid, SIGCONT);
+}
+END_TEST
+
+/* The plugin dies while it publishes: may pass. */
+START_TEST(test_plugin_dies)
+{
+	start("--fault-exit-in", "NodePublishVolume");
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_RETRY);
+	ck_assert(staged_now());
+}
+END_TEST
+
+/* ---- after a restart: the records ---- */
+
+START_TEST(test_records_read_back)
+{
+	Berth__MountHandle mh = BERTH__MOUNT_HANDLE__INIT;
+
+	mh.plugin = PLUGIN;
+	mh.namespace_ = NS;
+	mh.volume = VOL;
+	mh.alloc = "old";
+	mh.task = "web";
+	mh.usage = (char *)usage();
+	mh.staged = mh.published = true;
+	fx.old = &mh;
+	/* Gone from the registry too. */
+	fx.fail_body = B(GET_VOLUME);
+	fx.fail_code = BERTH__ERROR_CODE__ERROR_NOT_FOUND;
+	plugin_start(NULL, NULL);
+	ck_assert_ptr_nonnull(fx.csi = csi_client_new(fx.base));
+	ck_assert_ptr_nonnull(fx.conn = csi_conn_open(fx.csi, fx.endpoint));
+	new_manager();
+	/* A job waits for the records. */
+	hold(B(LIST_HANDLES));
+	volmgr_start(fx.vm);
+	unmount_job("other", NULL, 0);
+	wait_held(fx.reg, B(LIST_HANDLES), 1);
+	settle(50);
+	ck_assert(!volmgr_ready(fx.vm));
+	ck_assert_int_eq(fx.done[0], 0);
+	unhold();
+	reg_answer(fx.reg, fake_held(fx.reg, B(LIST_HANDLES)));
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert(volmgr_uses_plugin(fx.vm, PLUGIN));
+	/* Known from the records only: taken back, whatever is gone. */
+	unmount_job("old", NULL, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_uint_eq(nreg(B(GET_VOLUME)), 1);
+	ck_assert_uint_eq(nreg(B(DELETE_HANDLE)), 1);
+	ck_assert(!volmgr_uses_plugin(fx.vm, PLUGIN));
+}
+END_TEST
+
+/* A restart: the mounts stay, a new manager reads the records back,
+ * keeps what is staged and takes it back when asked, with the provider's
+ * id read from the registry again. */
+START_TEST(test_restart_takes_back)
+{
+	Berth__MountHandle mh = BERTH__MOUNT_HANDLE__INIT;
+
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	volmgr_free(fx.vm);
+	mh.plugin = PLUGIN;
+	mh.namespace_ = NS;
+	mh.volume = VOL;
+	mh.alloc = "a1";
+	mh.task = "data";
+	mh.usage = (char *)usage();
+	mh.staged = fx.rec_staged;
+	mh.published = fx.rec_published;
+	fx.old = &mh;
+	new_manager();
+	volmgr_start(fx.vm);
+	ck_assert(fake_run_until(fx.base, is_ready, NULL, WAIT_MS));
+	ck_assert(volmgr_uses_plugin(fx.vm, PLUGIN));
+	ck_assert(staged_now() && published_now("a1"));
+	unmount_job("a1", NULL, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_uint_eq(nreg(B(GET_VOLUME)), 2);
+	ck_assert(!published_now("a1"));
+	ck_assert(!staged_now());
+	ck_assert(!fx.claimed);
+}
+END_TEST
+
+START_TEST(test_records_unreadable)
+{
+	fx.fail_body = B(LIST_HANDLES);
+	fx.fail_code = BERTH__ERROR_CODE__ERROR_INTERNAL;
+	start(NULL, NULL);
+	ck_assert(volmgr_ready(fx.vm));
+	fx.fail_body = 0;
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+}
+END_TEST
+
+static void
+count_alloc(const char *alloc, void *arg)
+{
+	(void)alloc;
+	(*(int *)arg)++;
+}
+
+START_TEST(test_each_alloc_once)
+{
+	int n = 0;
+
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	mount_job(&alloc2, 1);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	volmgr_each_alloc(fx.vm, count_alloc, &n);
+	ck_assert_int_eq(n, 2);
+}
+END_TEST
+
+/* ---- the operator's volumes ---- */
+
+static struct volmgr_spec
+spec(void)
+{
+	return (struct volmgr_spec){ .ns = NS, .id = VOL, .plugin = PLUGIN,
+	    .external_id = VOL,
+	    .access = BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER,
+	    .attachment =
+	    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM };
+}
+
+START_TEST(test_register_validated)
+{
+	struct volmgr_spec s = spec();
+
+	fx.registered = false;
+	start(NULL, NULL);
+	volmgr_register(fx.vm, &s, done, (void *)0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert(fx.registered);
+	ck_assert_str_eq(fx.external_id, VOL);
+	/* Without a controller, nothing to validate. */
+	fx.have_ctl = false;
+	volmgr_register(fx.vm, &s, done, (void *)1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_uint_eq(nreg(B(PUT_VOLUME)), 2);
+	/* One the plugin does not have: refused. */
+	fx.have_ctl = true;
+	s.external_id = "nope";
+	volmgr_register(fx.vm, &s, done, (void *)2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_FAILED);
+	ck_assert_uint_eq(nreg(B(PUT_VOLUME)), 2);
+}
+END_TEST
+
+START_TEST(test_create_then_delete)
+{
+	struct volmgr_param p[1] = { { "k", "v" } };
+	struct volmgr_spec s = spec();
+	char path[700];
+
+	s.id = "made";
+	s.params = p;
+	s.nparams = 1;
+	fx.registered = false;
+	start(NULL, NULL);
+	volmgr_create(fx.vm, &s, done, (void *)0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert(fx.registered);
+	ck_assert_str_ne(fx.external_id, "");
+	snprintf(path, sizeof(path), "%s/volumes/%s", fx.state,
+	    fx.external_id);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	/* Claimed: refused. */
+	fx.claimed = true;
+	volmgr_delete(fx.vm, NS, VOL, done, (void *)1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_FAILED);
+	ck_assert_str_eq(fx.why[1], "volume default/vol1 is claimed by "
+	    "alloc someone");
+	fx.claimed = false;
+	volmgr_delete(fx.vm, NS, VOL, done, (void *)2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	ck_assert(!fx.registered);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	/* Not registered: refused. */
+	volmgr_delete(fx.vm, NS, VOL, done, (void *)3);
+	ck_assert_int_eq(wait_job(3), VOLMGR_FAILED);
+}
+END_TEST
+
+START_TEST(test_create_needs_controller)
+{
+	struct volmgr_spec s = spec();
+
+	start(NULL, NULL);
+	fx.have_ctl = false;
+	volmgr_create(fx.vm, &s, done, (void *)0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_FAILED);
+	ck_assert_str_eq(fx.why[0], "plugin hp has no healthy controller "
+	    "instance");
+	fx.have_ctl = true;
+	fx.ctl_fp.create_delete = false;
+	volmgr_create(fx.vm, &s, done, (void *)1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_FAILED);
+	/* Delete without CREATE_DELETE: only the registry forgets it. */
+	volmgr_delete(fx.vm, NS, VOL, done, (void *)2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	ck_assert(!fx.registered);
+}
+END_TEST
+
+int
+main(void)
+{
+	TCase *tc = tcase_create("volmgr");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_set_timeout(tc, 60);
+	tcase_add_test(tc, test_mount_then_unmount);
+	tcase_add_test(tc, test_mount_twice_is_idempotent);
+	tcase_add_test(tc, test_shared_stage);
+	tcase_add_test(tc, test_no_stage_then_plugin_refuses);
+	tcase_add_test(tc, test_controller_publish_asked);
+	tcase_add_test(tc, test_already_mounted_kept);
+	tcase_add_test(tc, test_not_registered);
+	tcase_add_test(tc, test_no_healthy_node_retries);
+	tcase_add_test(tc, test_type_inferred);
+	tcase_add_test(tc, test_registry_refuses_claim);
+	tcase_add_test(tc, test_registry_never_answers);
+	tcase_add_test(tc, test_registry_out_of_order);
+	tcase_add_test(tc, test_one_volume_one_unit);
+	tcase_add_test(tc, test_registry_closes);
+	tcase_add_test(tc, test_mounter_refuses);
+	tcase_add_test(tc, test_bind_conflict_and_error);
+	tcase_add_test(tc, test_mounter_closes);
+	tcase_add_test(tc, test_reply_after_free);
+	tcase_add_test(tc, test_two_uses_one_claim);
+	tcase_add_test(tc, test_unmount_lets_not_found_pass);
+	tcase_add_test(tc, test_unmount_fails_then_retried);
+	tcase_add_test(tc, test_controller_unpublish_asked);
+	tcase_add_test(tc, test_mounter_late);
+	tcase_add_test(tc, test_mounter_never);
+	tcase_add_test(tc, test_plugin_late);
+	tcase_add_test(tc, test_plugin_never);
+	tcase_add_test(tc, test_plugin_dies);
+	tcase_add_test(tc, test_records_read_back);
+	tcase_add_test(tc, test_restart_takes_back);
+	tcase_add_test(tc, test_records_unreadable);
+	tcase_add_test(tc, test_each_alloc_once);
+	tcase_add_test(tc, test_register_validated);
+	tcase_add_test(tc, test_create_then_delete);
+	tcase_add_test(tc, test_create_needs_controller);
+	return harness_run("volmgr", tc);
+}
