@@ -280,7 +280,8 @@ allocs_submit(struct allocs *am, const struct alloc *a, char *why, size_t n)
 	}
 	if (runnable(a, why, n) < 0)
 		return -EINVAL;
-	text = xnonnull(alloc_to_json(a), "allocs_submit");
+	if ((text = alloc_to_json(a)) == NULL)
+		oom("allocs_submit");
 	len = strlen(text);
 	snprintf(tmp, sizeof(tmp), "%s/.%s.XXXXXX", am->d.alloc_dir,
 	    file);

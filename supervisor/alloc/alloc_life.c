@@ -362,8 +362,8 @@ arun_start(struct allocs *am, struct alloc *doc, const char *file,
 	ar->am = am;
 	ar->doc = doc;
 	ar->retry_ms = VOLUME_RETRY_FIRST_MS;
-	ar->retry = xnonnull(evtimer_new(am->d.base, on_retry, ar),
-	    "arun_start");
+	if ((ar->retry = evtimer_new(am->d.base, on_retry, ar)) == NULL)
+		oom("arun_start");
 	snprintf(ar->file, sizeof(ar->file), "%s", file);
 	snprintf(ar->sig, sizeof(ar->sig), "%s", sig);
 	if (!make_tasks(ar, claimed)) {

@@ -66,12 +66,11 @@ allocs_new(const struct allocs_deps *d)
 	TAILQ_INIT(&am->runs);
 	TAILQ_INIT(&am->refused);
 	TAILQ_INIT(&am->stale);
-	am->rescan = xnonnull(evtimer_new(d->base, on_rescan, am),
-	    "allocs_new");
-	am->resync = xnonnull(evtimer_new(d->base, on_resync, am),
-	    "allocs_new");
-	am->stale_vols_timer = xnonnull(evtimer_new(d->base,
-	    on_stale_vols_timer, am), "allocs_new");
+	if ((am->rescan = evtimer_new(d->base, on_rescan, am)) == NULL ||
+	    (am->resync = evtimer_new(d->base, on_resync, am)) == NULL ||
+	    (am->stale_vols_timer = evtimer_new(d->base, on_stale_vols_timer,
+	    am)) == NULL)
+		oom("allocs_new");
 	return am;
 }
 
@@ -138,6 +137,7 @@ view(const struct arun *ar, struct alloc_view *v)
 	v->doc = ar->doc;
 	v->file = ar->file;
 	v->stopping = arun_stopping(ar);
+	v->state = arun_state_name(ar->state);
 	v->tasks = ar->tasks;
 	v->ntasks = ar->ntasks;
 }

@@ -90,6 +90,7 @@ struct alloc_view {
 	const struct alloc *doc;
 	const char *file;		/* its file in alloc_dir */
 	bool stopping;
+	const char *state;		/* "mounting", "running", ... */
 	struct trun *const *tasks;
 	size_t ntasks;
 };

@@ -148,8 +148,8 @@ stop_stale(struct allocs *am, const struct kept *k)
 	st->alloc = xstrdup(k->alloc);
 	st->task = xstrdup(k->task);
 	st->driver = xstrdup(k->driver);
-	st->timer = xnonnull(evtimer_new(am->d.base, on_stale_timer, st),
-	    "stop_stale");
+	if ((st->timer = evtimer_new(am->d.base, on_stale_timer, st)) == NULL)
+		oom("stop_stale");
 	st->am = am;
 	TAILQ_INSERT_TAIL(&am->stale, st, entry);
 	if (!drivermgr_allowed(am->d.drivers, k->driver))

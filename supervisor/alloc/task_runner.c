@@ -521,7 +521,8 @@ trun_new(const struct trun_deps *d, const struct alloc *a,
 		tr->handle.shim_start_time = adopt->shim_start_time;
 		tr->have_adopt = adopt->pid > 0;
 	}
-	tr->timer = xnonnull(evtimer_new(d->base, on_timer, tr), "trun_new");
+	if ((tr->timer = evtimer_new(d->base, on_timer, tr)) == NULL)
+		oom("trun_new");
 	if (t->csi.type != ALLOC_CSI_NONE) {
 		if (layout_plugin_socket(rel, sizeof(rel), a->id) < 0 ||
 		    layout_abs(tr->socket, sizeof(tr->socket),
@@ -542,8 +543,9 @@ trun_new(const struct trun_deps *d, const struct alloc *a,
 		    tr)) == NULL)
 			goto fail;
 	}
-	tr->dh = xnonnull(drivermgr_handler(d->drivers, alloc_driver_name(
-	    t->driver), a->id, t->name, plugin_event, tr), "trun_new");
+	if ((tr->dh = drivermgr_handler(d->drivers, alloc_driver_name(
+	    t->driver), a->id, t->name, plugin_event, tr)) == NULL)
+		oom("trun_new");
 	return tr;
 fail:
 	event_free(tr->timer);

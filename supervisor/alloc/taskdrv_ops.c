@@ -14,8 +14,11 @@ static struct taskproc *
 drv_start(void *ctx, const struct task_spec *spec,
     taskproc_started_cb started, taskproc_exited_cb exited, void *arg)
 {
-	return xnonnull(taskproc_start(ctx, spec, started, exited, arg),
-	    "taskproc_start");
+	struct taskproc *tp;
+
+	if ((tp = taskproc_start(ctx, spec, started, exited, arg)) == NULL)
+		oom("taskproc_start");
+	return tp;
 }
 
 static struct taskproc *
@@ -23,8 +26,12 @@ drv_adopt(void *ctx, enum taskdrv_kind kind, const char *alloc,
     const char *task, const Berth__TaskHandle *h, taskproc_started_cb started,
     taskproc_exited_cb exited, void *arg)
 {
-	return xnonnull(taskproc_adopt(ctx, kind, alloc, task, h, started,
-	    exited, arg), "taskproc_adopt");
+	struct taskproc *tp;
+
+	if ((tp = taskproc_adopt(ctx, kind, alloc, task, h, started, exited,
+	    arg)) == NULL)
+		oom("taskproc_adopt");
+	return tp;
 }
 
 const struct trun_driver_ops trun_taskdrv_ops = {
