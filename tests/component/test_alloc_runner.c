@@ -952,6 +952,32 @@ START_TEST(test_runner_not_made_leaves_no_task_running)
 }
 END_TEST
 
+START_TEST(test_stop_while_undoing_or_mount_fails_late)
+{
+	write_alloc("s1", true, NULL);
+	write_alloc("s2", true, NULL);
+	start_with_handles(NULL, 0);
+	wait_vcalls(2);
+	/* s1: its mount fails and is being undone when its file goes. */
+	vol_answer(strcmp(vcalls[0].alloc, "s1") == 0 ? &vcalls[0] :
+	    &vcalls[1], VOLMGR_FAILED, "publish: refused");
+	ck_assert_str_eq(state_of("s1"), "undoing");
+	remove_alloc("s1");
+	/* s2: its mount is in flight when its file goes. */
+	remove_alloc("s2");
+	wait_state("s2", "stop-mounting");
+	/* The undo's answer stops s1: nothing waits on the file. */
+	ck_assert_str_eq(state_of("s1"), "undoing");
+	vol_answer(last_vcall(false, "s1"), VOLMGR_OK, "");
+	ck_assert_str_eq(state_of("s1"), "unmounting");
+	/* A late failure of s2's mount stops it all the same. */
+	vol_answer(strcmp(vcalls[0].alloc, "s2") == 0 ? &vcalls[0] :
+	    &vcalls[1], VOLMGR_FAILED, "stage: timed out");
+	ck_assert_str_eq(state_of("s2"), "unmounting");
+	ck_assert_int_eq(nprocs, 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -963,6 +989,7 @@ main(void)
 	tcase_add_test(tc, test_mount_fails_undo_refused_until_changed);
 	tcase_add_test(tc, test_stop_while_mounting_waits_for_reply);
 	tcase_add_test(tc, test_stop_while_waiting);
+	tcase_add_test(tc, test_stop_while_undoing_or_mount_fails_late);
 	tcase_add_test(tc, test_unmount_retried_and_mounter_gone);
 	tcase_add_test(tc, test_changed_file_restarts_it);
 	tcase_add_test(tc, test_recovery_adopts_and_stops_stale);

@@ -16,6 +16,7 @@
 #include <check.h>
 
 #include "alloc.h"
+#include "csi_client.h"
 #include "drivermgr.h"
 #include "events.h"
 #include "fake_peer.h"
@@ -23,6 +24,7 @@
 #include "mounter_client.h"
 #include "registry_client.h"
 #include "task_runner.h"
+#include "watch.h"
 
 /* ---- the fake task driver ---- */
 
@@ -316,6 +318,18 @@ run_for(int ms)
 	event_base_dispatch(base);
 }
 
+static bool
+got_signal(void *arg)
+{
+	return ((struct taskproc *)arg)->nsigs >= 1;
+}
+
+static bool
+got_two_signals(void *arg)
+{
+	return ((struct taskproc *)arg)->nsigs >= 2;
+}
+
 /* From pending to running: the directory, then the driver's start. */
 static struct taskproc *
 bring_up(struct trun *tr, unsigned nth)
@@ -604,6 +618,74 @@ START_TEST(test_plugin_task_without_supervisor_is_refused)
 }
 END_TEST
 
+static struct plugsup *
+real_plugsup(void *ctx, const struct plugsup_conf *conf,
+    const struct plugsup_ops *ops, void *arg)
+{
+	const struct plugsup_deps *pd = ctx;
+
+	nplugsups++;
+	return plugsup_new(pd, conf, ops, arg);
+}
+
+START_TEST(test_plugin_never_healthy_is_restarted)
+{
+	static const char json[] = "{\"id\": \"p2\", \"tasks\": [{\"name\": "
+	    "\"plugin\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/true\"}, \"kill_timeout\": \"300ms\", \"csi_plugin\": "
+	    "{\"id\": \"hp\", \"type\": \"node\", \"health_timeout\": "
+	    "\"300ms\"}}]}";
+	struct alloc_problems probs = { 0 };
+	struct csi_client *csi;
+	struct watcher *w;
+	struct taskproc *tp;
+	struct trun *tr;
+	struct alloc *p;
+
+	ck_assert_ptr_nonnull(csi = csi_client_new(base));
+	ck_assert_ptr_nonnull(w = watcher_new(base));
+	deps.plugsup_new = real_plugsup;
+	deps.plugsup_ctx = &(struct plugsup_deps){ base, rc, csi, w };
+	ck_assert_int_eq(alloc_parse(json, strlen(json), &p, &probs), 0);
+	alloc_problems_free(&probs);
+	tr = trun_new(&deps, p, &p->tasks[0], NULL, stopped, NULL);
+	ck_assert_ptr_nonnull(tr);
+	ck_assert_int_eq(trun_plugin_healthy(tr), 0);
+	trun_run(tr);
+	/* Its task directory and its plugin's socket directory. */
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, 1);
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_PLUGIN, 1);
+	fake_reply_ack(mnt_fp, held(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_PLUGIN));
+	run_for(100);
+	ck_assert_str_eq(trun_state(tr), "preparing");
+	fake_reply_ack(mnt_fp, held(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK));
+	wait_state(tr, "starting", 3000);
+	tp = last_proc();
+	proc_started(tp, 0, NULL);
+	ck_assert_str_eq(trun_state(tr), "running");
+	/* No socket ever answers: after health_timeout, a restart: TERM,
+	 * then KILL after kill_timeout. */
+	ck_assert(fake_run_until(base, got_signal, tp, 3000));
+	ck_assert_int_eq(tp->sigs[0], SIGTERM);
+	ck_assert(has_event(tr, "Restarting"));
+	ck_assert(fake_run_until(base, got_two_signals, tp, 3000));
+	ck_assert_int_eq(tp->sigs[1], SIGKILL);
+	proc_exits(tp, 137);
+	/* Asked by berth: not a failure, and it starts again. */
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	ck_assert_uint_eq(trun_restarts(tr), 1);
+	ck_assert_int_eq(nplugsups, 1);
+	trun_stop(tr);
+	ck_assert_str_eq(trun_state(tr), "dead");
+	trun_free(tr);
+	alloc_free(p);
+	watcher_free(w);
+	csi_client_free(csi);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -621,5 +703,6 @@ main(void)
 	tcase_add_test(tc, test_adopt_ended_then_run_starts_at_once);
 	tcase_add_test(tc, test_stop_pending_and_restarting);
 	tcase_add_test(tc, test_plugin_task_without_supervisor_is_refused);
+	tcase_add_test(tc, test_plugin_never_healthy_is_restarted);
 	return harness_run("task_runner", tc);
 }
