@@ -23,11 +23,66 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
-struct supervisor;
+#include <event2/event.h>
+
+#include "task_runner.h"
+#include "volmgr.h"
+
 struct allocs;
 struct alloc;
+struct drivermgr;
+struct events;
+struct mclient;
+struct regclient;
 struct trun;
+struct watcher;
+
+/*
+ * What the alloc runner asks of the volume manager: volmgr.c's functions
+ * in the supervisor (allocs_volmgr_ops, ctx the struct volmgr), fakes in
+ * a test.
+ */
+struct allocs_volume_ops {
+	void (*mount)(void *ctx, const struct alloc *a, volmgr_cb cb,
+	    void *arg);
+	void (*unmount)(void *ctx, const char *alloc, const struct alloc *a,
+	    volmgr_cb cb, void *arg);
+	void (*each_alloc)(void *ctx, void (*fn)(const char *alloc,
+	    void *arg), void *arg);
+	bool (*ready)(void *ctx);
+	bool (*uses_plugin)(void *ctx, const char *plugin);
+};
+extern const struct allocs_volume_ops allocs_volmgr_ops;
+
+/*
+ * What the alloc runner uses, owned by the caller and outliving it; the
+ * struct itself is copied. The task runners get the same links.
+ */
+struct allocs_deps {
+	struct event_base *base;
+	struct regclient *registry;	/* task handles, plugin registrations */
+	struct mclient *mounter;	/* directories and clean-up */
+	struct watcher *watcher;	/* alloc_dir */
+	struct events *events;
+	struct drivermgr *drivers;	/* driver_allow, driver_block */
+	const struct allocs_volume_ops *volumes;
+	void *volumes_ctx;
+	const struct trun_driver_ops *driver;
+	void *driver_ctx;
+	trun_plugsup_fn plugsup_new;
+	void *plugsup_ctx;
+	const char *alloc_dir, *data_dir;
+	int64_t resync_ms;		/* plugin_resync_ms */
+	int64_t heartbeat_ms;		/* plugin_heartbeat_ms */
+	uid_t uid;
+	gid_t gid;
+	/* The supervisor cannot go on safely (the registry's task handles
+	 * cannot be read): stop it, with exit status 1. */
+	void (*fail)(void *ctx, const char *why);
+	void *ctx;
+};
 
 /* One running allocation, as the API reads it; valid until the loop
  * turns. */
@@ -35,11 +90,12 @@ struct alloc_view {
 	const struct alloc *doc;
 	const char *file;		/* its file in alloc_dir */
 	bool stopping;
+	const char *state;		/* "mounting", "running", ... */
 	struct trun *const *tasks;
 	size_t ntasks;
 };
 
-struct allocs *allocs_new(struct supervisor *sv);
+struct allocs *allocs_new(const struct allocs_deps *d);
 /* Recover, then run: once the registry and the mounter are ready. */
 void allocs_start(struct allocs *am);
 /* Forget everything; tasks keep running. */

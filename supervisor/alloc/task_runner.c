@@ -17,10 +17,12 @@
 #include "duration.h"
 #include "events.h"
 #include "layout.h"
+#include "mounter_client.h"
 #include "plugin_supervisor.h"
-#include "supervisor.h"
+#include "registry_client.h"
 #include "task_runner.h"
 #include "taskdrv.h"
+#include "xalloc.h"
 
 enum tr_state {
 	TR_PENDING,		/* not started yet */
@@ -33,7 +35,7 @@ enum tr_state {
 };
 
 struct trun {
-	struct supervisor *sv;
+	const struct trun_deps *d;
 	const struct alloc *a;
 	const struct alloc_task *t;
 	enum tr_state state;
@@ -86,14 +88,14 @@ tr_eventv(struct trun *tr, bool warn, const char *type, const char *fmt,
 	 * rings of fixed buffers cost more than their gRPC channels. */
 	free(ev->message);
 	if (vasprintf(&ev->message, fmt, ap) < 0)
-		fatal("tr_event");
+		oom("tr_event");
 	if (warn)
 		log_warnx("event: alloc=%s task=%s type=%s message=\"%s\"",
 		    tr->a->id, tr->t->name, ev->type, ev->message);
 	else
 		log_info("event: alloc=%s task=%s type=%s message=\"%s\"",
 		    tr->a->id, tr->t->name, ev->type, ev->message);
-	events_record(tr->sv->events, "task", ev->type, tr->a->id,
+	events_record(tr->d->events, "task", ev->type, tr->a->id,
 	    tr->t->name, tr->t->csi.id, "%s", ev->message);
 }
 
@@ -157,7 +159,7 @@ put_handle(struct trun *tr)
 	rh.state.len = berth__task_handle__pack(&tr->handle, buf);
 	rh.state.data = buf;
 	/* Unacknowledged it is not kept: the callback says so. */
-	if (regclient_put_handle(tr->sv->registry.client, &h, on_handle_put,
+	if (regclient_put_handle(tr->d->registry, &h, on_handle_put,
 	    NULL) < 0)
 		log_warnx("task_runner: cannot reach berth-registry to keep "
 		    "task %s of alloc %s", tr->t->name, tr->a->id);
@@ -170,7 +172,7 @@ delete_handle(struct trun *tr)
 	Berth__ReattachHandle rh = BERTH__REATTACH_HANDLE__INIT;
 
 	handle_key(tr, &h, &rh);
-	if (regclient_delete_handle(tr->sv->registry.client, &h,
+	if (regclient_delete_handle(tr->d->registry, &h,
 	    on_handle_put, NULL) < 0)
 		log_warnx("task_runner: cannot reach berth-registry to forget "
 		    "task %s of alloc %s", tr->t->name, tr->a->id);
@@ -261,7 +263,7 @@ on_exited(struct taskproc *tp, const struct task_exit *ex, void *arg)
 	task_exit_describe(ex, how, sizeof(how));
 	failed = !tr->restart_asked && !(ex->status_known && !ex->signaled &&
 	    ex->code == 0);
-	taskproc_free(tp);
+	tr->d->driver->free(tp);
 	tr->proc = NULL;
 	if (tr->ps != NULL && tr->state != TR_STOPPING)
 		plugsup_stop(tr->ps, NULL, NULL);
@@ -297,7 +299,7 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 		/* why lives in tp: keep it past the free. */
 		snprintf(tr->why, sizeof(tr->why), "%s", why);
 		why = tr->why;
-		taskproc_free(tp);
+		tr->d->driver->free(tp);
 		tr->proc = NULL;
 		if (tr->stop_asked) {
 			finish(tr);
@@ -324,7 +326,7 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 	}
 	tr->state = TR_RUNNING;
 	clock_gettime(CLOCK_MONOTONIC, &tr->started);
-	taskproc_handle(tp, &tr->handle);
+	tr->d->driver->handle(tp, &tr->handle);
 	if (adopted)
 		log_info("task_runner: alloc %s task %s: adopted pid %ld, "
 		    "running since before this supervisor started", tr->a->id,
@@ -356,7 +358,7 @@ launch(struct trun *tr)
 	if (tr->t->driver == ALLOC_DRIVER_EXEC) {
 		spec.kind = TASKDRV_EXEC;
 		layout_task_dir(rel, sizeof(rel), tr->a->id, tr->t->name);
-		layout_abs(dir, sizeof(dir), tr->sv->cfg.data_dir, rel);
+		layout_abs(dir, sizeof(dir), tr->d->data_dir, rel);
 		spec.dir = dir;
 		spec.command = tr->t->command;
 		spec.args = tr->t->args;
@@ -375,11 +377,8 @@ launch(struct trun *tr)
 		    tr->t->plugin;
 	}
 	tr->state = TR_STARTING;
-	if ((tr->proc = taskproc_start(tr->sv->drv, &spec, on_started,
-	    on_exited, tr)) == NULL) {
-		tr_warning(tr, "DriverFailure", "out of memory");
-		restart_later(tr, true);
-	}
+	tr->proc = tr->d->driver->start(tr->d->driver_ctx, &spec, on_started,
+	    on_exited, tr);
 }
 
 static void
@@ -423,7 +422,7 @@ mounter_step(struct trun *tr, int r)
 static void
 start(struct trun *tr)
 {
-	struct mclient *mc = tr->sv->mounter.mclient;
+	struct mclient *mc = tr->d->mounter;
 	bool exec = tr->t->driver == ALLOC_DRIVER_EXEC;
 
 	tr->state = TR_PREPARING;
@@ -433,24 +432,21 @@ start(struct trun *tr)
 		tr->adopting = true;
 		tr->state = TR_STARTING;
 		tr->steps = 0;
-		if ((tr->proc = taskproc_adopt(tr->sv->drv, exec ?
+		tr->proc = tr->d->driver->adopt(tr->d->driver_ctx, exec ?
 		    TASKDRV_EXEC : TASKDRV_PRIVILEGED, tr->a->id, tr->t->name,
-		    &tr->handle, on_started, on_exited, tr)) == NULL) {
-			tr->have_adopt = false;
-			start(tr);
-		}
+		    &tr->handle, on_started, on_exited, tr);
 		return;
 	}
 	if (exec)
 		mounter_step(tr, priv_prepare_task(mc, tr->a->id, tr->t->name,
-		    (uint32_t)tr->sv->uid, (uint32_t)tr->sv->gid, on_prepared,
+		    (uint32_t)tr->d->uid, (uint32_t)tr->d->gid, on_prepared,
 		    tr));
 	/* A root plugin's socket dir stays root's, for our group. */
 	if (tr->ps != NULL)
 		mounter_step(tr, priv_prepare_plugin(mc,
 		    alloc_csi_type_name(tr->t->csi.type), tr->t->csi.id,
-		    tr->a->id, exec ? (uint32_t)tr->sv->uid : 0,
-		    (uint32_t)tr->sv->gid, on_prepared, tr));
+		    tr->a->id, exec ? (uint32_t)tr->d->uid : 0,
+		    (uint32_t)tr->d->gid, on_prepared, tr));
 	/* Release our own step: the answers (or this) go on from there. */
 	on_prepared(&(struct priv_result){ BERTH__ERROR_CODE__ERROR_NONE, "" },
 	    tr);
@@ -470,7 +466,7 @@ on_timer(evutil_socket_t fd, short ev, void *arg)
 		/* It did not stop within kill_timeout. */
 		tr_event(tr, "Killing", "still running after kill_timeout; "
 		    "sending SIGKILL");
-		taskproc_signal(tr->proc, SIGKILL);
+		tr->d->driver->signal(tr->proc, SIGKILL);
 	}
 }
 
@@ -481,7 +477,7 @@ kill_task(struct trun *tr)
 
 	if (tr->proc == NULL)
 		return;
-	if ((r = taskproc_signal(tr->proc, SIGTERM)) < 0 && r != -ESRCH)
+	if ((r = tr->d->driver->signal(tr->proc, SIGTERM)) < 0 && r != -ESRCH)
 		log_warnx("task_runner: alloc %s task %s: SIGTERM: %s",
 		    tr->a->id, tr->t->name, strerror(-r));
 	arm(tr, tr->t->kill_timeout_ms);
@@ -499,7 +495,7 @@ deregistered(void *arg)
 }
 
 struct trun *
-trun_new(struct supervisor *sv, const struct alloc *a,
+trun_new(const struct trun_deps *d, const struct alloc *a,
     const struct alloc_task *t, const Berth__TaskHandle *adopt,
     trun_stopped_cb stopped, void *arg)
 {
@@ -507,9 +503,8 @@ trun_new(struct supervisor *sv, const struct alloc *a,
 	char rel[512];
 	struct trun *tr;
 
-	if ((tr = calloc(1, sizeof(*tr))) == NULL)
-		return NULL;
-	tr->sv = sv;
+	tr = xcalloc(1, sizeof(*tr));
+	tr->d = d;
 	tr->a = a;
 	tr->t = t;
 	tr->stopped = stopped;
@@ -526,12 +521,12 @@ trun_new(struct supervisor *sv, const struct alloc *a,
 		tr->handle.shim_start_time = adopt->shim_start_time;
 		tr->have_adopt = adopt->pid > 0;
 	}
-	if ((tr->timer = evtimer_new(sv->base, on_timer, tr)) == NULL)
-		goto fail;
+	if ((tr->timer = evtimer_new(d->base, on_timer, tr)) == NULL)
+		oom("trun_new");
 	if (t->csi.type != ALLOC_CSI_NONE) {
 		if (layout_plugin_socket(rel, sizeof(rel), a->id) < 0 ||
 		    layout_abs(tr->socket, sizeof(tr->socket),
-		    sv->cfg.data_dir, rel) < 0)
+		    d->data_dir, rel) < 0)
 			goto fail;
 		snprintf(tr->endpoint, sizeof(tr->endpoint), "unix://%s",
 		    tr->socket);
@@ -542,21 +537,18 @@ trun_new(struct supervisor *sv, const struct alloc *a,
 		    t->csi.type == ALLOC_CSI_CONTROLLER ? PLUGSUP_CONTROLLER :
 		    PLUGSUP_MONOLITH;
 		pc.health_timeout_ms = t->csi.health_timeout_ms;
-		pc.heartbeat_ms = sv->cfg.plugin_heartbeat_ms;
+		pc.heartbeat_ms = d->heartbeat_ms;
 		pc.socket = tr->socket;
-		if ((tr->ps = plugsup_new(&(struct plugsup_deps){ sv->base,
-		    sv->registry.client, sv->csi, sv->watcher }, &pc,
-		    &plugin_ops, tr)) == NULL)
+		if ((tr->ps = d->plugsup_new(d->plugsup_ctx, &pc, &plugin_ops,
+		    tr)) == NULL)
 			goto fail;
 	}
-	if ((tr->dh = drivermgr_handler(sv->drivers, alloc_driver_name(
+	if ((tr->dh = drivermgr_handler(d->drivers, alloc_driver_name(
 	    t->driver), a->id, t->name, plugin_event, tr)) == NULL)
-		log_warnx("task_runner: alloc %s task %s: out of memory; its "
-		    "driver's events are not heard", a->id, t->name);
+		oom("trun_new");
 	return tr;
 fail:
-	if (tr->timer != NULL)
-		event_free(tr->timer);
+	event_free(tr->timer);
 	free(tr);
 	return NULL;
 }
@@ -610,10 +602,10 @@ trun_free(struct trun *tr)
 	if (tr == NULL)
 		return;
 	if (tr->proc != NULL)
-		taskproc_free(tr->proc);
+		tr->d->driver->free(tr->proc);
 	plugsup_free(tr->ps);
 	drv_handler_free(tr->dh);
-	priv_forget(tr->sv->mounter.mclient, tr);
+	priv_forget(tr->d->mounter, tr);
 	event_free(tr->timer);
 	for (int i = 0; i < TRUN_EVENTS; i++)
 		free(tr->events[i].message);
@@ -635,7 +627,7 @@ trun_dead(const struct trun *tr)
 pid_t
 trun_pid(const struct trun *tr)
 {
-	return tr->proc != NULL ? taskproc_pid(tr->proc) : 0;
+	return tr->proc != NULL ? tr->d->driver->pid(tr->proc) : 0;
 }
 
 size_t

@@ -16,12 +16,62 @@
 #include <stdbool.h>
 #include <stdint.h>
 #include <time.h>
+#include <sys/types.h>
+
+#include <event2/event.h>
 
 #include "alloc.h"
 #include "driver.pb-c.h"
+#include "plugin_supervisor.h"
+#include "taskdrv.h"
 
-struct supervisor;
+struct drivermgr;
+struct events;
+struct mclient;
+struct regclient;
 struct trun;
+
+/*
+ * What a task runner asks of the task driver: taskdrv.c's functions in
+ * the supervisor (trun_taskdrv_ops, ctx the struct taskdrv), fakes in a
+ * test. start and adopt never return NULL.
+ */
+struct trun_driver_ops {
+	struct taskproc *(*start)(void *ctx, const struct task_spec *spec,
+	    taskproc_started_cb started, taskproc_exited_cb exited,
+	    void *arg);
+	struct taskproc *(*adopt)(void *ctx, enum taskdrv_kind kind,
+	    const char *alloc, const char *task, const Berth__TaskHandle *h,
+	    taskproc_started_cb started, taskproc_exited_cb exited,
+	    void *arg);
+	void (*handle)(const struct taskproc *tp, Berth__TaskHandle *h);
+	int (*signal)(struct taskproc *tp, int sig);
+	pid_t (*pid)(const struct taskproc *tp);
+	void (*free)(struct taskproc *tp);
+};
+extern const struct trun_driver_ops trun_taskdrv_ops;
+
+/* A plugin task's plugin supervisor: NULL when it cannot be made. */
+typedef struct plugsup *(*trun_plugsup_fn)(void *ctx,
+    const struct plugsup_conf *conf, const struct plugsup_ops *ops,
+    void *arg);
+
+/* What every task runner uses; owned by the caller, outliving them. */
+struct trun_deps {
+	struct event_base *base;
+	struct regclient *registry;	/* the task handles it keeps */
+	struct mclient *mounter;	/* its directories */
+	struct events *events;		/* its task events */
+	struct drivermgr *drivers;	/* its driver's events */
+	const struct trun_driver_ops *driver;
+	void *driver_ctx;
+	trun_plugsup_fn plugsup_new;
+	void *plugsup_ctx;
+	const char *data_dir;
+	int64_t heartbeat_ms;		/* plugin_heartbeat_ms */
+	uid_t uid;			/* an exec task's user and group */
+	gid_t gid;
+};
 
 /* Restart backoff: from 1 s doubling to 30 s; reset after 30 s of running. */
 #define TRUN_RESTART_FIRST_MS 1000
@@ -37,10 +87,11 @@ struct task_event {
 typedef void (*trun_stopped_cb)(struct trun *tr, void *arg);
 
 /*
- * The alloc and task must outlive the runner. adopt: the handle the
- * registry kept for this task (NULL: none), copied.
+ * The deps, alloc and task must outlive the runner. adopt: the handle
+ * the registry kept for this task (NULL: none), copied. NULL when its
+ * plugin's socket path does not fit.
  */
-struct trun *trun_new(struct supervisor *sv, const struct alloc *a,
+struct trun *trun_new(const struct trun_deps *d, const struct alloc *a,
     const struct alloc_task *t, const Berth__TaskHandle *adopt,
     trun_stopped_cb stopped, void *arg);
 void trun_run(struct trun *tr);

@@ -34,6 +34,7 @@
 #include "drivermgr.h"
 #include "layout.h"
 #include "notify.h"
+#include "plugin_supervisor.h"
 #include "privdrop.h"
 #include "service_mode.h"
 #include "taskdrv.h"
@@ -72,10 +73,14 @@ on_peer_ready(struct peer *p, void *ctx)
 	allocs_start(sv->allocs);
 }
 
+/* The volume manager is made before the allocs: read them when asked. */
 static const char *
-node_plugin_type(void *allocs, const char *alloc, const char *plugin)
+node_plugin_type(void *ctx, const char *alloc, const char *plugin)
 {
-	return allocs_node_plugin_type(allocs, alloc, plugin);
+	struct supervisor *sv = ctx;
+
+	return sv->allocs != NULL ?
+	    allocs_node_plugin_type(sv->allocs, alloc, plugin) : NULL;
 }
 
 /* What the volume manager uses: the helpers, the plugins, the allocs. */
@@ -86,7 +91,7 @@ make_volmgr_deps(struct supervisor *sv, struct volmgr_deps *d)
 	    .registry = sv->registry.client, .mounter = sv->mounter.mclient,
 	    .data_dir = sv->cfg.data_dir, .find_plugin = volmgr_csimgr_find,
 	    .plugins_ctx = sv->csimgr, .node_plugin_type = node_plugin_type,
-	    .allocs_ctx = sv->allocs };
+	    .allocs_ctx = sv };
 	return d;
 }
 
@@ -403,6 +408,52 @@ prepare_dirs(const struct berth_config *cfg, const struct priv_user *ru,
 	return 0;
 }
 
+static struct plugsup *
+allocs_plugsup(void *ctx, const struct plugsup_conf *conf,
+    const struct plugsup_ops *ops, void *arg)
+{
+	struct supervisor *sv = ctx;
+
+	return plugsup_new(&(struct plugsup_deps){ sv->base,
+	    sv->registry.client, sv->csi, sv->watcher }, conf, ops, arg);
+}
+
+static void
+allocs_fail(void *ctx, const char *why)
+{
+	supervisor_stop(ctx, 1, why);
+}
+
+/* The alloc runner's links, config values and callbacks. */
+static struct allocs *
+make_allocs(struct supervisor *sv)
+{
+	const struct allocs_deps d = {
+		.base = sv->base,
+		.registry = sv->registry.client,
+		.mounter = sv->mounter.mclient,
+		.watcher = sv->watcher,
+		.events = sv->events,
+		.drivers = sv->drivers,
+		.volumes = &allocs_volmgr_ops,
+		.volumes_ctx = sv->volmgr,
+		.driver = &trun_taskdrv_ops,
+		.driver_ctx = sv->drv,
+		.plugsup_new = allocs_plugsup,
+		.plugsup_ctx = sv,
+		.alloc_dir = sv->cfg.alloc_dir,
+		.data_dir = sv->cfg.data_dir,
+		.resync_ms = sv->cfg.plugin_resync_ms,
+		.heartbeat_ms = sv->cfg.plugin_heartbeat_ms,
+		.uid = sv->uid,
+		.gid = sv->gid,
+		.fail = allocs_fail,
+		.ctx = sv,
+	};
+
+	return allocs_new(&d);
+}
+
 /* The driver manager hears the task driver's events about tasks. */
 static struct drivermgr *
 drivers_new(struct supervisor *sv)
@@ -676,11 +727,11 @@ unprivileged:
 	    (sv.watcher = watcher_new(sv.base)) == NULL ||
 	    (sv.drv = taskdrv_new(&sv)) == NULL ||
 	    drivers_new(&sv) == NULL ||
-	    (sv.allocs = allocs_new(&sv)) == NULL ||
 	    (sv.csimgr = csimgr_new(&(struct csimgr_deps){ sv.base,
 	    sv.registry.client, sv.csi, sv.events,
 	    sv.cfg.plugin_resync_ms })) == NULL ||
 	    (sv.volmgr = volmgr_new(make_volmgr_deps(&sv, &vd))) == NULL ||
+	    (sv.allocs = make_allocs(&sv)) == NULL ||
 
 	    (sv.devmgr = devmgr_new(sv.base, &sv.cfg)) == NULL)
 		fatalx("main: cannot set up the plugin managers");

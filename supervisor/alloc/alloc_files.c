@@ -1,0 +1,104 @@
+/*
+ * alloc_files.c: what an allocation's tasks left in their directories
+ * (logs, exit status, their own files), removed as the supervisor's
+ * user when the allocation is gone, then the mounter's clean-up of the
+ * rest.
+ *
+ * Must not: follow a symlink, enter a mount point, or touch volumes/
+ * (root's and the mounter's to clear).
+ */
+#include <dirent.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include "alloc_int.h"
+#include "layout.h"
+/*
+ * Remove dirfd/name and all under it, as the supervisor's user: never
+ * following a symlink, never entering a mount point (a volume's bind).
+ */
+static void
+remove_tree(int at, const char *name, int depth)
+{
+	struct statx stx;
+	struct dirent *de;
+	DIR *d;
+	int fd;
+
+	if (statx(at, name, AT_SYMLINK_NOFOLLOW, STATX_TYPE, &stx) < 0 ||
+	    (stx.stx_attributes & STATX_ATTR_MOUNT_ROOT))
+		return;
+	if (!S_ISDIR(stx.stx_mode)) {
+		unlinkat(at, name, 0);
+		return;
+	}
+	if (depth > 32 || (fd = openat(at, name, O_RDONLY | O_DIRECTORY |
+	    O_NOFOLLOW | O_CLOEXEC)) < 0)
+		return;
+	if ((d = fdopendir(fd)) == NULL) {
+		close(fd);
+		return;
+	}
+	while ((de = readdir(d)) != NULL)
+		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") !=
+		    0)
+			remove_tree(dirfd(d), de->d_name, depth + 1);
+	closedir(d);
+	unlinkat(at, name, AT_REMOVEDIR);
+}
+
+/*
+ * What the alloc's tasks left in their directories (logs, exit status,
+ * their own files) goes; volumes/ is root's and the mounter's to clear.
+ * Every task directory, so that an alloc known only from what it left
+ * (after a restart) is cleared too.
+ */
+static void
+remove_task_files(struct allocs *am, const char *alloc)
+{
+	char path[BERTH_PATH_BUF];
+	struct dirent *de, *te;
+	DIR *d, *t;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/%s/%s", am->d.data_dir,
+	    LAYOUT_ALLOCS_DIR, alloc);
+	if ((d = opendir(path)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.' || (fd = openat(dirfd(d), de->d_name,
+		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+			continue;
+		if ((t = fdopendir(fd)) == NULL) {
+			close(fd);
+			continue;
+		}
+		while ((te = readdir(t)) != NULL)
+			if (strcmp(te->d_name, ".") != 0 && strcmp(te->d_name,
+			    "..") != 0 && strcmp(te->d_name, "volumes") != 0)
+				remove_tree(dirfd(t), te->d_name, 0);
+		closedir(t);
+	}
+	closedir(d);
+}
+
+/*
+ * type and plugin (or NULL): the plugin task this alloc ran, when no
+ * other alloc runs one of that plugin and no volume of it is held: then
+ * its mount root goes too, once nothing is left in it.
+ */
+void
+cleanup_alloc(struct allocs *am, const char *alloc, const char *type,
+    const char *plugin, priv_cleanup_cb cb, void *arg)
+{
+	const struct priv_result unreachable = {
+		BERTH__ERROR_CODE__ERROR_CLOSED, MCLIENT_UNREACHABLE };
+
+	remove_task_files(am, alloc);
+	if (priv_cleanup_alloc(am->d.mounter, alloc, type, plugin, cb,
+	    arg) < 0)
+		cb(&unreachable, 0, 0, arg);
+}

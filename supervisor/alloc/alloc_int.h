@@ -1,0 +1,144 @@
+/*
+ * alloc_int.h: what the alloc runner's files share: the manager, one
+ * allocation and its life cycle, the handles kept from before a restart,
+ * and the stale tasks being stopped.
+ *
+ * alloc_runner.c	the manager: start, resync, the API's views
+ * alloc_life.c		one allocation, from its file's start to its end
+ * alloc_dir.c		alloc_dir: the watch, the scan, refused files,
+ *			the API's submit and stop
+ * alloc_recover.c	after a restart: the handles kept, the plugin
+ *			registrations of allocs not running
+ * alloc_stale.c	tasks and volumes of allocs that are gone
+ * alloc_files.c	what tasks left in their directories, and the
+ *			mounter's clean-up of an alloc
+ */
+#ifndef BERTH_ALLOC_INT_H
+#define BERTH_ALLOC_INT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <sys/queue.h>
+
+#include "alloc.h"
+#include "alloc_runner.h"
+#include "mounter_client.h"
+#include "task_runner.h"
+
+#define RESCAN_DELAY_MS 1	/* one scan for the events of one burst */
+/* Volume steps that may pass are tried again: 1 s doubling to 30 s. */
+#define VOLUME_RETRY_FIRST_MS 1000
+#define VOLUME_RETRY_MAX_MS 30000
+
+/*
+ * An allocation's life cycle. In flight: a call to the volume manager
+ * or the mounter is out, its callback moves on; _WAIT: it failed in a
+ * way that may pass, and the retry timer tries again.
+ */
+enum arun_state {
+	ARUN_MOUNTING,		/* its volumes are set up (in flight) */
+	ARUN_MOUNT_WAIT,	/* not in place yet: mounted again later */
+	ARUN_STOP_MOUNTING,	/* stop asked while a mount is in flight */
+	ARUN_RUNNING,		/* its tasks run */
+	ARUN_UNDOING,		/* its volumes failed: undone (in flight) */
+	ARUN_UNDO_WAIT,		/* the undo failed: undone again later */
+	ARUN_STOPPING,		/* its tasks are stopped */
+	ARUN_UNMOUNTING,	/* tasks dead: volumes taken back (in flight) */
+	ARUN_UNMOUNT_WAIT,	/* the take-back failed: again later */
+	ARUN_CLEANING,		/* the mounter clears what is left */
+};
+
+struct arun {
+	struct allocs *am;
+	struct alloc *doc;
+	char file[256];
+	char sig[96];		/* inode, size and mtime of the file read */
+	struct trun **tasks;
+	size_t ntasks, dead;
+	enum arun_state state;
+	bool adopted;		/* tasks adopted before its volumes were in */
+	bool refuse;		/* this version does not start again */
+	struct event *retry;
+	int64_t retry_ms;
+	TAILQ_ENTRY(arun) entry;
+};
+
+/* A handle found at start, until a task claims it. */
+struct kept {
+	char *alloc, *task, *driver;
+	Berth__TaskHandle *th;
+	bool claimed;
+};
+
+/* A file refused, so that it is reported once per version. */
+struct refused {
+	char file[256], sig[96];
+	bool seen, after_run;
+	TAILQ_ENTRY(refused) entry;
+};
+
+struct stale;
+
+struct allocs {
+	struct allocs_deps d;
+	struct trun_deps task;		/* for every task runner */
+	struct watch *watch;
+	struct event *rescan, *resync;
+	bool started, ready, told_missing;
+	struct kept *kept;
+	size_t nkept;
+	TAILQ_HEAD(, arun) runs;
+	TAILQ_HEAD(, refused) refused;
+	TAILQ_HEAD(, stale) stale;
+	/* Allocs not running whose volumes are being taken back. */
+	char **stale_vols;
+	size_t nstale_vols;
+	struct event *stale_vols_timer;
+};
+
+/* alloc_runner.c */
+struct arun *find_run(struct allocs *am, const char *alloc);
+
+/* alloc_life.c */
+/* Run doc (taken) from file, its tasks adopting what claim() finds. */
+void arun_start(struct allocs *am, struct alloc *doc, const char *file,
+    const char *sig);
+void arun_stop(struct arun *ar, const char *why);
+/* Asked to stop, or stopping: the scan leaves it alone. */
+bool arun_stopping(const struct arun *ar);
+void arun_free(struct arun *ar);
+const char *arun_state_name(enum arun_state s);
+
+/* alloc_dir.c */
+void scan(struct allocs *am);
+void on_rescan(evutil_socket_t fd, short ev, void *arg);
+bool doc_name(const char *name);
+void on_dir_event(struct watch *w, uint32_t mask, const char *name,
+    void *arg);
+void refuse_after_run(struct allocs *am, const char *file, const char *sig);
+void refused_free(struct allocs *am);
+
+/* alloc_recover.c */
+void recover_start(struct allocs *am);
+/* The kept handle of this task, claimed: NULL if none. */
+struct kept *claim(struct allocs *am, const char *alloc, const char *task,
+    const char *driver);
+void free_kept(struct allocs *am);
+
+/* alloc_stale.c */
+void stop_stale(struct allocs *am, const struct kept *k);
+void free_stale(struct stale *st);
+void stale_free_all(struct allocs *am);
+void sweep_stale_vols(struct allocs *am);
+void on_stale_vols_timer(evutil_socket_t fd, short ev, void *arg);
+void stale_vols_free(struct allocs *am);
+
+/* alloc_files.c */
+/*
+ * Remove what the alloc's tasks left, then the mounter's CleanupAlloc;
+ * cb runs once, with an error when the mounter cannot be reached.
+ */
+void cleanup_alloc(struct allocs *am, const char *alloc, const char *type,
+    const char *plugin, priv_cleanup_cb cb, void *arg);
+
+#endif

@@ -1,0 +1,397 @@
+/*
+ * alloc_life.c: one allocation's life cycle (enum arun_state): its
+ * volumes set up, its tasks run, and on its stop its tasks stopped, its
+ * volumes taken back and what is left cleaned up.
+ *
+ *   MOUNTING --ok--> RUNNING --stop--> STOPPING --tasks dead-->
+ *   UNMOUNTING --ok--> CLEANING --> gone
+ *
+ * A mount that may pass waits (MOUNT_WAIT) and mounts again; one that
+ * fails is undone (UNDOING, UNDO_WAIT) and this version of the file is
+ * refused until it changes. A stop asked while a mount is in flight
+ * (STOP_MOUNTING) waits for its answer. A take-back that fails waits
+ * (UNMOUNT_WAIT) and tries again.
+ *
+ * Must not: read alloc_dir (alloc_dir.c does) or run a task itself (the
+ * task runner does).
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "alloc_int.h"
+#include "events.h"
+#include "xalloc.h"
+
+static void on_retry(evutil_socket_t fd, short ev, void *arg);
+
+static const char *const state_names[] = {
+	"mounting", "mount-wait", "stop-mounting", "running", "undoing",
+	"undo-wait", "stopping", "unmounting", "unmount-wait", "cleaning",
+};
+
+const char *
+arun_state_name(enum arun_state s)
+{
+	return state_names[s];
+}
+
+bool
+arun_stopping(const struct arun *ar)
+{
+	return ar->state == ARUN_STOP_MOUNTING || ar->state >= ARUN_STOPPING;
+}
+
+void
+arun_free(struct arun *ar)
+{
+	size_t i;
+
+	for (i = 0; i < ar->ntasks; i++)
+		trun_free(ar->tasks[i]);
+	free(ar->tasks);
+	event_free(ar->retry);
+	alloc_free(ar->doc);
+	free(ar);
+}
+
+static void
+arm_retry(struct arun *ar, enum arun_state wait)
+{
+	struct timeval tv = { ar->retry_ms / 1000, (ar->retry_ms % 1000) *
+		1000 };
+
+	ar->state = wait;
+	evtimer_add(ar->retry, &tv);
+	ar->retry_ms = ar->retry_ms * 2 > VOLUME_RETRY_MAX_MS ?
+	    VOLUME_RETRY_MAX_MS : ar->retry_ms * 2;
+}
+
+static void
+on_cleaned(const struct priv_result *res, uint32_t unmounted,
+    uint32_t removed, void *arg)
+{
+	struct arun *ar = arg;
+	struct allocs *am = ar->am;
+
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE)
+		log_warnx("alloc %s: berth-mounter could not clean it up: %s: "
+		    "%s", ar->doc->id, ipc_error_name(res->code), res->message);
+	else
+		log_info("alloc %s: stopped; %u mounts and %u entries removed",
+		    ar->doc->id, unmounted, removed);
+	events_record(am->d.events, "alloc", "AllocStopped", ar->doc->id,
+	    NULL, NULL, "stopped; it ran from %s", ar->file);
+	TAILQ_REMOVE(&am->runs, ar, entry);
+	if (ar->refuse)
+		refuse_after_run(am, ar->file, ar->sig);
+	arun_free(ar);
+	/* A changed file: its new version starts now. */
+	scan(am);
+}
+
+/* The mounter cleans up; the plugin's mount root too if this was its last. */
+static void
+clean_up(struct arun *ar)
+{
+	struct allocs *am = ar->am;
+	const struct alloc_task *t = NULL, *u;
+	struct arun *other;
+	size_t i, k;
+
+	ar->state = ARUN_CLEANING;
+	for (i = 0; i < ar->doc->ntasks; i++)
+		if (ar->doc->tasks[i].csi.type != ALLOC_CSI_NONE)
+			t = &ar->doc->tasks[i];
+	TAILQ_FOREACH(other, &am->runs, entry)
+		for (k = 0; t != NULL && other != ar && k < other->doc->ntasks;
+		    k++) {
+			u = &other->doc->tasks[k];
+			if (u->csi.type == t->csi.type &&
+			    strcmp(u->csi.id, t->csi.id) == 0)
+				t = NULL;
+		}
+	if (t != NULL && am->d.volumes->uses_plugin(am->d.volumes_ctx,
+	    t->csi.id))
+		t = NULL;
+	cleanup_alloc(am, ar->doc->id, t != NULL ?
+	    alloc_csi_type_name(t->csi.type) : NULL, t != NULL ? t->csi.id :
+	    NULL, on_cleaned, ar);
+}
+
+/* Volumes taken back (or none held): the mounter cleans up the rest. */
+static void
+on_unmounted(enum volmgr_status st, const char *why, void *arg)
+{
+	struct arun *ar = arg;
+
+	if (st != VOLMGR_OK) {
+		log_warnx("alloc %s: taking its volumes back: %s; trying again "
+		    "in %lld ms", ar->doc->id, why, (long long)ar->retry_ms);
+		arm_retry(ar, ARUN_UNMOUNT_WAIT);
+		return;
+	}
+	clean_up(ar);
+}
+
+static void
+volumes_down(struct arun *ar)
+{
+	struct allocs *am = ar->am;
+
+	ar->state = ARUN_UNMOUNTING;
+	am->d.volumes->unmount(am->d.volumes_ctx, ar->doc->id, ar->doc,
+	    on_unmounted, ar);
+}
+
+static void
+task_stopped(struct trun *tr, void *arg)
+{
+	struct arun *ar = arg;
+
+	(void)tr;
+	if (++ar->dead < ar->ntasks)
+		return;
+	ar->retry_ms = VOLUME_RETRY_FIRST_MS;
+	volumes_down(ar);
+}
+
+/* Every task stops; the last one's stop takes the volumes back. */
+static void
+stop_tasks(struct arun *ar)
+{
+	size_t i, n = ar->ntasks;
+
+	ar->state = ARUN_STOPPING;
+	if (n == 0) {
+		volumes_down(ar);
+		return;
+	}
+	for (i = 0; i < n; i++)
+		trun_stop(ar->tasks[i]);
+}
+
+void
+arun_stop(struct arun *ar, const char *why)
+{
+	switch (ar->state) {
+	case ARUN_MOUNTING:
+		/* A mount in flight ends first; on_mounted stops the tasks. */
+		log_info("alloc %s: stopping (%s)", ar->doc->id, why);
+		ar->state = ARUN_STOP_MOUNTING;
+		return;
+	case ARUN_UNDOING:
+		/* on_undone stops it, whatever the answer. */
+		return;
+	case ARUN_MOUNT_WAIT:
+	case ARUN_UNDO_WAIT:
+	case ARUN_RUNNING:
+		evtimer_del(ar->retry);
+		log_info("alloc %s: stopping (%s)", ar->doc->id, why);
+		stop_tasks(ar);
+		return;
+	case ARUN_STOP_MOUNTING:
+	case ARUN_STOPPING:
+	case ARUN_UNMOUNTING:
+	case ARUN_UNMOUNT_WAIT:
+	case ARUN_CLEANING:
+		return;
+	}
+}
+
+/* Start every task not running yet (adopted ones run already). */
+static void
+run_tasks(struct arun *ar)
+{
+	size_t i;
+
+	ar->state = ARUN_RUNNING;
+	for (i = 0; i < ar->ntasks; i++)
+		trun_run(ar->tasks[i]);
+}
+
+/* A failed mount, undone: this version of the file does not run. */
+static void
+on_undone(enum volmgr_status st, const char *why, void *arg)
+{
+	struct arun *ar = arg;
+
+	if (st != VOLMGR_OK) {
+		log_warnx("alloc %s: undoing its volumes: %s; trying again in "
+		    "%lld ms", ar->doc->id, why, (long long)ar->retry_ms);
+		arm_retry(ar, ARUN_UNDO_WAIT);
+		return;
+	}
+	ar->refuse = true;
+	log_info("alloc %s: stopping (%s)", ar->doc->id, "its volumes could "
+	    "not be set up; it starts again when its file changes");
+	stop_tasks(ar);
+}
+
+static void
+undo(struct arun *ar)
+{
+	ar->state = ARUN_UNDOING;
+	ar->am->d.volumes->unmount(ar->am->d.volumes_ctx, ar->doc->id,
+	    ar->doc, on_undone, ar);
+}
+
+static void
+on_mounted(enum volmgr_status st, const char *why, void *arg)
+{
+	struct arun *ar = arg;
+
+	if (ar->state == ARUN_STOP_MOUNTING) {
+		log_info("alloc %s: stopping (%s)", ar->doc->id,
+		    "stopped while its volumes were set up");
+		stop_tasks(ar);
+		return;
+	}
+	if (st == VOLMGR_OK) {
+		log_info("alloc %s: %zu volume%s in place", ar->doc->id,
+		    ar->doc->nvolumes, ar->doc->nvolumes == 1 ? "" : "s");
+		ar->retry_ms = VOLUME_RETRY_FIRST_MS;
+		run_tasks(ar);
+		return;
+	}
+	if (st == VOLMGR_RETRY) {
+		/* Kept as far as it went; the next try goes on from there.
+		 * The first wait is routine (after a restart the plugin
+		 * registers again a moment after the allocs are read):
+		 * only one that lasts is a warning. */
+		if (ar->retry_ms <= VOLUME_RETRY_FIRST_MS)
+			log_info("alloc %s: volumes not in place yet: %s; "
+			    "trying again in %lld ms", ar->doc->id, why,
+			    (long long)ar->retry_ms);
+		else
+			log_warnx("alloc %s: volumes not in place yet: %s; "
+			    "trying again in %lld ms", ar->doc->id, why,
+			    (long long)ar->retry_ms);
+		arm_retry(ar, ARUN_MOUNT_WAIT);
+		return;
+	}
+	if (ar->adopted) {
+		/* Adopted tasks run on what is in place: leave it. */
+		log_warnx("alloc %s: checking its volumes: %s", ar->doc->id,
+		    why);
+		ar->state = ARUN_RUNNING;
+		return;
+	}
+	log_warnx("alloc %s: volumes failed, undoing what was done; tasks not "
+	    "started: %s", ar->doc->id, why);
+	ar->retry_ms = VOLUME_RETRY_FIRST_MS;
+	undo(ar);
+}
+
+static void
+mount_volumes(struct arun *ar)
+{
+	ar->state = ARUN_MOUNTING;
+	ar->am->d.volumes->mount(ar->am->d.volumes_ctx, ar->doc, on_mounted,
+	    ar);
+}
+
+static void
+on_retry(evutil_socket_t fd, short ev, void *arg)
+{
+	struct arun *ar = arg;
+
+	(void)fd;
+	(void)ev;
+	switch (ar->state) {
+	case ARUN_MOUNT_WAIT:
+		mount_volumes(ar);
+		return;
+	case ARUN_UNDO_WAIT:
+		/* A failed version does not start again until its file
+		 * changes: undo again. */
+		undo(ar);
+		return;
+	case ARUN_UNMOUNT_WAIT:
+		volumes_down(ar);
+		return;
+	default:
+		return;
+	}
+}
+
+/* Each task's runner, adopting what was kept; false when one cannot be. */
+static bool
+make_tasks(struct arun *ar, struct kept **claimed)
+{
+	struct allocs *am = ar->am;
+	const struct alloc *doc = ar->doc;
+	size_t i, k;
+
+	for (i = 0; i < doc->ntasks; i++) {
+		const struct alloc_task *t = &doc->tasks[i];
+
+		claimed[i] = claim(am, doc->id, t->name, alloc_driver_name(
+		    t->driver));
+		ar->adopted |= claimed[i] != NULL;
+		ar->tasks[i] = trun_new(&am->task, doc, t, claimed[i] != NULL ?
+		    claimed[i]->th : NULL, task_stopped, ar);
+		if (ar->tasks[i] == NULL) {
+			log_warnx("alloc file %s refused: task %s: its plugin "
+			    "socket path is too long", ar->file, t->name);
+			/* Their handles go back: stale, they are stopped. */
+			for (k = 0; k <= i; k++)
+				if (claimed[k] != NULL)
+					claimed[k]->claimed = false;
+			for (k = 0; k < i; k++)
+				trun_free(ar->tasks[k]);
+			ar->ntasks = 0;
+			return false;
+		}
+		ar->ntasks++;
+	}
+	return true;
+}
+
+void
+arun_start(struct allocs *am, struct alloc *doc, const char *file,
+    const char *sig)
+{
+	struct kept **claimed;
+	struct arun *ar;
+	size_t i;
+
+	ar = xcalloc(1, sizeof(*ar));
+	ar->tasks = xcalloc(doc->ntasks + 1, sizeof(*ar->tasks));
+	claimed = xcalloc(doc->ntasks + 1, sizeof(*claimed));
+	ar->am = am;
+	ar->doc = doc;
+	ar->retry_ms = VOLUME_RETRY_FIRST_MS;
+	if ((ar->retry = evtimer_new(am->d.base, on_retry, ar)) == NULL)
+		oom("arun_start");
+	snprintf(ar->file, sizeof(ar->file), "%s", file);
+	snprintf(ar->sig, sizeof(ar->sig), "%s", sig);
+	if (!make_tasks(ar, claimed)) {
+		free(claimed);
+		arun_free(ar);
+		refuse_after_run(am, file, sig);
+		return;
+	}
+	free(claimed);
+	TAILQ_INSERT_TAIL(&am->runs, ar, entry);
+	log_info("alloc %s: running %zu task%s from %s", doc->id, ar->ntasks,
+	    ar->ntasks == 1 ? "" : "s", file);
+	events_record(am->d.events, "alloc", "AllocStarted", doc->id, NULL,
+	    NULL, "running %zu task%s from %s", ar->ntasks, ar->ntasks == 1 ?
+	    "" : "s", file);
+	/*
+	 * A task starts only once its volumes are in place. Tasks still
+	 * running from before a restart are adopted at once; the volume
+	 * manager then finds their volumes in place and keeps them. One
+	 * that ended meanwhile (after a reboot, its volumes are gone too)
+	 * starts with the others, once the volumes are in place.
+	 */
+	if (doc->nvolumes == 0) {
+		run_tasks(ar);
+		return;
+	}
+	if (ar->adopted)
+		for (i = 0; i < ar->ntasks; i++)
+			trun_adopt(ar->tasks[i]);
+	mount_volumes(ar);
+}

@@ -1,0 +1,1003 @@
+/*
+ * test_alloc_runner.c: the alloc runner alone, through its allocs_deps:
+ * a real alloc_dir (a temporary directory, watched with inotify), fakes
+ * of the registry and the mounter on real channels (fake_peer.h), the
+ * volume manager and the task driver as tables of fakes whose callbacks
+ * the test fires, a real driver manager (never started). Every
+ * transition of an allocation's life cycle (enum arun_state), the
+ * recovery after a restart (adopted tasks, stale tasks, stale volumes,
+ * stale plugin registrations), and registry or mounter replies that
+ * fail, come late, or never come.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <sys/stat.h>
+
+#include <check.h>
+
+#include "alloc.h"
+#include "alloc_runner.h"
+#include "drivermgr.h"
+#include "events.h"
+#include "fake_peer.h"
+#include "harness.h"
+#include "mounter_client.h"
+#include "registry_client.h"
+#include "watch.h"
+
+/* ---- the fake task driver ---- */
+
+struct taskproc {
+	taskproc_started_cb started;
+	taskproc_exited_cb exited;
+	void *arg;
+	pid_t pid;
+	bool adopted, freed;
+	int sigs[8];
+	int nsigs;
+	char alloc[64], task[64];
+};
+
+#define MAXPROCS 32
+static struct taskproc procs[MAXPROCS];
+static int nprocs;
+static pid_t next_pid = 1000;
+
+static struct taskproc *
+new_proc(taskproc_started_cb started, taskproc_exited_cb exited, void *arg,
+    const char *alloc, const char *task)
+{
+	struct taskproc *tp;
+
+	ck_assert_int_lt(nprocs, MAXPROCS);
+	tp = &procs[nprocs++];
+	memset(tp, 0, sizeof(*tp));
+	tp->started = started;
+	tp->exited = exited;
+	tp->arg = arg;
+	tp->pid = next_pid++;
+	snprintf(tp->alloc, sizeof(tp->alloc), "%s", alloc);
+	snprintf(tp->task, sizeof(tp->task), "%s", task);
+	return tp;
+}
+
+static struct taskproc *
+fake_start(void *ctx, const struct task_spec *spec,
+    taskproc_started_cb started, taskproc_exited_cb exited, void *arg)
+{
+	(void)ctx;
+	return new_proc(started, exited, arg, spec->alloc, spec->task);
+}
+
+static struct taskproc *
+fake_adopt(void *ctx, enum taskdrv_kind kind, const char *alloc,
+    const char *task, const Berth__TaskHandle *h, taskproc_started_cb started,
+    taskproc_exited_cb exited, void *arg)
+{
+	struct taskproc *tp;
+
+	(void)ctx;
+	(void)kind;
+	tp = new_proc(started, exited, arg, alloc, task);
+	tp->adopted = true;
+	tp->pid = h != NULL ? (pid_t)h->pid : 0;
+	return tp;
+}
+
+static void
+fake_handle(const struct taskproc *tp, Berth__TaskHandle *h)
+{
+	h->pid = tp->pid;
+	h->start_time = 7;
+}
+
+static int
+fake_signal(struct taskproc *tp, int sig)
+{
+	ck_assert(!tp->freed);
+	if (tp->nsigs < 8)
+		tp->sigs[tp->nsigs++] = sig;
+	return 0;
+}
+
+static pid_t
+fake_pid(const struct taskproc *tp)
+{
+	return tp->pid;
+}
+
+static void
+fake_free(struct taskproc *tp)
+{
+	ck_assert(!tp->freed);
+	tp->freed = true;
+}
+
+static const struct trun_driver_ops fake_driver = {
+	fake_start, fake_adopt, fake_handle, fake_signal, fake_pid, fake_free,
+};
+
+/* The task process of alloc/task made last, or NULL. */
+static struct taskproc *
+find_proc(const char *alloc, const char *task)
+{
+	for (int i = nprocs - 1; i >= 0; i--)
+		if (strcmp(procs[i].alloc, alloc) == 0 &&
+		    strcmp(procs[i].task, task) == 0)
+			return &procs[i];
+	return NULL;
+}
+
+static void
+proc_exits(struct taskproc *tp, int code)
+{
+	const struct task_exit ex = { true, false, code, NULL };
+
+	tp->exited(tp, &ex, tp->arg);
+}
+
+/* ---- the fake volume manager ---- */
+
+struct vcall {
+	bool mount;
+	char alloc[64];
+	bool with_doc;
+	volmgr_cb cb;
+	void *arg;
+	bool answered;
+};
+
+static struct vcall vcalls[32];
+static int nvcalls;
+static bool vol_ready;
+static const char *vol_holders[4];	/* allocs with mount records */
+
+static void
+vol_mount(void *ctx, const struct alloc *a, volmgr_cb cb, void *arg)
+{
+	struct vcall *v = &vcalls[nvcalls++];
+
+	(void)ctx;
+	ck_assert_int_lt(nvcalls, 32);
+	memset(v, 0, sizeof(*v));
+	v->mount = true;
+	snprintf(v->alloc, sizeof(v->alloc), "%s", a->id);
+	v->with_doc = true;
+	v->cb = cb;
+	v->arg = arg;
+}
+
+static void
+vol_unmount(void *ctx, const char *alloc, const struct alloc *a,
+    volmgr_cb cb, void *arg)
+{
+	struct vcall *v = &vcalls[nvcalls++];
+
+	(void)ctx;
+	ck_assert_int_lt(nvcalls, 32);
+	memset(v, 0, sizeof(*v));
+	snprintf(v->alloc, sizeof(v->alloc), "%s", alloc);
+	v->with_doc = a != NULL;
+	v->cb = cb;
+	v->arg = arg;
+}
+
+static void
+vol_each_alloc(void *ctx, void (*fn)(const char *alloc, void *arg),
+    void *arg)
+{
+	(void)ctx;
+	for (int i = 0; i < 4 && vol_holders[i] != NULL; i++)
+		fn(vol_holders[i], arg);
+}
+
+static bool
+vol_is_ready(void *ctx)
+{
+	(void)ctx;
+	return vol_ready;
+}
+
+static bool
+vol_uses_plugin(void *ctx, const char *plugin)
+{
+	(void)ctx;
+	(void)plugin;
+	return false;
+}
+
+static const struct allocs_volume_ops fake_volumes = {
+	vol_mount, vol_unmount, vol_each_alloc, vol_is_ready, vol_uses_plugin,
+};
+
+/* The last call to the volume manager; it must be of this kind. */
+static struct vcall *
+last_vcall(bool mount, const char *alloc)
+{
+	struct vcall *v;
+
+	ck_assert_int_gt(nvcalls, 0);
+	v = &vcalls[nvcalls - 1];
+	ck_assert_msg(v->mount == mount, "last volume call: %s, not %s",
+	    v->mount ? "mount" : "unmount", mount ? "mount" : "unmount");
+	ck_assert_str_eq(v->alloc, alloc);
+	return v;
+}
+
+static void
+vol_answer(struct vcall *v, enum volmgr_status st, const char *why)
+{
+	ck_assert(!v->answered);
+	v->answered = true;
+	v->cb(st, why, v->arg);
+}
+
+/* ---- the fixture ---- */
+
+static struct event_base *base;
+static struct fake_peer *reg_fp, *mnt_fp;
+static struct chan *reg_chan, *mnt_chan;
+static struct regclient *rc;
+static struct mclient *mc;
+static struct events *events;
+static struct drivermgr *dm;
+static struct watcher *watcher;
+static struct allocs *am;
+static char *dir, alloc_dir[512], data_dir[512];
+static char failed_why[256];
+static int nfailed;
+static bool auto_prepare;
+
+static struct plugsup *
+no_plugsup(void *ctx, const struct plugsup_conf *conf,
+    const struct plugsup_ops *ops, void *arg)
+{
+	(void)ctx;
+	(void)conf;
+	(void)ops;
+	(void)arg;
+	return NULL;
+}
+
+static void
+on_fail(void *ctx, const char *why)
+{
+	(void)ctx;
+	snprintf(failed_why, sizeof(failed_why), "%s", why);
+	nfailed++;
+}
+
+/* The mounter makes task directories at once, when the test says so. */
+static void
+mounter_handler(struct fake_peer *fp, struct fake_req *req, void *arg)
+{
+	(void)arg;
+	if (auto_prepare && req->env->body_case ==
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK)
+		fake_reply_ack(fp, req);
+}
+
+static const struct chan_ops no_ops = { NULL, NULL, NULL, NULL };
+
+static void
+setup(void)
+{
+	struct drivermgr_conf dc = { 0 };
+	struct allocs_deps d;
+
+	nprocs = nvcalls = nfailed = 0;
+	failed_why[0] = '\0';
+	vol_ready = true;
+	memset(vol_holders, 0, sizeof(vol_holders));
+	auto_prepare = true;
+	ck_assert_ptr_nonnull(base = event_base_new());
+	reg_fp = fake_peer_new(base, "berth-registry", NULL, &reg_chan,
+	    &no_ops, NULL);
+	mnt_fp = fake_peer_new(base, "berth-mounter", NULL, &mnt_chan,
+	    &no_ops, NULL);
+	fake_peer_handler(mnt_fp, mounter_handler, NULL);
+	ck_assert_ptr_nonnull(rc = regclient_new(base, reg_chan, 5000));
+	ck_assert_ptr_nonnull(mc = mclient_new(mnt_chan));
+	ck_assert_ptr_nonnull(events = events_new());
+	ck_assert_ptr_nonnull(watcher = watcher_new(base));
+	dc.shim = "/nonexistent/berth-shim";
+	dc.fingerprint_ms = 1000;
+	dc.retry_initial_ms = 1000;
+	dc.retry_max_ms = 1000;
+	ck_assert_ptr_nonnull(dm = drivermgr_new(base, &dc));
+	dir = harness_tmpdir("allocs");
+	snprintf(alloc_dir, sizeof(alloc_dir), "%s/allocs.d", dir);
+	snprintf(data_dir, sizeof(data_dir), "%s/data", dir);
+	ck_assert_int_eq(mkdir(alloc_dir, 0755), 0);
+	ck_assert_int_eq(mkdir(data_dir, 0755), 0);
+	d = (struct allocs_deps){
+		.base = base, .registry = rc, .mounter = mc,
+		.watcher = watcher, .events = events, .drivers = dm,
+		.volumes = &fake_volumes, .volumes_ctx = NULL,
+		.driver = &fake_driver, .driver_ctx = NULL,
+		.plugsup_new = no_plugsup, .plugsup_ctx = NULL,
+		.alloc_dir = alloc_dir, .data_dir = data_dir,
+		.resync_ms = 60000, .heartbeat_ms = 1000,
+		.uid = getuid(), .gid = getgid(),
+		.fail = on_fail, .ctx = NULL,
+	};
+	ck_assert_ptr_nonnull(am = allocs_new(&d));
+}
+
+static void
+teardown(void)
+{
+	allocs_free(am);
+	drivermgr_free(dm);
+	watcher_free(watcher);
+	events_free(events);
+	mclient_free(mc);
+	regclient_free(rc);
+	chan_free(mnt_chan);
+	chan_free(reg_chan);
+	fake_peer_free(mnt_fp);
+	fake_peer_free(reg_fp);
+	event_base_free(base);
+	harness_rmtree(dir);
+	free(dir);
+}
+
+/* ---- helpers ---- */
+
+static void
+run_for(int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+}
+
+struct want_req {
+	struct fake_peer *fp;
+	Berth__Envelope__BodyCase body;
+	unsigned n;
+};
+
+static bool
+req_count_reached(void *arg)
+{
+	struct want_req *w = arg;
+
+	return fake_count(w->fp, w->body) >= w->n;
+}
+
+static void
+wait_requests(struct fake_peer *fp, Berth__Envelope__BodyCase body,
+    unsigned n)
+{
+	struct want_req w = { fp, body, n };
+
+	ck_assert_msg(fake_run_until(base, req_count_reached, &w, 3000),
+	    "%u requests of body %d never came (%u did)", n, (int)body,
+	    fake_count(fp, body));
+}
+
+static struct fake_req *
+held(struct fake_peer *fp, Berth__Envelope__BodyCase body)
+{
+	struct fake_req *r = fake_held(fp, body);
+
+	ck_assert_msg(r != NULL, "no request of body %d held", (int)body);
+	return r;
+}
+
+/* The alloc's life-cycle state, or "gone". */
+static const char *
+state_of(const char *id)
+{
+	struct alloc_view v;
+
+	return allocs_find(am, id, &v) ? v.state : "gone";
+}
+
+struct want_state {
+	const char *id, *state;
+};
+
+static bool
+state_reached(void *arg)
+{
+	struct want_state *w = arg;
+
+	return strcmp(state_of(w->id), w->state) == 0;
+}
+
+static void
+wait_state(const char *id, const char *state)
+{
+	struct want_state w = { id, state };
+
+	ck_assert_msg(fake_run_until(base, state_reached, &w, 3000),
+	    "alloc %s never %s (it is %s)", id, state, state_of(id));
+}
+
+static bool
+nvcalls_reached(void *arg)
+{
+	return nvcalls >= *(int *)arg;
+}
+
+static void
+wait_vcalls(int n)
+{
+	ck_assert_msg(fake_run_until(base, nvcalls_reached, &n, 3000),
+	    "%d volume calls never came (%d did)", n, nvcalls);
+}
+
+static bool
+proc_made(void *arg)
+{
+	const char *const *at = arg;
+
+	return find_proc(at[0], at[1]) != NULL;
+}
+
+static struct taskproc *
+wait_proc(const char *alloc, const char *task)
+{
+	const char *at[2] = { alloc, task };
+
+	ck_assert_msg(fake_run_until(base, proc_made, at, 3000),
+	    "task %s of %s never started", task, alloc);
+	return find_proc(alloc, task);
+}
+
+static void
+write_alloc(const char *id, bool volume, const char *extra)
+{
+	char path[1024], doc[2048];
+
+	snprintf(doc, sizeof(doc), "{\"id\": \"%s\", %s \"tasks\": [{\"name\": "
+	    "\"t\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/true\"%s}, \"kill_timeout\": \"200ms\"%s}]}", id,
+	    volume ? "\"volumes\": {\"data\": {\"type\": \"csi\", "
+	    "\"source\": \"v1\", \"access_mode\": \"single-node-writer\", "
+	    "\"attachment_mode\": \"file-system\"}}," : "",
+	    extra != NULL ? extra : "", volume ? ", \"volume_mounts\": "
+	    "[{\"volume\": \"data\", \"destination\": \"data\"}]" : "");
+	snprintf(path, sizeof(path), "%s/%s.json", alloc_dir, id);
+	harness_write(path, doc);
+}
+
+static void
+remove_alloc(const char *id)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s.json", alloc_dir, id);
+	ck_assert_int_eq(unlink(path), 0);
+}
+
+/* A reattach handle of the registry, packed as it keeps them. */
+static Berth__Handle *
+make_handle(const char *alloc, const char *task, pid_t pid)
+{
+	Berth__TaskHandle th = BERTH__TASK_HANDLE__INIT;
+	Berth__ReattachHandle *rh = calloc(1, sizeof(*rh));
+	Berth__Handle *h = calloc(1, sizeof(*h));
+
+	berth__reattach_handle__init(rh);
+	berth__handle__init(h);
+	th.pid = pid;
+	th.start_time = 7;
+	th.restarts = 2;
+	rh->type = BERTH__PLUGIN_TYPE__PLUGIN_TYPE_DRIVER;
+	rh->name = "exec";
+	rh->alloc = (char *)alloc;
+	rh->task = (char *)task;
+	rh->state.len = berth__task_handle__get_packed_size(&th);
+	rh->state.data = malloc(rh->state.len);
+	berth__task_handle__pack(&th, rh->state.data);
+	h->handle_case = BERTH__HANDLE__HANDLE_REATTACH;
+	h->reattach = rh;
+	return h;
+}
+
+/* Start: the registry's task handles are read first. */
+static void
+start_with_handles(Berth__Handle **handles, size_t n)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__HandleList list = BERTH__HANDLE_LIST__INIT;
+
+	allocs_start(am);
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_LIST_HANDLES, 1);
+	list.handles = handles;
+	list.n_handles = n;
+	env.body_case = BERTH__ENVELOPE__BODY_HANDLE_LIST;
+	env.handle_list = &list;
+	fake_reply(reg_fp, held(reg_fp, BERTH__ENVELOPE__BODY_LIST_HANDLES),
+	    &env, -1);
+	/* Read: the plugin registrations are listed last. */
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_LIST_PLUGINS, 1);
+	for (size_t i = 0; i < n; i++) {
+		free(handles[i]->reattach->state.data);
+		free(handles[i]->reattach);
+		free(handles[i]);
+	}
+}
+
+static void
+cleanup_reply(struct fake_req *req)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__CleanupReply cr = BERTH__CLEANUP_REPLY__INIT;
+
+	ck_assert_int_eq(req->env->body_case,
+	    BERTH__ENVELOPE__BODY_CLEANUP_ALLOC);
+	env.body_case = BERTH__ENVELOPE__BODY_CLEANUP_REPLY;
+	env.cleanup_reply = &cr;
+	fake_reply(mnt_fp, req, &env, -1);
+}
+
+/* What the alloc's task may be doing at a stop: it stops. */
+static void
+task_ends(const char *id)
+{
+	struct taskproc *tp = find_proc(id, "t");
+
+	ck_assert_ptr_nonnull(tp);
+	ck_assert_int_ge(tp->nsigs, 1);
+	ck_assert_int_eq(tp->sigs[0], SIGTERM);
+	proc_exits(tp, 0);
+}
+
+/* From stopping on: volumes back, the mounter's clean-up, gone. */
+static void
+stop_to_gone(const char *id, unsigned ncleanups)
+{
+	wait_state(id, "unmounting");
+	vol_answer(last_vcall(false, id), VOLMGR_OK, "");
+	ck_assert_str_eq(state_of(id), "cleaning");
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC, ncleanups);
+	cleanup_reply(held(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC));
+	wait_state(id, "gone");
+}
+
+static bool
+has_event(const char *type, const char *alloc)
+{
+	const struct berth_event *e;
+	uint64_t seq = 0;
+
+	while ((e = events_after(events, seq)) != NULL) {
+		if (strcmp(e->type, type) == 0 && strcmp(e->alloc, alloc) == 0)
+			return true;
+		seq = e->index;
+	}
+	return false;
+}
+
+static bool
+two_procs(void *arg)
+{
+	(void)arg;
+	return nprocs == 2;
+}
+
+/* ---- the tests ---- */
+
+START_TEST(test_no_volumes_run_and_stop)
+{
+	char path[1024];
+
+	write_alloc("a1", false, NULL);
+	start_with_handles(NULL, 0);
+	ck_assert_str_eq(state_of("a1"), "running");
+	ck_assert(has_event("AllocStarted", "a1"));
+	wait_proc("a1", "t")->started(find_proc("a1", "t"), 0, NULL,
+	    find_proc("a1", "t")->arg);
+	ck_assert_int_eq(nvcalls, 0);
+	/* Files the task left go at the end; its volumes/ stays. */
+	snprintf(path, sizeof(path), "%s/allocs", data_dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/allocs/a1", data_dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/allocs/a1/t", data_dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/allocs/a1/t/volumes", data_dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	snprintf(path, sizeof(path), "%s/allocs/a1/t/out.log", data_dir);
+	harness_write(path, "hello");
+
+	remove_alloc("a1");
+	wait_state("a1", "stopping");
+	task_ends("a1");
+	stop_to_gone("a1", 1);
+	ck_assert(has_event("AllocStopped", "a1"));
+	ck_assert_int_ne(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/allocs/a1/t/volumes", data_dir);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	ck_assert_int_eq(nfailed, 0);
+}
+END_TEST
+
+START_TEST(test_mount_wait_then_running)
+{
+	write_alloc("v1", true, NULL);
+	start_with_handles(NULL, 0);
+	ck_assert_str_eq(state_of("v1"), "mounting");
+	vol_answer(last_vcall(true, "v1"), VOLMGR_RETRY, "plugin not ready");
+	ck_assert_str_eq(state_of("v1"), "mount-wait");
+	ck_assert_int_eq(nprocs, 0);
+	/* 1 s later it mounts again. */
+	run_for(600);
+	ck_assert_int_eq(nvcalls, 1);
+	wait_vcalls(2);
+	ck_assert_str_eq(state_of("v1"), "mounting");
+	vol_answer(last_vcall(true, "v1"), VOLMGR_OK, "");
+	ck_assert_str_eq(state_of("v1"), "running");
+	wait_proc("v1", "t");
+}
+END_TEST
+
+START_TEST(test_mount_fails_undo_refused_until_changed)
+{
+	write_alloc("v2", true, NULL);
+	start_with_handles(NULL, 0);
+	vol_answer(last_vcall(true, "v2"), VOLMGR_FAILED, "claim: taken");
+	ck_assert_str_eq(state_of("v2"), "undoing");
+	/* An undo that fails is tried again 1 s later. */
+	vol_answer(last_vcall(false, "v2"), VOLMGR_RETRY, "unpublish: busy");
+	ck_assert_str_eq(state_of("v2"), "undo-wait");
+	wait_vcalls(3);
+	ck_assert_str_eq(state_of("v2"), "undoing");
+	vol_answer(last_vcall(false, "v2"), VOLMGR_OK, "");
+	/* Its tasks never started: stopping ends at once. */
+	ck_assert_str_eq(state_of("v2"), "unmounting");
+	ck_assert_int_eq(nprocs, 0);
+	vol_answer(last_vcall(false, "v2"), VOLMGR_OK, "");
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC, 1);
+	cleanup_reply(held(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC));
+	wait_state("v2", "gone");
+	/* This version is not tried again... */
+	run_for(300);
+	ck_assert_str_eq(state_of("v2"), "gone");
+	ck_assert_int_eq(nvcalls, 4);
+	/* ... a new one is. */
+	write_alloc("v2", true, ", \"args\": [\"x\"]");
+	wait_state("v2", "mounting");
+}
+END_TEST
+
+START_TEST(test_stop_while_mounting_waits_for_reply)
+{
+	write_alloc("v3", true, NULL);
+	start_with_handles(NULL, 0);
+	ck_assert_str_eq(state_of("v3"), "mounting");
+	remove_alloc("v3");
+	wait_state("v3", "stop-mounting");
+	run_for(200);
+	ck_assert_int_eq(nvcalls, 1);
+	/* The late answer, even a good one, ends in a stop. */
+	vol_answer(last_vcall(true, "v3"), VOLMGR_OK, "");
+	ck_assert_int_eq(nprocs, 0);
+	stop_to_gone("v3", 1);
+}
+END_TEST
+
+START_TEST(test_stop_while_waiting)
+{
+	write_alloc("w1", true, NULL);
+	write_alloc("w2", true, NULL);
+	start_with_handles(NULL, 0);
+	wait_vcalls(2);
+	vol_answer(&vcalls[0], VOLMGR_RETRY, "not yet");
+	vol_answer(&vcalls[1], VOLMGR_FAILED, "no such volume");
+	vol_answer(last_vcall(false, vcalls[1].alloc), VOLMGR_FAILED,
+	    "undo failed");
+	ck_assert_str_eq(state_of(vcalls[0].alloc), "mount-wait");
+	ck_assert_str_eq(state_of(vcalls[1].alloc), "undo-wait");
+	remove_alloc("w1");
+	remove_alloc("w2");
+	/* Waiting, they stop at once; their timers are dropped. */
+	wait_state("w1", "unmounting");
+	wait_state("w2", "unmounting");
+	ck_assert_int_eq(nvcalls, 5);
+	run_for(1300);
+	ck_assert_int_eq(nvcalls, 5);
+}
+END_TEST
+
+START_TEST(test_unmount_retried_and_mounter_gone)
+{
+	write_alloc("u1", false, NULL);
+	start_with_handles(NULL, 0);
+	wait_proc("u1", "t")->started(find_proc("u1", "t"), 0, NULL,
+	    find_proc("u1", "t")->arg);
+	remove_alloc("u1");
+	wait_state("u1", "stopping");
+	task_ends("u1");
+	ck_assert_str_eq(state_of("u1"), "unmounting");
+	vol_answer(last_vcall(false, "u1"), VOLMGR_FAILED, "unstage: busy");
+	ck_assert_str_eq(state_of("u1"), "unmount-wait");
+	wait_vcalls(2);
+	ck_assert_str_eq(state_of("u1"), "unmounting");
+	vol_answer(last_vcall(false, "u1"), VOLMGR_OK, "");
+	ck_assert_str_eq(state_of("u1"), "cleaning");
+	/* The mounter never answers the clean-up, then dies: it ends. */
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC, 1);
+	run_for(200);
+	ck_assert_str_eq(state_of("u1"), "cleaning");
+	fake_close(mnt_fp);
+	wait_state("u1", "gone");
+	ck_assert(has_event("AllocStopped", "u1"));
+}
+END_TEST
+
+START_TEST(test_changed_file_restarts_it)
+{
+	write_alloc("c1", false, NULL);
+	start_with_handles(NULL, 0);
+	wait_proc("c1", "t")->started(find_proc("c1", "t"), 0, NULL,
+	    find_proc("c1", "t")->arg);
+	write_alloc("c1", false, ", \"args\": [\"again\"]");
+	wait_state("c1", "stopping");
+	task_ends("c1");
+	wait_state("c1", "unmounting");
+	vol_answer(last_vcall(false, "c1"), VOLMGR_OK, "");
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC, 1);
+	cleanup_reply(held(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC));
+	/* Its new version starts the moment the old one is gone. */
+	wait_state("c1", "running");
+	ck_assert(fake_run_until(base, two_procs, NULL, 3000));
+}
+END_TEST
+
+START_TEST(test_recovery_adopts_and_stops_stale)
+{
+	Berth__Handle *hs[2];
+	struct taskproc *mine, *stale;
+	ProtobufCBinaryData *id;
+
+	hs[0] = make_handle("r1", "t", 4242);
+	hs[1] = make_handle("gone", "t", 4343);
+	write_alloc("r1", true, NULL);
+	start_with_handles(hs, 2);
+	/* Its task is adopted before its volumes are checked. */
+	mine = find_proc("r1", "t");
+	ck_assert_ptr_nonnull(mine);
+	ck_assert(mine->adopted);
+	ck_assert_int_eq(mine->pid, 4242);
+	ck_assert_str_eq(state_of("r1"), "mounting");
+	mine->started(mine, 0, NULL, mine->arg);
+	/* Adopted tasks run on what is in place: a failure leaves it. */
+	vol_answer(last_vcall(true, "r1"), VOLMGR_FAILED, "stage: gone");
+	ck_assert_str_eq(state_of("r1"), "running");
+	ck_assert_int_eq(mine->nsigs, 0);
+	/* The stale one: adopted, TERM, then KILL after the default. */
+	stale = find_proc("gone", "t");
+	ck_assert_ptr_nonnull(stale);
+	ck_assert(stale->adopted);
+	stale->started(stale, 0, NULL, stale->arg);
+	ck_assert_int_eq(stale->nsigs, 1);
+	ck_assert_int_eq(stale->sigs[0], SIGTERM);
+	proc_exits(stale, 0);
+	ck_assert(stale->freed);
+	ck_assert(has_event("Terminated", "gone"));
+	/* Its handle is forgotten and what it left is cleaned up. */
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_DELETE_HANDLE, 1);
+	ck_assert_str_eq(held(reg_fp, BERTH__ENVELOPE__BODY_DELETE_HANDLE)->env->
+	    delete_handle->handle->reattach->alloc, "gone");
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC, 1);
+	id = &held(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC)->env->
+	    cleanup_alloc->alloc_id;
+	ck_assert_uint_eq(id->len, 4);
+	ck_assert_int_eq(memcmp(id->data, "gone", 4), 0);
+}
+END_TEST
+
+START_TEST(test_stale_task_that_ended_meanwhile)
+{
+	Berth__Handle *hs[1];
+	struct taskproc *stale;
+
+	hs[0] = make_handle("old", "t", 4444);
+	start_with_handles(hs, 1);
+	stale = find_proc("old", "t");
+	ck_assert_ptr_nonnull(stale);
+	stale->started(stale, ESRCH, "exited with status 0", stale->arg);
+	ck_assert_int_eq(stale->nsigs, 0);
+	ck_assert(has_event("Terminated", "old"));
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_DELETE_HANDLE, 1);
+}
+END_TEST
+
+START_TEST(test_handles_unreadable_or_never_read)
+{
+	write_alloc("h1", false, NULL);
+	allocs_start(am);
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_LIST_HANDLES, 1);
+	/* Never answered: nothing starts (it could start a task twice). */
+	run_for(300);
+	ck_assert_uint_eq(allocs_count(am), 0);
+	ck_assert_int_eq(nprocs, 0);
+	ck_assert_int_eq(nfailed, 0);
+	/* An error: the supervisor is told to stop. */
+	fake_reply_error(reg_fp, held(reg_fp,
+	    BERTH__ENVELOPE__BODY_LIST_HANDLES),
+	    BERTH__ERROR_CODE__ERROR_INTERNAL, "disk I/O error");
+	run_for(200);
+	ck_assert_int_eq(nfailed, 1);
+	ck_assert_ptr_nonnull(strstr(failed_why, "task handles"));
+	ck_assert_uint_eq(allocs_count(am), 0);
+	ck_assert_int_eq(nprocs, 0);
+}
+END_TEST
+
+START_TEST(test_stale_registrations_and_volumes)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__PluginList list = BERTH__PLUGIN_LIST__INIT;
+	Berth__PluginInstance pi[2] = { BERTH__PLUGIN_INSTANCE__INIT,
+		BERTH__PLUGIN_INSTANCE__INIT };
+	Berth__PluginInstance *items[2] = { &pi[0], &pi[1] };
+	struct fake_req *req;
+
+	vol_holders[0] = "held";
+	write_alloc("live", false, NULL);
+	start_with_handles(NULL, 0);
+	/* Volumes of an alloc not running are taken back, then cleaned. */
+	vol_answer(last_vcall(false, "held"), VOLMGR_OK, "");
+	ck_assert(!vcalls[0].with_doc);
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC, 1);
+	/* Registrations of allocs not running go; a running one's stay. */
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_LIST_PLUGINS, 1);
+	pi[0].type = BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE;
+	pi[0].name = "hp";
+	pi[0].alloc = "old";
+	pi[1].type = BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE;
+	pi[1].name = "hp";
+	pi[1].alloc = "live";
+	list.instances = items;
+	list.n_instances = 2;
+	env.body_case = BERTH__ENVELOPE__BODY_PLUGIN_LIST;
+	env.plugin_list = &list;
+	fake_reply(reg_fp, held(reg_fp, BERTH__ENVELOPE__BODY_LIST_PLUGINS),
+	    &env, -1);
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_DEREGISTER_PLUGIN, 1);
+	run_for(100);
+	ck_assert_uint_eq(fake_count(reg_fp,
+	    BERTH__ENVELOPE__BODY_DEREGISTER_PLUGIN), 1);
+	req = held(reg_fp, BERTH__ENVELOPE__BODY_DEREGISTER_PLUGIN);
+	ck_assert_str_eq(req->env->deregister_plugin->key->alloc, "old");
+}
+END_TEST
+
+START_TEST(test_stale_volumes_wait_for_the_volume_manager)
+{
+	vol_ready = false;
+	vol_holders[0] = "held";
+	start_with_handles(NULL, 0);
+	run_for(250);
+	ck_assert_int_eq(nvcalls, 0);
+	vol_ready = true;
+	wait_vcalls(1);
+	last_vcall(false, "held");
+	/* A failed take-back is left for the next resync. */
+	vol_answer(&vcalls[0], VOLMGR_FAILED, "unpublish: busy");
+	run_for(100);
+	ck_assert_uint_eq(fake_count(mnt_fp,
+	    BERTH__ENVELOPE__BODY_CLEANUP_ALLOC), 0);
+}
+END_TEST
+
+START_TEST(test_api_submit_and_stop)
+{
+	static const char json[] = "{\"id\": \"api1\", \"tasks\": [{\"name\": "
+	    "\"t\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/true\"}}]}";
+	struct alloc_problems probs = { 0 };
+	struct alloc *a;
+	char why[256];
+
+	start_with_handles(NULL, 0);
+	ck_assert_int_eq(alloc_parse(json, strlen(json), &a, &probs), 0);
+	alloc_problems_free(&probs);
+	ck_assert_int_eq(allocs_submit(am, a, why, sizeof(why)), 0);
+	wait_state("api1", "running");
+	ck_assert_int_eq(allocs_stop(am, "nope", why, sizeof(why)), -ENOENT);
+	ck_assert_int_eq(allocs_stop(am, "api1", why, sizeof(why)), 0);
+	wait_state("api1", "stopping");
+	alloc_free(a);
+	/* One running from a file the API did not write is not its own. */
+	write_alloc("x", false, NULL);
+	{
+		char from[1024], to[1024];
+
+		snprintf(from, sizeof(from), "%s/x.json", alloc_dir);
+		snprintf(to, sizeof(to), "%s/mine.json", alloc_dir);
+		ck_assert_int_eq(rename(from, to), 0);
+	}
+	wait_state("x", "running");
+	ck_assert_int_eq(allocs_stop(am, "x", why, sizeof(why)), -EEXIST);
+}
+END_TEST
+
+START_TEST(test_runner_not_made_leaves_no_task_running)
+{
+	Berth__Handle *hs[1];
+	struct taskproc *tp;
+	char path[1024];
+
+	/* A plugin task whose plugin supervisor cannot be made (here: no
+	 * plugin supervisor at all): its file is refused, and the task it
+	 * left running from before is stopped as stale, not forgotten. */
+	snprintf(path, sizeof(path), "%s/p1.json", alloc_dir);
+	harness_write(path, "{\"id\": \"p1\", \"tasks\": [{\"name\": \"t\", "
+	    "\"driver\": \"exec\", \"config\": {\"command\": \"/bin/true\"}, "
+	    "\"csi_plugin\": {\"id\": \"hp\", \"type\": \"node\"}}]}");
+	hs[0] = make_handle("p1", "t", 4545);
+	start_with_handles(hs, 1);
+	ck_assert_str_eq(state_of("p1"), "gone");
+	tp = find_proc("p1", "t");
+	ck_assert_ptr_nonnull(tp);
+	ck_assert(tp->adopted);
+	tp->started(tp, 0, NULL, tp->arg);
+	ck_assert_int_eq(tp->nsigs, 1);
+	ck_assert_int_eq(tp->sigs[0], SIGTERM);
+	/* Refused once: a rescan does not try this version again. */
+	run_for(200);
+	ck_assert_int_eq(nprocs, 1);
+}
+END_TEST
+
+START_TEST(test_stop_while_undoing_or_mount_fails_late)
+{
+	write_alloc("s1", true, NULL);
+	write_alloc("s2", true, NULL);
+	start_with_handles(NULL, 0);
+	wait_vcalls(2);
+	/* s1: its mount fails and is being undone when its file goes. */
+	vol_answer(strcmp(vcalls[0].alloc, "s1") == 0 ? &vcalls[0] :
+	    &vcalls[1], VOLMGR_FAILED, "publish: refused");
+	ck_assert_str_eq(state_of("s1"), "undoing");
+	remove_alloc("s1");
+	/* s2: its mount is in flight when its file goes. */
+	remove_alloc("s2");
+	wait_state("s2", "stop-mounting");
+	/* The undo's answer stops s1: nothing waits on the file. */
+	ck_assert_str_eq(state_of("s1"), "undoing");
+	vol_answer(last_vcall(false, "s1"), VOLMGR_OK, "");
+	ck_assert_str_eq(state_of("s1"), "unmounting");
+	/* A late failure of s2's mount stops it all the same. */
+	vol_answer(strcmp(vcalls[0].alloc, "s2") == 0 ? &vcalls[0] :
+	    &vcalls[1], VOLMGR_FAILED, "stage: timed out");
+	ck_assert_str_eq(state_of("s2"), "unmounting");
+	ck_assert_int_eq(nprocs, 0);
+}
+END_TEST
+
+int
+main(void)
+{
+	TCase *tc = tcase_create("alloc_runner");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_no_volumes_run_and_stop);
+	tcase_add_test(tc, test_mount_wait_then_running);
+	tcase_add_test(tc, test_mount_fails_undo_refused_until_changed);
+	tcase_add_test(tc, test_stop_while_mounting_waits_for_reply);
+	tcase_add_test(tc, test_stop_while_waiting);
+	tcase_add_test(tc, test_stop_while_undoing_or_mount_fails_late);
+	tcase_add_test(tc, test_unmount_retried_and_mounter_gone);
+	tcase_add_test(tc, test_changed_file_restarts_it);
+	tcase_add_test(tc, test_recovery_adopts_and_stops_stale);
+	tcase_add_test(tc, test_stale_task_that_ended_meanwhile);
+	tcase_add_test(tc, test_handles_unreadable_or_never_read);
+	tcase_add_test(tc, test_stale_registrations_and_volumes);
+	tcase_add_test(tc, test_stale_volumes_wait_for_the_volume_manager);
+	tcase_add_test(tc, test_api_submit_and_stop);
+	tcase_add_test(tc, test_runner_not_made_leaves_no_task_running);
+	return harness_run("alloc_runner", tc);
+}

@@ -1,0 +1,708 @@
+/*
+ * test_task_runner.c: one task runner alone, through its trun_deps: the
+ * registry and the mounter are fakes on real channels (fake_peer.h), the
+ * task driver is a fake operations table whose started and exited
+ * callbacks the test calls, the driver manager is a real one (never
+ * started). Every state: pending, preparing, starting, running,
+ * restarting (with its backoff), stopping, dead; adoption after a
+ * restart; mounter replies that come late, fail, or never come.
+ */
+#include <errno.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <check.h>
+
+#include "alloc.h"
+#include "csi_client.h"
+#include "drivermgr.h"
+#include "events.h"
+#include "fake_peer.h"
+#include "harness.h"
+#include "mounter_client.h"
+#include "registry_client.h"
+#include "task_runner.h"
+#include "watch.h"
+
+/* ---- the fake task driver ---- */
+
+struct taskproc {
+	taskproc_started_cb started;
+	taskproc_exited_cb exited;
+	void *arg;
+	pid_t pid;
+	bool adopted, freed;
+	int sigs[8];
+	int nsigs;
+	char alloc[64], task[64], dir[512];
+};
+
+#define MAXPROCS 16
+static struct taskproc procs[MAXPROCS];
+static int nprocs;
+static pid_t next_pid = 1000;
+
+static struct taskproc *
+new_proc(taskproc_started_cb started, taskproc_exited_cb exited, void *arg,
+    const char *alloc, const char *task)
+{
+	struct taskproc *tp;
+
+	ck_assert_int_lt(nprocs, MAXPROCS);
+	tp = &procs[nprocs++];
+	memset(tp, 0, sizeof(*tp));
+	tp->started = started;
+	tp->exited = exited;
+	tp->arg = arg;
+	tp->pid = next_pid++;
+	snprintf(tp->alloc, sizeof(tp->alloc), "%s", alloc);
+	snprintf(tp->task, sizeof(tp->task), "%s", task);
+	return tp;
+}
+
+static struct taskproc *
+fake_start(void *ctx, const struct task_spec *spec,
+    taskproc_started_cb started, taskproc_exited_cb exited, void *arg)
+{
+	struct taskproc *tp;
+
+	(void)ctx;
+	tp = new_proc(started, exited, arg, spec->alloc, spec->task);
+	snprintf(tp->dir, sizeof(tp->dir), "%s", spec->dir ? spec->dir : "");
+	return tp;
+}
+
+static struct taskproc *
+fake_adopt(void *ctx, enum taskdrv_kind kind, const char *alloc,
+    const char *task, const Berth__TaskHandle *h, taskproc_started_cb started,
+    taskproc_exited_cb exited, void *arg)
+{
+	struct taskproc *tp;
+
+	(void)ctx;
+	(void)kind;
+	tp = new_proc(started, exited, arg, alloc, task);
+	tp->adopted = true;
+	tp->pid = h != NULL ? (pid_t)h->pid : 0;
+	return tp;
+}
+
+static void
+fake_handle(const struct taskproc *tp, Berth__TaskHandle *h)
+{
+	h->pid = tp->pid;
+	h->start_time = 7;
+}
+
+static int
+fake_signal(struct taskproc *tp, int sig)
+{
+	ck_assert(!tp->freed);
+	if (tp->nsigs < 8)
+		tp->sigs[tp->nsigs++] = sig;
+	return 0;
+}
+
+static pid_t
+fake_pid(const struct taskproc *tp)
+{
+	return tp->pid;
+}
+
+static void
+fake_free(struct taskproc *tp)
+{
+	ck_assert(!tp->freed);
+	tp->freed = true;
+}
+
+static const struct trun_driver_ops fake_driver = {
+	fake_start, fake_adopt, fake_handle, fake_signal, fake_pid, fake_free,
+};
+
+static struct taskproc *
+last_proc(void)
+{
+	ck_assert_int_gt(nprocs, 0);
+	return &procs[nprocs - 1];
+}
+
+static void
+proc_started(struct taskproc *tp, int err, const char *why)
+{
+	tp->started(tp, err, why, tp->arg);
+}
+
+static void
+proc_exits(struct taskproc *tp, int code)
+{
+	const struct task_exit ex = { true, false, code, NULL };
+
+	tp->exited(tp, &ex, tp->arg);
+}
+
+/* ---- the fixture ---- */
+
+static struct event_base *base;
+static struct fake_peer *reg_fp, *mnt_fp;
+static struct chan *reg_chan, *mnt_chan;
+static struct regclient *rc;
+static struct mclient *mc;
+static struct events *events;
+static struct drivermgr *dm;
+static struct trun_deps deps;
+static char *dir;
+static struct alloc *doc;
+static int nstopped, nplugsups;
+
+static struct plugsup *
+no_plugsup(void *ctx, const struct plugsup_conf *conf,
+    const struct plugsup_ops *ops, void *arg)
+{
+	(void)ctx;
+	(void)conf;
+	(void)ops;
+	(void)arg;
+	nplugsups++;
+	return NULL;
+}
+
+static void
+stopped(struct trun *tr, void *arg)
+{
+	(void)arg;
+	ck_assert(trun_dead(tr));
+	nstopped++;
+}
+
+static const struct chan_ops no_ops = { NULL, NULL, NULL, NULL };
+
+static void
+setup(void)
+{
+	struct drivermgr_conf dc = { 0 };
+	struct alloc_problems probs = { 0 };
+	static const char json[] = "{\"id\": \"a1\", \"tasks\": [{\"name\": "
+	    "\"t\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/true\"}, \"kill_timeout\": \"300ms\"}]}";
+
+	nprocs = 0;
+	nstopped = nplugsups = 0;
+	ck_assert_ptr_nonnull(base = event_base_new());
+	reg_fp = fake_peer_new(base, "berth-registry", NULL, &reg_chan,
+	    &no_ops, NULL);
+	mnt_fp = fake_peer_new(base, "berth-mounter", NULL, &mnt_chan,
+	    &no_ops, NULL);
+	ck_assert_ptr_nonnull(rc = regclient_new(base, reg_chan, 5000));
+	ck_assert_ptr_nonnull(mc = mclient_new(mnt_chan));
+	ck_assert_ptr_nonnull(events = events_new());
+	dc.shim = "/nonexistent/berth-shim";
+	dc.fingerprint_ms = 1000;
+	dc.retry_initial_ms = 1000;
+	dc.retry_max_ms = 1000;
+	ck_assert_ptr_nonnull(dm = drivermgr_new(base, &dc));
+	dir = harness_tmpdir("trun");
+	ck_assert_int_eq(alloc_parse(json, strlen(json), &doc, &probs), 0);
+	alloc_problems_free(&probs);
+	deps = (struct trun_deps){
+		.base = base, .registry = rc, .mounter = mc, .events = events,
+		.drivers = dm, .driver = &fake_driver, .driver_ctx = NULL,
+		.plugsup_new = no_plugsup, .plugsup_ctx = NULL,
+		.data_dir = dir, .heartbeat_ms = 1000, .uid = getuid(),
+		.gid = getgid(),
+	};
+}
+
+static void
+teardown(void)
+{
+	alloc_free(doc);
+	drivermgr_free(dm);
+	events_free(events);
+	mclient_free(mc);
+	regclient_free(rc);
+	chan_free(mnt_chan);
+	chan_free(reg_chan);
+	fake_peer_free(mnt_fp);
+	fake_peer_free(reg_fp);
+	event_base_free(base);
+	harness_rmtree(dir);
+	free(dir);
+}
+
+static struct trun *
+new_runner(const Berth__TaskHandle *adopt)
+{
+	struct trun *tr = trun_new(&deps, doc, &doc->tasks[0], adopt, stopped,
+	    NULL);
+
+	ck_assert_ptr_nonnull(tr);
+	return tr;
+}
+
+/* Wait on the loop for one more request of this body to be held. */
+struct want_req {
+	struct fake_peer *fp;
+	Berth__Envelope__BodyCase body;
+	unsigned n;
+};
+
+static bool
+req_count_reached(void *arg)
+{
+	struct want_req *w = arg;
+
+	return fake_count(w->fp, w->body) >= w->n;
+}
+
+static void
+wait_requests(struct fake_peer *fp, Berth__Envelope__BodyCase body,
+    unsigned n)
+{
+	struct want_req w = { fp, body, n };
+
+	ck_assert_msg(fake_run_until(base, req_count_reached, &w, 3000),
+	    "%u requests of body %d never came (%u did)", n, (int)body,
+	    fake_count(fp, body));
+}
+
+struct want_state {
+	struct trun *tr;
+	const char *state;
+};
+
+static bool
+state_reached(void *arg)
+{
+	struct want_state *w = arg;
+
+	return strcmp(trun_state(w->tr), w->state) == 0;
+}
+
+static void
+wait_state(struct trun *tr, const char *state, int ms)
+{
+	struct want_state w = { tr, state };
+
+	ck_assert_msg(fake_run_until(base, state_reached, &w, ms),
+	    "task never %s (it is %s)", state, trun_state(tr));
+}
+
+static struct fake_req *
+held(struct fake_peer *fp, Berth__Envelope__BodyCase body)
+{
+	struct fake_req *r = fake_held(fp, body);
+
+	ck_assert_msg(r != NULL, "no request of body %d held", (int)body);
+	return r;
+}
+
+static bool
+has_event(struct trun *tr, const char *type)
+{
+	for (size_t i = 0; i < trun_nevents(tr); i++)
+		if (strcmp(trun_event(tr, i)->type, type) == 0)
+			return true;
+	return false;
+}
+
+/* Run the loop for ms, whatever happens. */
+static void
+run_for(int ms)
+{
+	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
+
+	event_base_loopexit(base, &tv);
+	event_base_dispatch(base);
+}
+
+static bool
+got_signal(void *arg)
+{
+	return ((struct taskproc *)arg)->nsigs >= 1;
+}
+
+static bool
+got_two_signals(void *arg)
+{
+	return ((struct taskproc *)arg)->nsigs >= 2;
+}
+
+/* From pending to running: the directory, then the driver's start. */
+static struct taskproc *
+bring_up(struct trun *tr, unsigned nth)
+{
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, nth);
+	ck_assert_str_eq(trun_state(tr), "preparing");
+	fake_reply_ack(mnt_fp, held(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK));
+	wait_state(tr, "starting", 3000);
+	proc_started(last_proc(), 0, NULL);
+	ck_assert_str_eq(trun_state(tr), "running");
+	return last_proc();
+}
+
+START_TEST(test_start_run_exit_restart_with_backoff)
+{
+	struct trun *tr = new_runner(NULL);
+	struct taskproc *tp;
+
+	ck_assert_str_eq(trun_state(tr), "pending");
+	trun_run(tr);
+	tp = bring_up(tr, 1);
+	ck_assert_str_eq(tp->alloc, "a1");
+	ck_assert_str_eq(tp->task, "t");
+	ck_assert_ptr_nonnull(strstr(tp->dir, dir));
+	ck_assert_int_eq(trun_pid(tr), tp->pid);
+	ck_assert(has_event(tr, "Started"));
+	/* Its handle goes to the registry, with the driver's pid. */
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_PUT_HANDLE, 1);
+	ck_assert_uint_eq(held(reg_fp, BERTH__ENVELOPE__BODY_PUT_HANDLE)->env->
+	    put_handle->handle->reattach->state.len > 0, 1);
+
+	proc_exits(tp, 3);
+	ck_assert(tp->freed);
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	ck_assert_uint_eq(trun_restarts(tr), 1);
+	ck_assert(has_event(tr, "Terminated"));
+	ck_assert(has_event(tr, "Restarting"));
+	/* 1 s, then it prepares and starts again. */
+	run_for(700);
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	tp = bring_up(tr, 2);
+	/* The second end waits 2 s: still waiting after 1.3 s. */
+	proc_exits(tp, 0);
+	ck_assert_uint_eq(trun_restarts(tr), 2);
+	run_for(1300);
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, 3);
+	ck_assert_int_eq(nstopped, 0);
+	trun_free(tr);
+}
+END_TEST
+
+START_TEST(test_stop_term_then_kill)
+{
+	struct trun *tr = new_runner(NULL);
+	struct taskproc *tp;
+
+	trun_run(tr);
+	tp = bring_up(tr, 1);
+	trun_stop(tr);
+	ck_assert_str_eq(trun_state(tr), "stopping");
+	ck_assert_int_eq(tp->nsigs, 1);
+	ck_assert_int_eq(tp->sigs[0], SIGTERM);
+	/* It ignores TERM: KILL after kill_timeout (300 ms). */
+	run_for(150);
+	ck_assert_int_eq(tp->nsigs, 1);
+	run_for(400);
+	ck_assert_int_eq(tp->nsigs, 2);
+	ck_assert_int_eq(tp->sigs[1], SIGKILL);
+	ck_assert_int_eq(nstopped, 0);
+	proc_exits(tp, 137);
+	ck_assert_str_eq(trun_state(tr), "dead");
+	ck_assert_int_eq(nstopped, 1);
+	ck_assert(has_event(tr, "Killed"));
+	/* Its handle is forgotten; the put, never answered, holds nothing. */
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_DELETE_HANDLE, 1);
+	ck_assert_uint_eq(fake_count(reg_fp, BERTH__ENVELOPE__BODY_PUT_HANDLE),
+	    1);
+	/* A second stop does nothing. */
+	trun_stop(tr);
+	ck_assert_int_eq(nstopped, 1);
+	trun_free(tr);
+}
+END_TEST
+
+START_TEST(test_stop_while_preparing_reply_late)
+{
+	struct trun *tr = new_runner(NULL);
+
+	trun_run(tr);
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, 1);
+	trun_stop(tr);
+	ck_assert_str_eq(trun_state(tr), "preparing");
+	run_for(200);
+	ck_assert_int_eq(nstopped, 0);
+	fake_reply_ack(mnt_fp, held(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK));
+	wait_state(tr, "dead", 3000);
+	ck_assert_int_eq(nstopped, 1);
+	ck_assert_int_eq(nprocs, 0);
+	trun_free(tr);
+}
+END_TEST
+
+START_TEST(test_stop_while_starting)
+{
+	struct trun *tr = new_runner(NULL);
+	struct taskproc *tp;
+
+	trun_run(tr);
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, 1);
+	fake_reply_ack(mnt_fp, held(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK));
+	wait_state(tr, "starting", 3000);
+	tp = last_proc();
+	trun_stop(tr);
+	ck_assert_str_eq(trun_state(tr), "starting");
+	/* It came up meanwhile: it is stopped at once. */
+	proc_started(tp, 0, NULL);
+	ck_assert_str_eq(trun_state(tr), "stopping");
+	ck_assert_int_eq(tp->sigs[0], SIGTERM);
+	proc_exits(tp, 0);
+	ck_assert_str_eq(trun_state(tr), "dead");
+	ck_assert_int_eq(nstopped, 1);
+	trun_free(tr);
+}
+END_TEST
+
+START_TEST(test_mounter_error_late_and_closed)
+{
+	struct trun *tr = new_runner(NULL);
+
+	trun_run(tr);
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, 1);
+	fake_reply_error(mnt_fp, held(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK),
+	    BERTH__ERROR_CODE__ERROR_INTERNAL, "no space");
+	wait_state(tr, "restarting", 3000);
+	ck_assert(has_event(tr, "SetupFailure"));
+	ck_assert_int_eq(nprocs, 0);
+	/* The next try's request never gets an answer: the mounter dies. */
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, 2);
+	ck_assert_str_eq(trun_state(tr), "preparing");
+	fake_close(mnt_fp);
+	wait_state(tr, "restarting", 3000);
+	ck_assert_int_eq(nprocs, 0);
+	/* With no mounter, the next try fails at once and waits again. */
+	run_for(2200);
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	ck_assert_str_eq(trun_event(tr, trun_nevents(tr) - 2)->type,
+	    "SetupFailure");
+	ck_assert_ptr_nonnull(strstr(trun_event(tr, trun_nevents(tr) - 2)->
+	    message, MCLIENT_UNREACHABLE));
+	ck_assert_int_eq(nprocs, 0);
+	trun_stop(tr);
+	ck_assert_str_eq(trun_state(tr), "dead");
+	ck_assert_int_eq(nstopped, 1);
+	trun_free(tr);
+}
+END_TEST
+
+START_TEST(test_driver_failure_restarts)
+{
+	struct trun *tr = new_runner(NULL);
+
+	trun_run(tr);
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, 1);
+	fake_reply_ack(mnt_fp, held(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK));
+	wait_state(tr, "starting", 3000);
+	proc_started(last_proc(), EIO, "exec failed");
+	ck_assert(last_proc()->freed);
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	ck_assert(has_event(tr, "DriverFailure"));
+	ck_assert_uint_eq(fake_count(reg_fp, BERTH__ENVELOPE__BODY_PUT_HANDLE),
+	    0);
+	trun_free(tr);
+}
+END_TEST
+
+START_TEST(test_adopt_running_task)
+{
+	Berth__TaskHandle h = BERTH__TASK_HANDLE__INIT;
+	struct trun *tr;
+
+	h.pid = 4242;
+	h.start_time = 7;
+	h.restarts = 5;
+	tr = new_runner(&h);
+	trun_adopt(tr);
+	ck_assert_str_eq(trun_state(tr), "starting");
+	ck_assert(last_proc()->adopted);
+	ck_assert_int_eq(last_proc()->pid, 4242);
+	proc_started(last_proc(), 0, NULL);
+	ck_assert_str_eq(trun_state(tr), "running");
+	ck_assert_uint_eq(trun_restarts(tr), 5);
+	/* Adopted: no directory asked for, no new Started, no new handle. */
+	run_for(100);
+	ck_assert_uint_eq(fake_count(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK), 0);
+	ck_assert_uint_eq(fake_count(reg_fp, BERTH__ENVELOPE__BODY_PUT_HANDLE),
+	    0);
+	ck_assert(!has_event(tr, "Started"));
+	/* trun_run on a running task starts nothing. */
+	trun_run(tr);
+	ck_assert_int_eq(nprocs, 1);
+	trun_free(tr);
+}
+END_TEST
+
+START_TEST(test_adopt_ended_waits_for_run)
+{
+	Berth__TaskHandle h = BERTH__TASK_HANDLE__INIT;
+	struct trun *tr;
+
+	h.pid = 4243;
+	tr = new_runner(&h);
+	trun_adopt(tr);
+	proc_started(last_proc(), ESRCH, "exited with status 0");
+	/* Ended while no supervisor ran: pending until its alloc says. */
+	ck_assert_str_eq(trun_state(tr), "pending");
+	ck_assert(has_event(tr, "Terminated"));
+	run_for(100);
+	ck_assert_uint_eq(fake_count(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK), 0);
+	trun_run(tr);
+	bring_up(tr, 1);
+	ck_assert(!last_proc()->adopted);
+	trun_free(tr);
+}
+END_TEST
+
+START_TEST(test_adopt_ended_then_run_starts_at_once)
+{
+	Berth__TaskHandle h = BERTH__TASK_HANDLE__INIT;
+	struct trun *tr;
+
+	h.pid = 4244;
+	tr = new_runner(&h);
+	/* trun_run on a runner with a handle adopts; an end starts anew. */
+	trun_run(tr);
+	ck_assert(last_proc()->adopted);
+	proc_started(last_proc(), ESRCH, "exited with status 1");
+	bring_up(tr, 1);
+	trun_free(tr);
+}
+END_TEST
+
+START_TEST(test_stop_pending_and_restarting)
+{
+	struct trun *a = new_runner(NULL), *b = new_runner(NULL);
+
+	trun_stop(a);
+	ck_assert_str_eq(trun_state(a), "dead");
+	ck_assert_int_eq(nstopped, 1);
+	trun_run(b);
+	proc_exits(bring_up(b, 1), 1);
+	ck_assert_str_eq(trun_state(b), "restarting");
+	trun_stop(b);
+	ck_assert_str_eq(trun_state(b), "dead");
+	ck_assert_int_eq(nstopped, 2);
+	/* Its restart timer does not fire after it is dead. */
+	run_for(1300);
+	ck_assert_str_eq(trun_state(b), "dead");
+	trun_free(a);
+	trun_free(b);
+}
+END_TEST
+
+START_TEST(test_plugin_task_without_supervisor_is_refused)
+{
+	static const char json[] = "{\"id\": \"p1\", \"tasks\": [{\"name\": "
+	    "\"plugin\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/true\"}, \"csi_plugin\": {\"id\": \"hp\", \"type\": "
+	    "\"node\"}}]}";
+	struct alloc_problems probs = { 0 };
+	struct alloc *p;
+
+	ck_assert_int_eq(alloc_parse(json, strlen(json), &p, &probs), 0);
+	alloc_problems_free(&probs);
+	ck_assert_ptr_null(trun_new(&deps, p, &p->tasks[0], NULL, stopped,
+	    NULL));
+	ck_assert_int_eq(nplugsups, 1);
+	alloc_free(p);
+}
+END_TEST
+
+static struct plugsup *
+real_plugsup(void *ctx, const struct plugsup_conf *conf,
+    const struct plugsup_ops *ops, void *arg)
+{
+	const struct plugsup_deps *pd = ctx;
+
+	nplugsups++;
+	return plugsup_new(pd, conf, ops, arg);
+}
+
+START_TEST(test_plugin_never_healthy_is_restarted)
+{
+	static const char json[] = "{\"id\": \"p2\", \"tasks\": [{\"name\": "
+	    "\"plugin\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/true\"}, \"kill_timeout\": \"300ms\", \"csi_plugin\": "
+	    "{\"id\": \"hp\", \"type\": \"node\", \"health_timeout\": "
+	    "\"300ms\"}}]}";
+	struct alloc_problems probs = { 0 };
+	struct csi_client *csi;
+	struct watcher *w;
+	struct taskproc *tp;
+	struct trun *tr;
+	struct alloc *p;
+
+	ck_assert_ptr_nonnull(csi = csi_client_new(base));
+	ck_assert_ptr_nonnull(w = watcher_new(base));
+	deps.plugsup_new = real_plugsup;
+	deps.plugsup_ctx = &(struct plugsup_deps){ base, rc, csi, w };
+	ck_assert_int_eq(alloc_parse(json, strlen(json), &p, &probs), 0);
+	alloc_problems_free(&probs);
+	tr = trun_new(&deps, p, &p->tasks[0], NULL, stopped, NULL);
+	ck_assert_ptr_nonnull(tr);
+	ck_assert_int_eq(trun_plugin_healthy(tr), 0);
+	trun_run(tr);
+	/* Its task directory and its plugin's socket directory. */
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, 1);
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_PLUGIN, 1);
+	fake_reply_ack(mnt_fp, held(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_PLUGIN));
+	run_for(100);
+	ck_assert_str_eq(trun_state(tr), "preparing");
+	fake_reply_ack(mnt_fp, held(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK));
+	wait_state(tr, "starting", 3000);
+	tp = last_proc();
+	proc_started(tp, 0, NULL);
+	ck_assert_str_eq(trun_state(tr), "running");
+	/* No socket ever answers: after health_timeout, a restart: TERM,
+	 * then KILL after kill_timeout. */
+	ck_assert(fake_run_until(base, got_signal, tp, 3000));
+	ck_assert_int_eq(tp->sigs[0], SIGTERM);
+	ck_assert(has_event(tr, "Restarting"));
+	ck_assert(fake_run_until(base, got_two_signals, tp, 3000));
+	ck_assert_int_eq(tp->sigs[1], SIGKILL);
+	proc_exits(tp, 137);
+	/* Asked by berth: not a failure, and it starts again. */
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	ck_assert_uint_eq(trun_restarts(tr), 1);
+	ck_assert_int_eq(nplugsups, 1);
+	trun_stop(tr);
+	ck_assert_str_eq(trun_state(tr), "dead");
+	trun_free(tr);
+	alloc_free(p);
+	watcher_free(w);
+	csi_client_free(csi);
+}
+END_TEST
+
+int
+main(void)
+{
+	TCase *tc = tcase_create("task_runner");
+
+	tcase_add_checked_fixture(tc, setup, teardown);
+	tcase_add_test(tc, test_start_run_exit_restart_with_backoff);
+	tcase_add_test(tc, test_stop_term_then_kill);
+	tcase_add_test(tc, test_stop_while_preparing_reply_late);
+	tcase_add_test(tc, test_stop_while_starting);
+	tcase_add_test(tc, test_mounter_error_late_and_closed);
+	tcase_add_test(tc, test_driver_failure_restarts);
+	tcase_add_test(tc, test_adopt_running_task);
+	tcase_add_test(tc, test_adopt_ended_waits_for_run);
+	tcase_add_test(tc, test_adopt_ended_then_run_starts_at_once);
+	tcase_add_test(tc, test_stop_pending_and_restarting);
+	tcase_add_test(tc, test_plugin_task_without_supervisor_is_refused);
+	tcase_add_test(tc, test_plugin_never_healthy_is_restarted);
+	return harness_run("task_runner", tc);
+}
