@@ -7,6 +7,7 @@
 #include <time.h>
 
 #include "events.h"
+#include "xalloc.h"
 
 struct events {
 	struct berth_event ring[EVENTS_KEPT];
@@ -18,7 +19,7 @@ struct events {
 struct events *
 events_new(void)
 {
-	return calloc(1, sizeof(struct events));
+	return xcalloc(1, sizeof(struct events));
 }
 
 void

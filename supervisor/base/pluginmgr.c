@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "pluginmgr.h"
+#include "xalloc.h"
 
 #define DESC_MAX 256
 
@@ -262,12 +263,8 @@ pluginmgr_new(struct event_base *base, const struct pluginmgr_params *params)
 {
 	struct pluginmgr *m;
 
-	if ((m = calloc(1, sizeof(*m))) == NULL)
-		return NULL;
-	if ((m->name = strdup(params->name)) == NULL) {
-		free(m);
-		return NULL;
-	}
+	m = xcalloc(1, sizeof(*m));
+	m->name = xstrdup(params->name);
 	m->base = base;
 	m->params = *params;
 	m->params.name = m->name;
@@ -304,26 +301,19 @@ pluginmgr_add(struct pluginmgr *m, const char *name,
 {
 	struct plugin *p;
 
-	if ((p = calloc(1, sizeof(*p))) == NULL)
-		return NULL;
+	p = xcalloc(1, sizeof(*p));
 	p->m = m;
 	p->ops = ops;
 	p->arg = arg;
 	p->state = PLUGIN_UNDETECTED;
 	p->backoff_ms = p->stats_backoff_ms = m->params.retry_initial_ms;
-	if ((p->name = strdup(name)) == NULL ||
-	    (p->retry = evtimer_new(m->base, on_retry, p)) == NULL ||
-	    (p->stats_retry = evtimer_new(m->base, on_stats_retry, p)) ==
-	    NULL ||
-	    (p->react = evtimer_new(m->base, on_react, p)) == NULL) {
-		if (p->retry != NULL)
-			event_free(p->retry);
-		if (p->stats_retry != NULL)
-			event_free(p->stats_retry);
-		free(p->name);
-		free(p);
-		return NULL;
-	}
+	p->name = xstrdup(name);
+	p->retry = xnonnull(evtimer_new(m->base, on_retry, p),
+	    "pluginmgr_add: evtimer_new");
+	p->stats_retry = xnonnull(evtimer_new(m->base, on_stats_retry, p),
+	    "pluginmgr_add: evtimer_new");
+	p->react = xnonnull(evtimer_new(m->base, on_react, p),
+	    "pluginmgr_add: evtimer_new");
 	set_desc(p, "not fingerprinted yet");
 	TAILQ_INSERT_TAIL(&m->plugins, p, entry);
 	/* One found after the start (a new plugin definition) starts now. */

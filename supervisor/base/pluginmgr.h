@@ -84,7 +84,7 @@ struct pluginmgr_params {
 struct pluginmgr *pluginmgr_new(struct event_base *base,
     const struct pluginmgr_params *params);
 /*
- * name is copied; ops and arg must outlive the manager. NULL on ENOMEM.
+ * name is copied; ops and arg must outlive the manager. Never NULL.
  * Added after pluginmgr_start(), it is started (or blocked) at once.
  */
 struct plugin *pluginmgr_add(struct pluginmgr *m, const char *name,

@@ -14,6 +14,7 @@
 
 #include "log.h"
 #include "watch.h"
+#include "xalloc.h"
 
 struct watch {
 	struct watcher *wr;
@@ -82,18 +83,17 @@ watcher_new(struct event_base *base)
 {
 	struct watcher *wr;
 
-	if ((wr = calloc(1, sizeof(*wr))) == NULL)
-		return NULL;
+	wr = xcalloc(1, sizeof(*wr));
 	TAILQ_INIT(&wr->watches);
 	if ((wr->fd = inotify_init1(IN_NONBLOCK | IN_CLOEXEC)) < 0) {
 		log_warn("watcher_new: inotify_init1");
 		free(wr);
 		return NULL;
 	}
-	if ((wr->ev = event_new(base, wr->fd, EV_READ | EV_PERSIST,
-	    on_inotify, wr)) == NULL || event_add(wr->ev, NULL) < 0) {
-		if (wr->ev != NULL)
-			event_free(wr->ev);
+	wr->ev = xnonnull(event_new(base, wr->fd, EV_READ | EV_PERSIST,
+	    on_inotify, wr), "watcher_new: event_new");
+	if (event_add(wr->ev, NULL) < 0) {
+		event_free(wr->ev);
 		close(wr->fd);
 		free(wr);
 		return NULL;
@@ -128,8 +128,7 @@ watch_add(struct watcher *wr, const char *dir, uint32_t mask, watch_cb cb,
 	if ((wd = inotify_add_watch(wr->fd, dir, mask | IN_MASK_ADD |
 	    IN_ONLYDIR)) < 0)
 		return NULL;
-	if ((w = calloc(1, sizeof(*w))) == NULL)
-		return NULL;
+	w = xcalloc(1, sizeof(*w));
 	w->wr = wr;
 	w->wd = wd;
 	w->cb = cb;

@@ -21,6 +21,7 @@
 
 #include "dev_sysfs.h"
 #include "log.h"
+#include "xalloc.h"
 
 #define SYSFS_READ_MAX 512	/* a block stat line is the longest we read */
 #define SYSFS_ENTRIES_MAX 1024	/* entries looked at in one directory */
@@ -243,10 +244,7 @@ list_names(int rootfd, const char *rel, char (**names)[DEV_ID_MAX],
 		close(fd);
 		return -errno;
 	}
-	if ((*names = calloc(SYSFS_ENTRIES_MAX, DEV_ID_MAX)) == NULL) {
-		closedir(d);
-		return -ENOMEM;
-	}
+	*names = xcalloc(SYSFS_ENTRIES_MAX, DEV_ID_MAX);
 	while ((de = readdir(d)) != NULL) {
 		if (!name_ok(de->d_name, NULL))
 			continue;
@@ -322,24 +320,18 @@ first_of(const char *a, const char *b, const char *c)
 }
 
 /* A new device in its group; NULL (nothing added) past the cap. */
-static int
+static struct dev_device *
 add_dev(struct scan *sc, struct dev_groups *out, const char *vendor,
-    const char *type, const char *name, const char *id,
-    struct dev_device **d)
+    const char *type, const char *name, const char *id)
 {
-	struct dev_group *g;
-
-	*d = NULL;
 	if (sc->ndevs == SYSFS_DEVICES_MAX) {
 		log_warnx("devices: sysfs: more than %d devices; %s %s is "
 		    "ignored", SYSFS_DEVICES_MAX, type, id);
-		return 0;
+		return NULL;
 	}
-	if ((g = dev_groups_add(out, vendor, type, name)) == NULL ||
-	    (*d = dev_group_add_device(g, id)) == NULL)
-		return scan_fail(sc, -ENOMEM, "fingerprint");
 	sc->ndevs++;
-	return 0;
+	return dev_group_add_device(dev_groups_add(out, vendor, type, name),
+	    id);
 }
 
 /* /sys/block when it exists (whole disks only), else /sys/class/block. */
@@ -386,7 +378,6 @@ block_entry(struct scan *sc, const char *dir, const char *name, void *out)
 	char devdir[SYSFS_PATH_MAX], val[64], removable[8], rotational[8];
 	struct dev_device *d;
 	uint64_t sectors;
-	int r;
 
 	if (!physical_disk(sc->rootfd, dir, name))
 		return 0;
@@ -403,10 +394,9 @@ block_entry(struct scan *sc, const char *dir, const char *name, void *out)
 	read_at(sc->rootfd, val, sizeof(val), "%s/%s/size", dir, name);
 	if (!parse_u64(val, NULL, &sectors) || sectors > UINT64_MAX / 512)
 		sectors = 0;
-	if ((r = add_dev(sc, out, first_of(pci_vendor(vendor), "", "unknown"),
-	    "block", first_of(model, driver, "unknown"), name, &d)) < 0 ||
-	    d == NULL)
-		return r;
+	if ((d = add_dev(sc, out, first_of(pci_vendor(vendor), "", "unknown"),
+	    "block", first_of(model, driver, "unknown"), name)) == NULL)
+		return 0;
 	snprintf(val, sizeof(val), "/dev/%s", name);
 	dev_attr_set(d, "dev_node", val);
 	snprintf(val, sizeof(val), "%llu", (unsigned long long)sectors * 512);
@@ -449,7 +439,6 @@ drm_entry(struct scan *sc, const char *dir, const char *name, void *out)
 	char slot[DEV_ID_MAX], rel[SYSFS_PATH_MAX], node[DEV_VALUE_MAX];
 	char render[DEV_VALUE_MAX];
 	struct dev_device *d;
-	int r;
 
 	/* Cards only, not their connectors (card0-HDMI-A-1). */
 	if (!numbered(name, "card") ||
@@ -468,10 +457,10 @@ drm_entry(struct scan *sc, const char *dir, const char *name, void *out)
 	snprintf(rel, sizeof(rel), "%s/%s", dir, name);
 	link_name(sc->rootfd, rel, "device", slot, sizeof(slot));
 	render_node(sc->rootfd, name, render, sizeof(render));
-	if ((r = add_dev(sc, out, vendor[0] != '\0' ? pci_vendor(vendor) :
-	    "unknown", "gpu", first_of(device, driver, "unknown"), name,
-	    &d)) < 0 || d == NULL)
-		return r;
+	if ((d = add_dev(sc, out, vendor[0] != '\0' ? pci_vendor(vendor) :
+	    "unknown", "gpu", first_of(device, driver, "unknown"),
+	    name)) == NULL)
+		return 0;
 	snprintf(node, sizeof(node), "/dev/dri/%s", name);
 	dev_attr_set(d, "dev_node", node);
 	if (render[0] != '\0')
@@ -495,7 +484,6 @@ usb_entry(struct scan *sc, const char *dir, const char *name, void *out)
 	struct dev_device *d;
 	uint64_t busnum, devnum;
 	size_t j;
-	int r;
 
 	/* Root hubs are the controller's, not something to hand out;
 	 * interfaces ("1-1:1.0") never pass name_ok(). */
@@ -510,9 +498,9 @@ usb_entry(struct scan *sc, const char *dir, const char *name, void *out)
 		    name, attrs[j][0]);
 	read_at(sc->rootfd, bus, sizeof(bus), "%s/%s/busnum", dir, name);
 	read_at(sc->rootfd, dev, sizeof(dev), "%s/%s/devnum", dir, name);
-	if ((r = add_dev(sc, out, first_of(val[0], vid, "unknown"), "usb",
-	    first_of(val[1], pid, "unknown"), name, &d)) < 0 || d == NULL)
-		return r;
+	if ((d = add_dev(sc, out, first_of(val[0], vid, "unknown"), "usb",
+	    first_of(val[1], pid, "unknown"), name)) == NULL)
+		return 0;
 	dev_attr_set(d, "vendor_id", vid);
 	dev_attr_set(d, "product_id", pid);
 	for (j = 0; j < 4; j++)
@@ -625,8 +613,7 @@ block_stat_entry(struct scan *sc, const char *dir, const char *name,
 		stat_bad(sc, what, "fewer than 11 counters");
 		return 0;
 	}
-	if ((st = dev_stats_add(out, "block", name)) == NULL)
-		return scan_fail(sc, -ENOMEM, what);
+	st = dev_stats_add(out, "block", name);
 	sc->ok++;
 	for (j = 0; j < sizeof(fields) / sizeof(fields[0]); j++)
 		dev_stat_set(st, fields[j].key, f[fields[j].field]);
@@ -651,8 +638,7 @@ drm_stat_entry(struct scan *sc, const char *dir, const char *name, void *out)
 		stat_bad(sc, what, "not a percentage");
 		return 0;
 	}
-	if ((st = dev_stats_add(out, "gpu", name)) == NULL)
-		return scan_fail(sc, -ENOMEM, what);
+	st = dev_stats_add(out, "gpu", name);
 	sc->ok++;
 	dev_stat_set(st, "busy_percent", busy);
 	return 0;
@@ -717,15 +703,15 @@ sysfs_reserve(void *state, const struct dev_group *g,
 			snprintf(err, errlen, "device %s has no device node",
 			    devs[i]->id);
 			r = -ENODEV;
-		} else if (dev_reservation_node(out, node) < 0 ||
-		    ((node = dev_attr_get(devs[i], "render_node")) != NULL &&
-		    dev_reservation_node(out, node) < 0)) {
-			r = -ENOMEM;
-			snprintf(err, errlen, "out of memory");
-		} else if (off < sizeof(visible)) {
-			off += (size_t)snprintf(visible + off,
-			    sizeof(visible) - off, "%s%s", i > 0 ? "," : "",
-			    devs[i]->id);
+		} else {
+			dev_reservation_node(out, node);
+			if ((node = dev_attr_get(devs[i], "render_node")) !=
+			    NULL)
+				dev_reservation_node(out, node);
+			if (off < sizeof(visible))
+				off += (size_t)snprintf(visible + off,
+				    sizeof(visible) - off, "%s%s", i > 0 ?
+				    "," : "", devs[i]->id);
 		}
 	}
 	close(sc.rootfd);
@@ -733,11 +719,8 @@ sysfs_reserve(void *state, const struct dev_group *g,
 		snprintf(err, errlen, "too many devices for one reservation");
 		r = -E2BIG;
 	}
-	if (r == 0 && dev_reservation_env(out, "BERTH_VISIBLE_DEVICES",
-	    visible) < 0) {
-		snprintf(err, errlen, "out of memory");
-		r = -ENOMEM;
-	}
+	if (r == 0)
+		dev_reservation_env(out, "BERTH_VISIBLE_DEVICES", visible);
 	if (r < 0)
 		dev_reservation_free(out);
 	return r;
@@ -759,12 +742,8 @@ dev_sysfs_new(const char *root)
 {
 	struct sysfs *s;
 
-	if ((s = calloc(1, sizeof(*s))) == NULL)
-		return NULL;
-	if ((s->root = strdup(root)) == NULL) {
-		free(s);
-		return NULL;
-	}
+	s = xcalloc(1, sizeof(*s));
+	s->root = xstrdup(root);
 	return s;
 }
 

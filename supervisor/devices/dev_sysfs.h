@@ -21,7 +21,7 @@
 
 extern const struct devplugin dev_sysfs_plugin;
 
-/* The plugin's state for the tree at root; NULL on ENOMEM. */
+/* The plugin's state for the tree at root; never NULL. */
 void *dev_sysfs_new(const char *root);
 
 #endif

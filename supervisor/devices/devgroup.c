@@ -12,6 +12,7 @@
 #include <string.h>
 
 #include "devmgr.h"
+#include "xalloc.h"
 
 /* Grow *arr (of *n elements of size sz) by one zeroed element. */
 static void *
@@ -19,8 +20,7 @@ grow(void *arr, size_t *n, size_t sz, void **elem)
 {
 	char *a;
 
-	if ((a = reallocarray(arr, *n + 1, sz)) == NULL)
-		return NULL;
+	a = xreallocarray(arr, *n + 1, sz);
 	memset(a + *n * sz, 0, sz);
 	*elem = a + *n * sz;
 	(*n)++;
@@ -41,7 +41,7 @@ dev_groups_find(const struct dev_groups *gs, const char *vendor,
 	return NULL;
 }
 
-/* The group with this key, made if it is new; NULL on ENOMEM. */
+/* The group with this key, made if it is new. */
 struct dev_group *
 dev_groups_add(struct dev_groups *gs, const char *vendor, const char *type,
     const char *name)
@@ -51,8 +51,7 @@ dev_groups_add(struct dev_groups *gs, const char *vendor, const char *type,
 
 	if ((g = dev_groups_find(gs, vendor, type, name)) != NULL)
 		return g;
-	if ((a = grow(gs->g, &gs->n, sizeof(*gs->g), &e)) == NULL)
-		return NULL;
+	a = grow(gs->g, &gs->n, sizeof(*gs->g), &e);
 	gs->g = a;
 	g = e;
 	snprintf(g->vendor, sizeof(g->vendor), "%s", vendor);
@@ -72,15 +71,14 @@ dev_group_find_device(const struct dev_group *g, const char *id)
 	return NULL;
 }
 
-/* A new healthy device; NULL on ENOMEM. */
+/* A new healthy device. */
 struct dev_device *
 dev_group_add_device(struct dev_group *g, const char *id)
 {
 	struct dev_device *d;
 	void *a, *e;
 
-	if ((a = grow(g->devs, &g->ndevs, sizeof(*g->devs), &e)) == NULL)
-		return NULL;
+	a = grow(g->devs, &g->ndevs, sizeof(*g->devs), &e);
 	g->devs = a;
 	d = e;
 	snprintf(d->id, sizeof(d->id), "%s", id);
@@ -88,7 +86,7 @@ dev_group_add_device(struct dev_group *g, const char *id)
 	return d;
 }
 
-int
+void
 dev_groups_copy(struct dev_groups *dst, const struct dev_groups *src)
 {
 	size_t i;
@@ -96,26 +94,19 @@ dev_groups_copy(struct dev_groups *dst, const struct dev_groups *src)
 	dst->n = 0;
 	if (src->n == 0) {
 		dst->g = NULL;
-		return 0;
+		return;
 	}
-	if ((dst->g = calloc(src->n, sizeof(*dst->g))) == NULL)
-		return -ENOMEM;
+	dst->g = xcalloc(src->n, sizeof(*dst->g));
 	for (i = 0; i < src->n; i++, dst->n++) {
 		dst->g[i] = src->g[i];
 		dst->g[i].devs = NULL;
 		if (src->g[i].ndevs == 0)
 			continue;
-		if ((dst->g[i].devs = calloc(src->g[i].ndevs,
-		    sizeof(*src->g[i].devs))) == NULL) {
-			dst->g[i].ndevs = 0;
-			dst->n++;
-			dev_groups_free(dst);
-			return -ENOMEM;
-		}
+		dst->g[i].devs = xcalloc(src->g[i].ndevs,
+		    sizeof(*src->g[i].devs));
 		memcpy(dst->g[i].devs, src->g[i].devs,
 		    src->g[i].ndevs * sizeof(*src->g[i].devs));
 	}
-	return 0;
 }
 
 void
@@ -166,8 +157,7 @@ dev_stats_add(struct dev_stats *st, const char *type, const char *id)
 	struct dev_stat *s;
 	void *a, *e;
 
-	if ((a = grow(st->s, &st->n, sizeof(*st->s), &e)) == NULL)
-		return NULL;
+	a = grow(st->s, &st->n, sizeof(*st->s), &e);
 	st->s = a;
 	s = e;
 	snprintf(s->type, sizeof(s->type), "%s", type);
@@ -194,37 +184,27 @@ dev_stats_free(struct dev_stats *st)
 	st->n = 0;
 }
 
-static int
+static void
 push_str(char ***arr, size_t *n, char *s)
 {
-	char **a;
-
-	if (s == NULL)
-		return -ENOMEM;
-	if ((a = reallocarray(*arr, *n + 1, sizeof(*a))) == NULL) {
-		free(s);
-		return -ENOMEM;
-	}
-	a[(*n)++] = s;
-	*arr = a;
-	return 0;
+	*arr = xreallocarray(*arr, *n + 1, sizeof(**arr));
+	(*arr)[(*n)++] = s;
 }
 
-int
+void
 dev_reservation_node(struct dev_reservation *r, const char *path)
 {
-	return push_str(&r->nodes, &r->nnodes, strdup(path));
+	push_str(&r->nodes, &r->nnodes, xstrdup(path));
 }
 
-int
+void
 dev_reservation_env(struct dev_reservation *r, const char *key,
     const char *value)
 {
 	char *s;
 
-	if (asprintf(&s, "%s=%s", key, value) < 0)
-		s = NULL;
-	return push_str(&r->env, &r->nenv, s);
+	xasprintf(&s, "%s=%s", key, value);
+	push_str(&r->env, &r->nenv, s);
 }
 
 void

@@ -16,6 +16,7 @@
 #include "dev_sysfs.h"
 #include "devmgr.h"
 #include "log.h"
+#include "xalloc.h"
 
 #define RESERVE_IDS_MAX 64
 /* Vanished devices kept per plugin: a device that changes its strings at
@@ -62,7 +63,7 @@ free_stats(void *data)
 }
 
 /* Keep a vanished device in the next catalogue, marked gone. */
-static int
+static void
 keep_gone(struct devplug *dpl, struct dev_groups *next,
     const struct dev_group *og, const struct dev_device *od)
 {
@@ -73,22 +74,20 @@ keep_gone(struct devplug *dpl, struct dev_groups *next,
 		log_warnx("devices: %s: %s device %s (%s, %s) disappeared; it "
 		    "can no longer be reserved", dpl->dp->name, og->type,
 		    od->id, og->vendor, og->name);
-	if ((g = dev_groups_add(next, og->vendor, og->type, og->name)) ==
-	    NULL || (d = dev_group_add_device(g, od->id)) == NULL)
-		return -ENOMEM;
+	g = dev_groups_add(next, og->vendor, og->type, og->name);
+	d = dev_group_add_device(g, od->id);
 	*d = *od;
 	d->gone = true;
 	d->healthy = false;
 	d->ncounters = 0;
 	snprintf(d->health, sizeof(d->health), "disappeared");
-	return 0;
 }
 
 /*
  * The new catalogue: the fresh fingerprint, the counters the old one had
  * for devices still there, and the devices that vanished, kept as gone.
  */
-static int
+static void
 merge(struct devplug *dpl, const struct dev_groups *fresh)
 {
 	const struct dev_group *og, *ng;
@@ -97,8 +96,7 @@ merge(struct devplug *dpl, const struct dev_groups *fresh)
 	struct dev_groups next;
 	size_t i, j, ngone = 0;
 
-	if (dev_groups_copy(&next, fresh) < 0)
-		return -ENOMEM;
+	dev_groups_copy(&next, fresh);
 	for (i = 0; i < dpl->cat.n; i++) {
 		og = &dpl->cat.g[i];
 		ng = dev_groups_find(&next, og->vendor, og->type, og->name);
@@ -119,9 +117,8 @@ merge(struct devplug *dpl, const struct dev_groups *fresh)
 				log_debug("devices: %s: forgetting %s device "
 				    "%s: too many gone", dpl->dp->name,
 				    og->type, od->id);
-			} else if (keep_gone(dpl, &next, og, od) < 0) {
-				dev_groups_free(&next);
-				return -ENOMEM;
+			} else {
+				keep_gone(dpl, &next, og, od);
 			}
 			/* keep_gone may have moved next's groups. */
 			ng = dev_groups_find(&next, og->vendor, og->type,
@@ -143,7 +140,6 @@ merge(struct devplug *dpl, const struct dev_groups *fresh)
 		next.g[i].plugin = dpl->dp->name;
 	dev_groups_free(&dpl->cat);
 	dpl->cat = next;
-	return 0;
 }
 
 static void
@@ -157,20 +153,13 @@ on_fp_timer(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	err[0] = '\0';
-	if ((gs = calloc(1, sizeof(*gs))) == NULL) {
-		plugin_failed(dpl->p, "fingerprint: out of memory");
-		return;
-	}
+	gs = xcalloc(1, sizeof(*gs));
 	if (dpl->dp->fingerprint(dpl->state, gs, err, sizeof(err)) < 0) {
 		free(gs);
 		plugin_failed(dpl->p, "fingerprint: %s", err);
 		return;
 	}
-	if (merge(dpl, gs) < 0) {
-		free_groups(gs);
-		plugin_failed(dpl->p, "fingerprint: out of memory");
-		return;
-	}
+	merge(dpl, gs);
 	for (i = 0; i < gs->n; i++)
 		n += gs->g[i].ndevs;
 	snprintf(desc, sizeof(desc), "%zu devices in %zu groups", n, gs->n);
@@ -205,10 +194,7 @@ on_stats_timer(evutil_socket_t fd, short ev, void *arg)
 	(void)fd;
 	(void)ev;
 	err[0] = '\0';
-	if ((st = calloc(1, sizeof(*st))) == NULL) {
-		plugin_stats_failed(dpl->p, "out of memory");
-		return;
-	}
+	st = xcalloc(1, sizeof(*st));
 	/* On failure the stream stops here; the manager restarts it. */
 	if (dpl->dp->stats(dpl->state, st, err, sizeof(err)) < 0) {
 		free(st);
@@ -270,28 +256,22 @@ static const struct plugin_ops dp_ops_nostats = {
 	.fp_free = free_groups,
 };
 
-int
+void
 devmgr_add(struct devmgr *dm, const struct devplugin *dp, void *state)
 {
 	struct devplug *dpl;
 
-	if ((dpl = calloc(1, sizeof(*dpl))) == NULL) {
-		dp->free(state);
-		return -ENOMEM;
-	}
+	dpl = xcalloc(1, sizeof(*dpl));
 	dpl->dm = dm;
 	dpl->dp = dp;
 	dpl->state = state;
-	/* On the list first: devmgr_free() then frees whatever was made. */
 	TAILQ_INSERT_TAIL(&dm->plugs, dpl, entry);
-	if ((dpl->fp_timer = evtimer_new(dm->base, on_fp_timer, dpl)) ==
-	    NULL ||
-	    (dpl->stats_timer = evtimer_new(dm->base, on_stats_timer, dpl)) ==
-	    NULL ||
-	    (dpl->p = pluginmgr_add(dm->pm, dp->name, dp->stats != NULL ?
-	    &dp_ops : &dp_ops_nostats, dpl)) == NULL)
-		return -ENOMEM;
-	return 0;
+	dpl->fp_timer = xnonnull(evtimer_new(dm->base, on_fp_timer, dpl),
+	    "devmgr_add: evtimer_new");
+	dpl->stats_timer = xnonnull(evtimer_new(dm->base, on_stats_timer,
+	    dpl), "devmgr_add: evtimer_new");
+	dpl->p = pluginmgr_add(dm->pm, dp->name, dp->stats != NULL ?
+	    &dp_ops : &dp_ops_nostats, dpl);
 }
 
 struct devmgr *
@@ -303,20 +283,14 @@ devmgr_new(struct event_base *base, const struct berth_config *cfg)
 		.retry_max_ms = cfg->plugin_retry_max_ms,
 	};
 	struct devmgr *dm;
-	void *state;
 
-	if ((dm = calloc(1, sizeof(*dm))) == NULL)
-		return NULL;
+	dm = xcalloc(1, sizeof(*dm));
 	dm->base = base;
 	dm->fp_ms = cfg->plugin_heartbeat_ms;
 	dm->stats_ms = cfg->device_stats_interval_ms;
 	TAILQ_INIT(&dm->plugs);
-	if ((dm->pm = pluginmgr_new(base, &prm)) == NULL ||
-	    (state = dev_sysfs_new(cfg->sysfs_root)) == NULL ||
-	    devmgr_add(dm, &dev_sysfs_plugin, state) < 0) {
-		devmgr_free(dm);
-		return NULL;
-	}
+	dm->pm = pluginmgr_new(base, &prm);
+	devmgr_add(dm, &dev_sysfs_plugin, dev_sysfs_new(cfg->sysfs_root));
 	return dm;
 }
 
@@ -347,10 +321,8 @@ devmgr_free(struct devmgr *dm)
 	pluginmgr_free(dm->pm);
 	while ((dpl = TAILQ_FIRST(&dm->plugs)) != NULL) {
 		TAILQ_REMOVE(&dm->plugs, dpl, entry);
-		if (dpl->fp_timer != NULL)
-			event_free(dpl->fp_timer);
-		if (dpl->stats_timer != NULL)
-			event_free(dpl->stats_timer);
+		event_free(dpl->fp_timer);
+		event_free(dpl->stats_timer);
 		dev_groups_free(&dpl->cat);
 		dpl->dp->free(dpl->state);
 		free(dpl);

@@ -115,11 +115,11 @@ struct devplugin {
 
 struct devmgr;
 
-/* The built-in plugins from cfg (sysfs_root, intervals); NULL on error. */
+/* The built-in plugins from cfg (sysfs_root, intervals); never NULL. */
 struct devmgr *devmgr_new(struct event_base *base,
     const struct berth_config *cfg);
 /* Another plugin, before devmgr_start(); state is freed with it. */
-int devmgr_add(struct devmgr *dm, const struct devplugin *dp, void *state);
+void devmgr_add(struct devmgr *dm, const struct devplugin *dp, void *state);
 void devmgr_start(struct devmgr *dm);
 /* Fingerprint every running plugin at the next turn of the loop. */
 void devmgr_refresh(struct devmgr *dm);
@@ -151,7 +151,7 @@ struct dev_group *dev_groups_find(const struct dev_groups *gs,
 struct dev_device *dev_group_add_device(struct dev_group *g, const char *id);
 struct dev_device *dev_group_find_device(const struct dev_group *g,
     const char *id);
-int dev_groups_copy(struct dev_groups *dst, const struct dev_groups *src);
+void dev_groups_copy(struct dev_groups *dst, const struct dev_groups *src);
 void dev_groups_free(struct dev_groups *gs);
 /* Set (or replace) an attribute; a full table drops it with -ENOSPC. */
 int dev_attr_set(struct dev_device *d, const char *key, const char *value);
@@ -160,8 +160,8 @@ struct dev_stat *dev_stats_add(struct dev_stats *st, const char *type,
     const char *id);
 int dev_stat_set(struct dev_stat *s, const char *key, uint64_t value);
 void dev_stats_free(struct dev_stats *st);
-int dev_reservation_node(struct dev_reservation *r, const char *path);
-int dev_reservation_env(struct dev_reservation *r, const char *key,
+void dev_reservation_node(struct dev_reservation *r, const char *path);
+void dev_reservation_env(struct dev_reservation *r, const char *key,
     const char *value);
 void dev_reservation_free(struct dev_reservation *r);
 

@@ -15,6 +15,7 @@
 
 #include "log.h"
 #include "mounter_client.h"
+#include "xalloc.h"
 
 #define BYTES(s) ((ProtobufCBinaryData){ strlen(s), (uint8_t *)(s) })
 
@@ -44,8 +45,7 @@ mclient_new(struct chan *c)
 {
 	struct mclient *mc;
 
-	if ((mc = calloc(1, sizeof(*mc))) == NULL)
-		return NULL;
+	mc = xcalloc(1, sizeof(*mc));
 	mc->chan = c;
 	TAILQ_INIT(&mc->calls);
 	return mc;
@@ -142,9 +142,8 @@ send_call(struct mclient *mc, Berth__Envelope *env, enum call_kind kind,
 
 	if (mc == NULL || mc->chan == NULL || chan_closed(mc->chan))
 		r = -ENOTCONN;
-	else if ((call = calloc(1, sizeof(*call))) == NULL)
-		r = -ENOMEM;
 	else {
+		call = xcalloc(1, sizeof(*call));
 		call->mc = mc;
 		call->kind = kind;
 		call->cb.any = cb;

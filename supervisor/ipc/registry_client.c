@@ -18,6 +18,7 @@
 #include "ident.h"
 #include "metrics.h"
 #include "registry_client.h"
+#include "xalloc.h"
 
 struct regclient_sub {
 	TAILQ_ENTRY(regclient_sub) entry;
@@ -77,8 +78,7 @@ regclient_new(struct event_base *base, struct chan *c, unsigned timeout_ms)
 {
 	struct regclient *rc;
 
-	if ((rc = calloc(1, sizeof(*rc))) == NULL)
-		return NULL;
+	rc = xcalloc(1, sizeof(*rc));
 	rc->base = base;
 	rc->chan = c;
 	rc->timeout_ms = timeout_ms ? timeout_ms : REGCLIENT_TIMEOUT_MS;
@@ -180,31 +180,29 @@ copy_msg(const ProtobufCMessage *m)
 	uint8_t *buf;
 	void *out;
 
-	if ((buf = malloc(len ? len : 1)) == NULL)
-		return NULL;
+	buf = xmalloc(len);
 	protobuf_c_message_pack(m, buf);
-	out = protobuf_c_message_unpack(m->descriptor, NULL, len, buf);
+	/* What was just packed unpacks; only memory can be lacking. */
+	out = xnonnull(protobuf_c_message_unpack(m->descriptor, NULL, len,
+	    buf), "copy_msg: protobuf_c_message_unpack");
 	free(buf);
 	return out;
 }
 
 /* Keep a copy of one page and point at its items. */
-static int
+static void
 keep(struct call *call, const ProtobufCMessage *page)
 {
-	ProtobufCMessage *copy, **bigger;
-	void **items, **more;
+	ProtobufCMessage *copy;
+	void **items;
 	size_t i, n;
 
 	if (call->npages == call->cappages) {
 		call->cappages = call->cappages ? call->cappages * 2 : 8;
-		if ((bigger = realloc(call->pages,
-		    call->cappages * sizeof(*bigger))) == NULL)
-			return -ENOMEM;
-		call->pages = bigger;
+		call->pages = xreallocarray(call->pages, call->cappages,
+		    sizeof(*call->pages));
 	}
-	if ((copy = copy_msg(page)) == NULL)
-		return -ENOMEM;
+	copy = copy_msg(page);
 	call->pages[call->npages++] = copy;
 	if (call->kind == CALL_PLUGINS) {
 		n = ((Berth__PluginList *)copy)->n_instances;
@@ -219,14 +217,11 @@ keep(struct call *call, const ProtobufCMessage *page)
 	if (call->n + n > call->cap) {
 		while (call->n + n > call->cap)
 			call->cap = call->cap ? call->cap * 2 : 256;
-		if ((more = realloc(call->items,
-		    call->cap * sizeof(*more))) == NULL)
-			return -ENOMEM;
-		call->items = more;
+		call->items = xreallocarray(call->items, call->cap,
+		    sizeof(*call->items));
 	}
 	for (i = 0; i < n; i++)
 		call->items[call->n++] = items[i];
-	return 0;
 }
 
 static int send_call(struct call *call, Berth__Envelope *env);
@@ -252,8 +247,7 @@ on_reply(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 		finish(call, &res);
 		return;
 	case CALL_PLUGINS:
-		if (keep(call, &env->plugin_list->base) < 0)
-			goto nomem;
+		keep(call, &env->plugin_list->base);
 		if (!env->plugin_list->more) {
 			finish(call, &res);
 			return;
@@ -263,8 +257,7 @@ on_reply(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 		next.list_plugins = &call->lp;
 		break;
 	case CALL_HANDLES:
-		if (keep(call, &env->handle_list->base) < 0)
-			goto nomem;
+		keep(call, &env->handle_list->base);
 		if (!env->handle_list->more) {
 			finish(call, &res);
 			return;
@@ -275,8 +268,7 @@ on_reply(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 		next.list_handles = &call->lh;
 		break;
 	case CALL_VOLUMES:
-		if (keep(call, &env->volume_list->base) < 0)
-			goto nomem;
+		keep(call, &env->volume_list->base);
 		if (!env->volume_list->more) {
 			finish(call, &res);
 			return;
@@ -295,9 +287,6 @@ on_reply(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 		fail(call, BERTH__ERROR_CODE__ERROR_CLOSED,
 		    "cannot ask the registry for the next page");
 	}
-	return;
-nomem:
-	fail(call, BERTH__ERROR_CODE__ERROR_INTERNAL, "out of memory");
 }
 
 static int
@@ -324,8 +313,7 @@ call_new(struct regclient *rc, regclient_cb cb, void *arg)
 {
 	struct call *call;
 
-	if ((call = calloc(1, sizeof(*call))) == NULL)
-		return NULL;
+	call = xcalloc(1, sizeof(*call));
 	call->rc = rc;
 	call->kind = CALL_ONE;
 	call->cb = cb;
@@ -341,8 +329,7 @@ one(struct regclient *rc, Berth__Envelope *env, regclient_cb cb, void *arg)
 
 	if (cb == NULL)
 		return -EINVAL;
-	if ((call = call_new(rc, cb, arg)) == NULL)
-		return -ENOMEM;
+	call = call_new(rc, cb, arg);
 	switch (env->body_case) {
 	case BERTH__ENVELOPE__BODY_REGISTER_PLUGIN:
 	case BERTH__ENVELOPE__BODY_DEREGISTER_PLUGIN:
@@ -423,8 +410,7 @@ regclient_list_plugins(struct regclient *rc, Berth__PluginType type,
 
 	if (cb == NULL || strlen(str(name)) >= sizeof(call->name))
 		return -EINVAL;
-	if ((call = call_new(rc, NULL, arg)) == NULL)
-		return -ENOMEM;
+	call = call_new(rc, NULL, arg);
 	call->kind = CALL_PLUGINS;
 	call->pcb = cb;
 	berth__list_plugins__init(&call->lp);
@@ -445,8 +431,7 @@ regclient_list_volumes(struct regclient *rc, const char *ns,
 
 	if (cb == NULL || strlen(str(ns)) >= sizeof(call->name))
 		return -EINVAL;
-	if ((call = call_new(rc, NULL, arg)) == NULL)
-		return -ENOMEM;
+	call = call_new(rc, NULL, arg);
 	call->kind = CALL_VOLUMES;
 	call->vcb = cb;
 	berth__list_volumes__init(&call->lv);
@@ -567,8 +552,7 @@ regclient_list_handles(struct regclient *rc, Berth__HandleKind kind,
 
 	if (cb == NULL)
 		return -EINVAL;
-	if ((call = call_new(rc, NULL, arg)) == NULL)
-		return -ENOMEM;
+	call = call_new(rc, NULL, arg);
 	call->kind = CALL_HANDLES;
 	call->hcb = cb;
 	berth__list_handles__init(&call->lh);
@@ -704,16 +688,15 @@ regclient_subscribe(struct regclient *rc, uint64_t from_index,
 {
 	struct regclient_sub *sub;
 
-	if (cb == NULL || rc->freed || (sub = calloc(1, sizeof(*sub))) == NULL)
+	if (cb == NULL || rc->freed)
 		return NULL;
+	sub = xcalloc(1, sizeof(*sub));
 	sub->rc = rc;
 	sub->cb = cb;
 	sub->arg = arg;
 	sub->cursor = live_only ? UINT64_MAX : from_index;
-	if ((sub->ack = event_new(rc->base, -1, 0, on_ack, sub)) == NULL) {
-		free(sub);
-		return NULL;
-	}
+	sub->ack = xnonnull(event_new(rc->base, -1, 0, on_ack, sub),
+	    "regclient_subscribe: event_new");
 	TAILQ_INSERT_TAIL(&rc->subs, sub, entry);
 	if (send_subscribe(sub, from_index, live_only) < 0) {
 		sub_free(sub);

@@ -25,6 +25,7 @@
 #include "alloc.h"
 #include "duration.h"
 #include "ident.h"
+#include "xalloc.h"
 
 #define QUOTE_MAX	64	/* bytes of a value shown in a problem */
 #define QUOTE_BUF	(QUOTE_MAX * 4 + 8)
@@ -38,7 +39,6 @@ struct walk {
 	enum alloc_driver driver;	/* its driver, read ahead; 0: unknown */
 	char path[1024];
 	size_t pathlen;
-	bool oom;
 	const char *volume_id;	/* a volume spec's, from the API's path */
 };
 
@@ -176,20 +176,13 @@ problem(struct walk *w, const char *fmt, ...)
 		pr->dropped++;
 		return;
 	}
-	if (pr->items == NULL && (pr->items = calloc(ALLOC_PROBLEMS_MAX + 1,
-	    sizeof(*pr->items))) == NULL) {
-		w->oom = true;
-		return;
-	}
+	if (pr->items == NULL)
+		pr->items = xcalloc(ALLOC_PROBLEMS_MAX + 1, sizeof(*pr->items));
 	va_start(ap, fmt);
 	vsnprintf(reason, sizeof(reason), fmt, ap);
 	va_end(ap);
-	if (asprintf(&pr->items[pr->n], "%s: %s", w->pathlen > 0 ? w->path :
-	    "document", reason) < 0) {
-		pr->items[pr->n] = NULL;
-		w->oom = true;
-		return;
-	}
+	xasprintf(&pr->items[pr->n], "%s: %s", w->pathlen > 0 ? w->path :
+	    "document", reason);
 	pr->n++;
 }
 
@@ -261,25 +254,12 @@ type_name(json_t *v)
 	return "null";
 }
 
-static void *
-zalloc(struct walk *w, size_t n, size_t size)
-{
-	void *p;
-
-	if ((p = calloc(n > 0 ? n : 1, size)) == NULL)
-		w->oom = true;
-	return p;
-}
-
 static char *
-copy(struct walk *w, const char *s, size_t len)
+copy(const char *s, size_t len)
 {
 	char *p;
 
-	if ((p = malloc(len + 1)) == NULL) {
-		w->oom = true;
-		return NULL;
-	}
+	p = xmalloc(len + 1);
 	memcpy(p, s, len);
 	p[len] = '\0';
 	return p;
@@ -312,7 +292,7 @@ take_text(struct walk *w, json_t *v)
 		problem(w, "contains a NUL byte");
 		return NULL;
 	}
-	return copy(w, s, len);
+	return copy(s, len);
 }
 
 static bool
@@ -337,7 +317,7 @@ take_ident(struct walk *w, json_t *v)
 
 	if ((s = string_of(w, v, NULL, &len)) == NULL || !ident_ok(w, s, len))
 		return NULL;
-	return copy(w, s, len);
+	return copy(s, len);
 }
 
 /* One of the table's names; 0 after a problem. */
@@ -439,7 +419,7 @@ take_word(struct walk *w, json_t *v, const char *punct, bool upper,
 			    1, false), set);
 			return NULL;
 		}
-	return copy(w, s, len);
+	return copy(s, len);
 }
 
 static bool
@@ -590,8 +570,8 @@ exec_args(struct walk *w, json_t *v, void *dst)
 	if (!sized(w, v, true, ALLOC_MAX_ARGS))
 		return;
 	t->nargs = json_array_size(v);
-	if ((t->args = zalloc(w, t->nargs, sizeof(*t->args))) != NULL)
-		each_element(w, v, exec_arg, t);
+	t->args = xcalloc(t->nargs, sizeof(*t->args));
+	each_element(w, v, exec_arg, t);
 }
 
 static const struct field exec_fields[] = {
@@ -665,10 +645,7 @@ env_var(struct walk *w, const char *key, json_t *v, size_t i, void *ctx)
 	}
 	if ((val = take_text(w, v)) == NULL)
 		return;
-	if (asprintf(&t->env[i], "%s=%s", key, val) < 0) {
-		t->env[i] = NULL;
-		w->oom = true;
-	}
+	xasprintf(&t->env[i], "%s=%s", key, val);
 	free(val);
 }
 
@@ -705,10 +682,9 @@ task_env(struct walk *w, json_t *v, void *dst)
 		return;
 	}
 	t->nenv = json_object_size(v);
-	if ((t->env = zalloc(w, t->nenv, sizeof(*t->env))) == NULL)
-		return;
+	t->env = xcalloc(t->nenv, sizeof(*t->env));
 	each_member(w, v, env_var, t);
-	if (w->pr->n == 0 && !w->oom)
+	if (w->pr->n == 0)
 		qsort(t->env, t->nenv, sizeof(*t->env), env_cmp);
 }
 
@@ -788,7 +764,7 @@ mount_volume(struct walk *w, json_t *v, void *dst)
 		return;
 	/* A "volumes" of the wrong type has its own problem; say no more. */
 	if (w->volumes == NULL && !w->volumes_absent) {
-		m->volume = copy(w, s, len);
+		m->volume = copy(s, len);
 		return;
 	}
 	found = w->volumes != NULL ? json_object_getn(w->volumes, s, len) :
@@ -804,7 +780,7 @@ mount_volume(struct walk *w, json_t *v, void *dst)
 		i++;
 	}
 	m->volume_index = i;
-	m->volume = copy(w, s, len);
+	m->volume = copy(s, len);
 }
 
 static void
@@ -862,8 +838,8 @@ task_volume_mounts(struct walk *w, json_t *v, void *dst)
 	if (!sized(w, v, true, ALLOC_MAX_MOUNTS))
 		return;
 	t->nmounts = json_array_size(v);
-	if ((t->mounts = zalloc(w, t->nmounts, sizeof(*t->mounts))) != NULL)
-		each_element(w, v, task_mount, t);
+	t->mounts = xcalloc(t->nmounts, sizeof(*t->mounts));
+	each_element(w, v, task_mount, t);
 }
 
 /* A whole number from 1 to max; 0 after a problem. */
@@ -965,8 +941,8 @@ alloc_tasks(struct walk *w, json_t *v, void *dst)
 		return;
 	}
 	a->ntasks = json_array_size(v);
-	if ((a->tasks = zalloc(w, a->ntasks, sizeof(*a->tasks))) != NULL)
-		each_element(w, v, alloc_task, a);
+	a->tasks = xcalloc(a->ntasks, sizeof(*a->tasks));
+	each_element(w, v, alloc_task, a);
 }
 
 static void
@@ -995,9 +971,8 @@ options_mount_flags(struct walk *w, json_t *v, void *dst)
 	if (!sized(w, v, true, ALLOC_MAX_FLAGS))
 		return;
 	vol->nflags = json_array_size(v);
-	if ((vol->mount_flags = zalloc(w, vol->nflags,
-	    sizeof(*vol->mount_flags))) != NULL)
-		each_element(w, v, options_flag, vol);
+	vol->mount_flags = xcalloc(vol->nflags, sizeof(*vol->mount_flags));
+	each_element(w, v, options_flag, vol);
 }
 
 static const struct field options_fields[] = {
@@ -1059,7 +1034,7 @@ alloc_volume(struct walk *w, const char *key, json_t *v, size_t i,
 	size_t old;
 
 	if (ident_ok(w, key, strlen(key)))
-		vol->name = copy(w, key, strlen(key));
+		vol->name = copy(key, strlen(key));
 	if (!object_of(w, v))
 		return;
 	walk_fields(w, v, volume_fields, NFIELDS(volume_fields), vol);
@@ -1080,8 +1055,8 @@ alloc_volumes(struct walk *w, json_t *v, void *dst)
 	if (!sized(w, v, false, ALLOC_MAX_VOLUMES))
 		return;
 	a->nvolumes = json_object_size(v);
-	if ((a->volumes = zalloc(w, a->nvolumes, sizeof(*a->volumes))) != NULL)
-		each_member(w, v, alloc_volume, a);
+	a->volumes = xcalloc(a->nvolumes, sizeof(*a->volumes));
+	each_member(w, v, alloc_volume, a);
 }
 
 static void
@@ -1111,10 +1086,7 @@ walk_alloc(struct walk *w, json_t *root)
 	vols = json_object_get(root, "volumes");
 	w->volumes = json_is_object(vols) ? vols : NULL;
 	w->volumes_absent = vols == NULL;
-	if ((w->a->ns = strdup(ALLOC_DEFAULT_NAMESPACE)) == NULL) {
-		w->oom = true;
-		return;
-	}
+	w->a->ns = xstrdup(ALLOC_DEFAULT_NAMESPACE);
 	walk_fields(w, root, alloc_fields, NFIELDS(alloc_fields), w->a);
 }
 
@@ -1178,23 +1150,16 @@ finish(struct walk *w, struct alloc **out)
 {
 	struct alloc_problems *pr = w->pr;
 
-	if (w->oom) {
-		alloc_free(w->a);
-		alloc_problems_free(pr);
-		if ((pr->items = calloc(1, sizeof(*pr->items))) != NULL &&
-		    (pr->items[0] = strdup("out of memory")) != NULL)
-			pr->n = 1;
-		errno = ENOMEM;
-		return -1;
-	}
 	if (pr->n == 0) {
 		*out = w->a;
 		return 0;
 	}
 	alloc_free(w->a);
-	if (pr->dropped > 0 && asprintf(&pr->items[pr->n], "... and %zu more "
-	    "problems", pr->dropped) >= 0)
+	if (pr->dropped > 0) {
+		xasprintf(&pr->items[pr->n], "... and %zu more problems",
+		    pr->dropped);
 		pr->n++;
+	}
 	return -1;
 }
 
@@ -1234,10 +1199,8 @@ alloc_parse(const char *text, size_t len, struct alloc **out,
 		    sizeof(jerr.text), false));
 		return finish(&w, out);
 	}
-	if ((w.a = calloc(1, sizeof(*w.a))) == NULL)
-		w.oom = true;
-	else
-		walk_alloc(&w, root);
+	w.a = xcalloc(1, sizeof(*w.a));
+	walk_alloc(&w, root);
 	json_decref(root);
 	return finish(&w, out);
 }
@@ -1299,7 +1262,7 @@ spec_param(struct walk *w, const char *key, json_t *v, size_t i,
 		return;
 	}
 	if ((p->value = take_text(w, v)) != NULL)
-		p->key = copy(w, key, strlen(key));
+		p->key = copy(key, strlen(key));
 }
 
 static void
@@ -1310,8 +1273,8 @@ spec_params(struct walk *w, json_t *v, void *dst)
 	if (!sized(w, v, false, ALLOC_MAX_PARAMS))
 		return;
 	s->nparams = json_object_size(v);
-	if ((s->params = zalloc(w, s->nparams, sizeof(*s->params))) != NULL)
-		each_member(w, v, spec_param, s);
+	s->params = xcalloc(s->nparams, sizeof(*s->params));
+	each_member(w, v, spec_param, s);
 }
 
 /* vol comes first in struct alloc_volume_spec: the volume checks'
@@ -1371,9 +1334,8 @@ alloc_volume_spec_parse(const char *text, size_t len, const char *id,
 	memset(&w, 0, sizeof(w));
 	w.pr = problems;
 	w.volume_id = id;
-	if ((s = calloc(1, sizeof(*s))) == NULL)
-		w.oom = true;
-	else if (len > ALLOC_MAX_BYTES)
+	s = xcalloc(1, sizeof(*s));
+	if (len > ALLOC_MAX_BYTES)
 		size_problem(&w, len);
 	else if ((root = json_loadb(text, len, JSON_REJECT_DUPLICATES |
 	    JSON_ALLOW_NUL, &jerr)) == NULL)
@@ -1389,27 +1351,17 @@ alloc_volume_spec_parse(const char *text, size_t len, const char *id,
 		else
 			walk_fields(&w, root, register_fields,
 			    NFIELDS(register_fields), s);
-		if (s->ns == NULL && (s->ns =
-		    strdup(ALLOC_DEFAULT_NAMESPACE)) == NULL)
-			w.oom = true;
+		if (s->ns == NULL)
+			s->ns = xstrdup(ALLOC_DEFAULT_NAMESPACE);
 	}
 	json_decref(root);
-	if (w.oom) {
-		alloc_volume_spec_free(s);
-		alloc_problems_free(problems);
-		if ((problems->items = calloc(1, sizeof(*problems->items))) !=
-		    NULL && (problems->items[0] = strdup("out of memory")) !=
-		    NULL)
-			problems->n = 1;
-		errno = ENOMEM;
-		return -1;
-	}
 	if (problems->n > 0) {
 		alloc_volume_spec_free(s);
-		if (problems->dropped > 0 && asprintf(&problems->items[
-		    problems->n], "... and %zu more problems",
-		    problems->dropped) >= 0)
+		if (problems->dropped > 0) {
+			xasprintf(&problems->items[problems->n],
+			    "... and %zu more problems", problems->dropped);
 			problems->n++;
+		}
 		return -1;
 	}
 	*out = s;
@@ -1464,10 +1416,7 @@ alloc_load_file(const char *path, struct alloc **out,
 		size_problem(&w, (size_t)st.st_size);
 		goto out;
 	}
-	if ((buf = malloc(ALLOC_MAX_BYTES + 1)) == NULL) {
-		w.oom = true;
-		goto out;
-	}
+	buf = xmalloc(ALLOC_MAX_BYTES + 1);
 	if ((n = read_capped(fd, buf)) < 0)
 		goto fail;
 	close(fd);

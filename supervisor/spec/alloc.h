@@ -133,8 +133,7 @@ struct alloc_problems {
  * Parse and check len bytes of text. Returns 0 with *out set, or -1 with
  * *out NULL and every problem in problems. problems is overwritten (it
  * need not be initialized) and must be freed with alloc_problems_free()
- * after either outcome. Out of memory: -1, errno ENOMEM, and problems
- * holds "out of memory" when even that could be stored, else nothing.
+ * after either outcome. Out of memory ends the process (xalloc.h).
  */
 int alloc_parse(const char *text, size_t len, struct alloc **out,
     struct alloc_problems *problems);
@@ -175,7 +174,7 @@ struct alloc_volume_spec {
 /*
  * Parse and check a volume spec for the volume id (an "id" field, if
  * given, must equal it), as alloc_parse() does a document: 0 and *out,
- * or -1 and every problem (errno ENOMEM when out of memory).
+ * or -1 and every problem.
  */
 int alloc_volume_spec_parse(const char *text, size_t len, const char *id,
     bool create, struct alloc_volume_spec **out,
@@ -193,7 +192,8 @@ const char *alloc_driver_name(enum alloc_driver d);
  * The alloc as a compact JSON document, defaults written out, which
  * alloc_parse() reads back to an equal structure (unless the written
  * defaults take it over ALLOC_MAX_BYTES, possible only for a document
- * already at the limit). malloc'd; NULL when out of memory.
+ * already at the limit). malloc'd; NULL only for a string jansson
+ * refuses (not UTF-8), which an alloc from alloc_parse() never holds.
  */
 char *alloc_to_json(const struct alloc *a);
 

@@ -14,8 +14,12 @@
 
 #include "alloc.h"
 #include "duration.h"
+#include "xalloc.h"
 
-/* One failed allocation anywhere makes the whole document fail. */
+/*
+ * A string jansson refuses (not UTF-8) makes the whole document fail;
+ * containers and numbers fail only for lack of memory, which is fatal.
+ */
 static void
 put(json_t *obj, const char *key, json_t *v, bool *ok)
 {
@@ -36,8 +40,7 @@ strings(char *const *v, size_t n, bool *ok)
 	json_t *arr;
 	size_t i;
 
-	if ((arr = json_array()) == NULL)
-		return NULL;
+	arr = xnonnull(json_array(), "strings: json_array");
 	for (i = 0; i < n; i++)
 		append(arr, json_string(v[i]), ok);
 	return arr;
@@ -49,7 +52,7 @@ duration(int64_t ms)
 	char buf[32];
 
 	duration_format(ms, buf, sizeof(buf));
-	return json_string(buf);
+	return xnonnull(json_string(buf), "duration: json_string");
 }
 
 static json_t *
@@ -57,8 +60,7 @@ task_config(const struct alloc_task *t, bool *ok)
 {
 	json_t *c;
 
-	if ((c = json_object()) == NULL)
-		return NULL;
+	c = xnonnull(json_object(), "task_config: json_object");
 	if (t->driver == ALLOC_DRIVER_PRIVILEGED)
 		put(c, "plugin", json_string(t->plugin), ok);
 	else {
@@ -76,8 +78,7 @@ task_env(const struct alloc_task *t, bool *ok)
 	json_t *env;
 	size_t i, len;
 
-	if ((env = json_object()) == NULL)
-		return NULL;
+	env = xnonnull(json_object(), "task_env: json_object");
 	for (i = 0; i < t->nenv; i++) {
 		len = strcspn(t->env[i], "=");
 		if (json_object_setn_new(env, t->env[i], len,
@@ -92,8 +93,7 @@ task_csi(const struct alloc_csi_plugin *c, bool *ok)
 {
 	json_t *o;
 
-	if ((o = json_object()) == NULL)
-		return NULL;
+	o = xnonnull(json_object(), "task_csi: json_object");
 	put(o, "id", json_string(c->id), ok);
 	put(o, "type", json_string(alloc_csi_type_name(c->type)), ok);
 	put(o, "health_timeout", duration(c->health_timeout_ms), ok);
@@ -106,16 +106,13 @@ task_mounts(const struct alloc_task *t, bool *ok)
 	json_t *arr, *m;
 	size_t i;
 
-	if ((arr = json_array()) == NULL)
-		return NULL;
+	arr = xnonnull(json_array(), "task_mounts: json_array");
 	for (i = 0; i < t->nmounts; i++) {
-		if ((m = json_object()) != NULL) {
-			put(m, "volume", json_string(t->mounts[i].volume), ok);
-			put(m, "destination",
-			    json_string(t->mounts[i].destination), ok);
-			put(m, "read_only", json_boolean(t->mounts[i].read_only),
-			    ok);
-		}
+		m = xnonnull(json_object(), "task_mounts: json_object");
+		put(m, "volume", json_string(t->mounts[i].volume), ok);
+		put(m, "destination", json_string(t->mounts[i].destination),
+		    ok);
+		put(m, "read_only", json_boolean(t->mounts[i].read_only), ok);
 		append(arr, m, ok);
 	}
 	return arr;
@@ -126,8 +123,7 @@ task(const struct alloc_task *t, bool *ok)
 {
 	json_t *o;
 
-	if ((o = json_object()) == NULL)
-		return NULL;
+	o = xnonnull(json_object(), "task: json_object");
 	put(o, "name", json_string(t->name), ok);
 	put(o, "driver", json_string(alloc_driver_name(t->driver)), ok);
 	put(o, "config", task_config(t, ok), ok);
@@ -135,8 +131,9 @@ task(const struct alloc_task *t, bool *ok)
 		put(o, "env", task_env(t, ok), ok);
 	put(o, "kill_timeout", duration(t->kill_timeout_ms), ok);
 	if (t->driver == ALLOC_DRIVER_EXEC)
-		put(o, "logs", json_pack("{s:i, s:i}", "max_files",
-		    t->log_max_files, "max_file_size", t->log_max_file_mb), ok);
+		put(o, "logs", xnonnull(json_pack("{s:i, s:i}", "max_files",
+		    t->log_max_files, "max_file_size", t->log_max_file_mb),
+		    "task: json_pack"), ok);
 	if (t->csi.type != ALLOC_CSI_NONE)
 		put(o, "csi_plugin", task_csi(&t->csi, ok), ok);
 	if (t->nmounts > 0)
@@ -149,8 +146,7 @@ volume(const struct alloc_volume *v, bool *ok)
 {
 	json_t *o, *opts;
 
-	if ((o = json_object()) == NULL)
-		return NULL;
+	o = xnonnull(json_object(), "volume: json_object");
 	put(o, "type", json_string("csi"), ok);
 	put(o, "source", json_string(v->source), ok);
 	put(o, "access_mode", json_string(alloc_access_mode_name(
@@ -160,13 +156,12 @@ volume(const struct alloc_volume *v, bool *ok)
 	put(o, "read_only", json_boolean(v->read_only), ok);
 	if (v->fs_type == NULL && v->nflags == 0)
 		return o;
-	if ((opts = json_object()) != NULL) {
-		if (v->fs_type != NULL)
-			put(opts, "fs_type", json_string(v->fs_type), ok);
-		if (v->nflags > 0)
-			put(opts, "mount_flags", strings(v->mount_flags,
-			    v->nflags, ok), ok);
-	}
+	opts = xnonnull(json_object(), "volume: json_object");
+	if (v->fs_type != NULL)
+		put(opts, "fs_type", json_string(v->fs_type), ok);
+	if (v->nflags > 0)
+		put(opts, "mount_flags", strings(v->mount_flags, v->nflags, ok),
+		    ok);
 	put(o, "mount_options", opts, ok);
 	return o;
 }
@@ -179,23 +174,23 @@ alloc_to_json(const struct alloc *a)
 	char *text = NULL;
 	size_t i;
 
-	if ((root = json_object()) == NULL)
-		return NULL;
+	root = xnonnull(json_object(), "alloc_to_json: json_object");
 	put(root, "id", json_string(a->id), &ok);
 	put(root, "namespace", json_string(a->ns), &ok);
-	if ((tasks = json_array()) != NULL)
-		for (i = 0; i < a->ntasks; i++)
-			append(tasks, task(&a->tasks[i], &ok), &ok);
+	tasks = xnonnull(json_array(), "alloc_to_json: json_array");
+	for (i = 0; i < a->ntasks; i++)
+		append(tasks, task(&a->tasks[i], &ok), &ok);
 	put(root, "tasks", tasks, &ok);
 	if (a->nvolumes > 0) {
-		if ((vols = json_object()) != NULL)
-			for (i = 0; i < a->nvolumes; i++)
-				put(vols, a->volumes[i].name,
-				    volume(&a->volumes[i], &ok), &ok);
+		vols = xnonnull(json_object(), "alloc_to_json: json_object");
+		for (i = 0; i < a->nvolumes; i++)
+			put(vols, a->volumes[i].name,
+			    volume(&a->volumes[i], &ok), &ok);
 		put(root, "volumes", vols, &ok);
 	}
 	if (ok)
-		text = json_dumps(root, JSON_COMPACT);
+		text = xnonnull(json_dumps(root, JSON_COMPACT),
+		    "alloc_to_json: json_dumps");
 	json_decref(root);
 	return text;
 }
