@@ -88,7 +88,7 @@ typedef void (*taskdrv_event_cb)(void *arg, const char *driver,
 struct taskdrv_deps {
 	struct event_base *base;
 	struct mclient *mounter;	/* privileged tasks go through it */
-	const char *data_dir;		/* cfg.data_dir: task directories */
+	const char *data_dir;		/* cfg.data_dir: the task dirs */
 	const char *shim;		/* NULL: berth-shim beside us */
 	taskdrv_event_cb event;		/* may be NULL, or set later */
 	void *ctx;			/* event's arg */

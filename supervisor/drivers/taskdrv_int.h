@@ -24,7 +24,7 @@
  */
 enum tp_state {
 	TP_STARTING,		/* started is due from the event loop */
-	TP_ENDED_EARLY,		/* started, then exited, due from the loop */
+	TP_ENDED_EARLY,		/* started, then exited: both due */
 	TP_ASKING,		/* the mounter has not answered yet */
 	TP_RUNNING,		/* started told; its exit is to come */
 	TP_FAILED,		/* told it did not start or adopt */

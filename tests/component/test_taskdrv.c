@@ -88,8 +88,8 @@ on_event(void *arg, const char *driver, const char *alloc, const char *task,
 {
 	(void)arg;
 	if (nevents < 8)
-		snprintf(events[nevents++], sizeof(events[0]), "%s %s/%s %s: %s",
-		    driver, alloc, task, type, message);
+		snprintf(events[nevents++], sizeof(events[0]),
+		    "%s %s/%s %s: %s", driver, alloc, task, type, message);
 }
 
 static bool
@@ -326,7 +326,7 @@ START_TEST(exec_adopt_after_restart)
 	ck_assert(fake_run_until(base, exited, &heard[1], 5000));
 	ck_assert(heard[1].status_known && heard[1].signaled);
 	ck_assert_int_eq(heard[1].code, SIGKILL);
-	ck_assert_int_eq(heard[0].exited, 0);	/* the first driver is gone */
+	ck_assert_int_eq(heard[0].exited, 0);	/* its driver is gone */
 }
 END_TEST
 
