@@ -206,7 +206,7 @@ taskproc_adopt(struct taskdrv *drv, enum taskdrv_kind kind,
 		tp->start_time = th->start_time;
 	}
 	if (kind == TASKDRV_PRIVILEGED)
-		priv_task_adopt(tp, th);
+		priv_task_adopt(tp);
 	else
 		exec_adopt(tp, th);
 	return tp;

@@ -85,7 +85,7 @@ void exec_forget(struct taskproc *tp);
 
 /* taskdrv_priv.c: plugins berth-mounter starts and watches. */
 void priv_task_start(struct taskproc *tp, const struct task_spec *spec);
-void priv_task_adopt(struct taskproc *tp, const Berth__TaskHandle *h);
+void priv_task_adopt(struct taskproc *tp);	/* by tp->pid, start_time */
 int priv_task_signal(struct taskproc *tp, int sig);
 void priv_task_forget(struct taskproc *tp);
 

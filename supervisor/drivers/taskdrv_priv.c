@@ -74,9 +74,8 @@ on_plugin_adopted(const struct priv_result *res, pid_t pid,
 }
 
 void
-priv_task_adopt(struct taskproc *tp, const Berth__TaskHandle *h)
+priv_task_adopt(struct taskproc *tp)
 {
-	(void)h;	/* pid and start time are all the mounter needs */
 	tp->state = TP_ASKING;
 	if (priv_adopt_plugin(tp->drv->mounter, tp->pid, tp->start_time,
 	    on_plugin_adopted, tp) == 0)
