@@ -682,6 +682,21 @@ START_TEST(priv_never_answered)
 }
 END_TEST
 
+/* Never answered, and the owner waits: the client's deadline fails it. */
+START_TEST(priv_never_answered_times_out)
+{
+	drv = new_driver(mc, NULL);
+	start_priv(&heard[0]);
+	ck_assert(fake_run_until(base, held, (void *)1, 5000));
+	ck_assert(!fake_run_until(base, started, &heard[0],
+	    MCLIENT_TIMEOUT_MS - 2000));
+	ck_assert(fake_run_until(base, started, &heard[0], 5000));
+	ck_assert_int_eq(heard[0].err, -EIO);
+	ck_assert_msg(strstr(heard[0].why, "ERROR_TIMEOUT") != NULL, "%s",
+	    heard[0].why);
+}
+END_TEST
+
 /* A reply of the wrong type is refused, not read. */
 START_TEST(priv_wrong_reply)
 {
@@ -798,6 +813,7 @@ main(int argc, char **argv)
 	tcase_add_test(tc, priv_start_now_signal_exit);
 	tcase_add_test(tc, priv_late_out_of_order);
 	tcase_add_test(tc, priv_never_answered);
+	tcase_add_test(tc, priv_never_answered_times_out);
 	tcase_add_test(tc, priv_wrong_reply);
 	tcase_add_test(tc, priv_link_closed);
 	tcase_add_test(tc, priv_adopt);
