@@ -18,13 +18,13 @@
 #include <sys/stat.h>
 #include <sys/wait.h>
 
-#include "channel.h"
 #include "drivermgr.h"
 #include "ident.h"
+#include "mounter_client.h"
 #include "shim.h"
 #include "spawn.h"
+#include "xalloc.h"
 
-#define DRIVER_PING_TIMEOUT_MS 5000
 #define DRIVER_DESC_MAX 256
 
 struct driver {
@@ -158,22 +158,18 @@ out:
 }
 
 static void
-on_pong(struct chan *c, Berth__Envelope *env, int fd, void *arg)
+on_pong(const struct priv_result *res, uint64_t nonce, void *arg)
 {
 	struct driver *d = arg;
 
-	(void)c;
-	if (fd >= 0)
-		close(fd);
 	d->waiting = false;
-	if (env->error != NULL)
+	if (res->code != BERTH__ERROR_CODE__ERROR_NONE)
 		report(d, PLUGIN_UNHEALTHY, "berth-mounter does not answer: "
-		    "%s: %s", ipc_error_name(env->error->code),
-		    env->error->message ? env->error->message : "");
-	else if (env->body_case != BERTH__ENVELOPE__BODY_PONG ||
-	    env->pong->nonce != d->nonce)
-		report(d, PLUGIN_UNHEALTHY, "berth-mounter answered a ping "
-		    "with %s", ipc_body_name(env->body_case));
+		    "%s: %s", ipc_error_name(res->code), res->message);
+	else if (nonce != d->nonce)
+		report(d, PLUGIN_UNHEALTHY, "berth-mounter answered ping %llu "
+		    "with pong %llu", (unsigned long long)d->nonce,
+		    (unsigned long long)nonce);
 	else
 		report(d, PLUGIN_HEALTHY, "berth-mounter answers");
 	arm(d, d->dm->conf.fingerprint_ms);
@@ -183,20 +179,14 @@ on_pong(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 static void
 privileged_check(struct driver *d)
 {
-	Berth__Envelope env = BERTH__ENVELOPE__INIT;
-	Berth__Ping ping = BERTH__PING__INIT;
-	struct chan *c = d->dm->conf.mounter;
+	struct mclient *mc = d->dm->conf.mounter;
 
-	if (c == NULL) {
+	if (mc == NULL) {
 		report(d, PLUGIN_UNDETECTED, "no berth-mounter");
 		arm(d, d->dm->conf.fingerprint_ms);
 		return;
 	}
-	ping.nonce = ++d->nonce;
-	env.body_case = BERTH__ENVELOPE__BODY_PING;
-	env.ping = &ping;
-	if (chan_closed(c) || chan_request(c, &env, -1, DRIVER_PING_TIMEOUT_MS,
-	    on_pong, d) < 0) {
+	if (priv_ping(mc, ++d->nonce, on_pong, d) < 0) {
 		report(d, PLUGIN_UNHEALTHY, "berth-mounter's connection is "
 		    "closed");
 		arm(d, d->dm->conf.fingerprint_ms);
@@ -235,7 +225,7 @@ drv_shutdown(struct plugin *p)
 	d->running = false;
 	evtimer_del(d->timer);
 	if (d->waiting && d->dm->conf.mounter != NULL)
-		chan_forget(d->dm->conf.mounter, d);
+		priv_forget(d->dm->conf.mounter, d);
 	d->waiting = false;
 }
 
@@ -244,27 +234,26 @@ static const struct plugin_ops drv_ops = {
 	.shutdown = drv_shutdown,
 };
 
-static int
+static void
 add_driver(struct drivermgr *dm, struct driver *d, const char *name,
     void (*check)(struct driver *))
 {
 	d->dm = dm;
 	d->name = name;
 	d->check = check;
-	if ((d->timer = evtimer_new(dm->base, on_check, d)) == NULL ||
-	    (d->p = pluginmgr_add(dm->pm, name, &drv_ops, d)) == NULL)
-		return -1;
-	return 0;
+	/* xnonnull() reads its argument twice: a variable, not a call. */
+	d->timer = evtimer_new(dm->base, on_check, d);
+	xnonnull(d->timer, "drivermgr: a driver's timer");
+	d->p = pluginmgr_add(dm->pm, name, &drv_ops, d);
+	xnonnull(d->p, "drivermgr: a driver");
 }
 
 struct drivermgr *
 drivermgr_new(struct event_base *base, const struct drivermgr_conf *conf)
 {
 	struct pluginmgr_params prm = { 0 };
-	struct drivermgr *dm;
+	struct drivermgr *dm = xcalloc(1, sizeof(*dm));
 
-	if ((dm = calloc(1, sizeof(*dm))) == NULL)
-		return NULL;
 	dm->base = base;
 	dm->conf = *conf;
 	TAILQ_INIT(&dm->handlers);
@@ -273,13 +262,10 @@ drivermgr_new(struct event_base *base, const struct drivermgr_conf *conf)
 	prm.retry_max_ms = conf->retry_max_ms;
 	prm.allow = conf->allow;
 	prm.block = conf->block;
-	if ((dm->pm = pluginmgr_new(base, &prm)) == NULL ||
-	    add_driver(dm, &dm->exec, "exec", exec_check) < 0 ||
-	    add_driver(dm, &dm->privileged, "privileged",
-	    privileged_check) < 0) {
-		drivermgr_free(dm);
-		return NULL;
-	}
+	dm->pm = pluginmgr_new(base, &prm);
+	xnonnull(dm->pm, "drivermgr: its plugins");
+	add_driver(dm, &dm->exec, "exec", exec_check);
+	add_driver(dm, &dm->privileged, "privileged", privileged_check);
 	return dm;
 }
 
@@ -338,10 +324,8 @@ struct drv_handler *
 drivermgr_handler(struct drivermgr *dm, const char *driver,
     const char *alloc, const char *task, drv_event_fn fn, void *arg)
 {
-	struct drv_handler *h;
+	struct drv_handler *h = xcalloc(1, sizeof(*h));
 
-	if ((h = calloc(1, sizeof(*h))) == NULL)
-		return NULL;
 	h->dm = dm;
 	snprintf(h->driver, sizeof(h->driver), "%s", driver);
 	snprintf(h->alloc, sizeof(h->alloc), "%s", alloc);

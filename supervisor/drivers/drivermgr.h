@@ -30,13 +30,13 @@
 
 #include "pluginmgr.h"
 
-struct chan;
+struct mclient;
 struct drivermgr;
 struct drv_handler;
 
 struct drivermgr_conf {
 	const char *shim;		/* berth-shim's path */
-	struct chan *mounter;		/* NULL: no mounter */
+	struct mclient *mounter;	/* NULL: no mounter */
 	int64_t fingerprint_ms;		/* plugin_heartbeat_ms */
 	int64_t retry_initial_ms, retry_max_ms;
 	char *const *allow, *const *block;	/* driver_allow, driver_block */
@@ -45,7 +45,7 @@ struct drivermgr_conf {
 typedef void (*drv_event_fn)(void *arg, const char *type,
     const char *message);
 
-/* conf's strings and lists must outlive the manager. */
+/* conf's strings and lists must outlive the manager. Never NULL. */
 struct drivermgr *drivermgr_new(struct event_base *base,
     const struct drivermgr_conf *conf);
 /* Fingerprint the drivers that are allowed; once the mounter is ready. */
@@ -63,7 +63,7 @@ const char *drivermgr_desc(const struct drivermgr *dm, const char *driver);
 /* "drivers: exec=healthy privileged=blocked" */
 void drivermgr_states(const struct drivermgr *dm, char *buf, size_t len);
 
-/* Hear the events of one task (alloc, task) run by driver; NULL: ENOMEM. */
+/* Hear the events of one task (alloc, task) run by driver. */
 struct drv_handler *drivermgr_handler(struct drivermgr *dm,
     const char *driver, const char *alloc, const char *task,
     drv_event_fn fn, void *arg);

@@ -13,6 +13,10 @@
  * after the task ended. Both are adopted again by pid and start time (a
  * reused pid never matches).
  *
+ * The driver is in three files: taskdrv.c holds what both kinds share
+ * (a task's states and its callbacks), taskdrv_exec.c the exec driver,
+ * taskdrv_priv.c the privileged one.
+ *
  * Must not: know about allocations, plugins or the registry. The caller
  * persists the handle (taskproc_handle()) and decides about restarts.
  */
@@ -26,7 +30,8 @@
 
 #include "driver.pb-c.h"
 
-struct supervisor;
+struct event_base;
+struct mclient;
 struct taskdrv;
 struct taskproc;
 
@@ -70,14 +75,34 @@ typedef void (*taskproc_started_cb)(struct taskproc *tp, int err,
 typedef void (*taskproc_exited_cb)(struct taskproc *tp,
     const struct task_exit *ex, void *arg);
 
-struct taskdrv *taskdrv_new(struct supervisor *sv);
+/*
+ * What the driver has to say about a task beyond its start and exit
+ * (its shim lost, say), for the driver manager to hand to the task's
+ * handler.
+ */
+typedef void (*taskdrv_event_cb)(void *arg, const char *driver,
+    const char *alloc, const char *task, const char *type,
+    const char *message);
+
+/* What the driver works with; strings are copied. */
+struct taskdrv_deps {
+	struct event_base *base;
+	struct mclient *mounter;	/* privileged tasks go through it */
+	const char *data_dir;		/* cfg.data_dir: the task dirs */
+	const char *shim;		/* NULL: berth-shim beside us */
+	taskdrv_event_cb event;		/* may be NULL, or set later */
+	void *ctx;			/* event's arg */
+};
+
+/* Never NULL: out of memory ends the process. */
+struct taskdrv *taskdrv_new(const struct taskdrv_deps *d);
 /* Forgets every task; the processes keep running. */
 void taskdrv_free(struct taskdrv *drv);
 
 /*
  * Start a task, or adopt one by its handle. The started callback always
- * runs once, from the event loop; then the exited callback at most once.
- * NULL only when out of memory.
+ * runs once, from the event loop; then, if it started, the exited
+ * callback at most once. Never NULL.
  */
 struct taskproc *taskproc_start(struct taskdrv *drv,
     const struct task_spec *spec, taskproc_started_cb started,
@@ -100,15 +125,9 @@ bool taskdrv_mounter_notice(struct taskdrv *drv, const void *envelope);
 /* "exited with status 3", "was killed by signal 9 (SIGKILL)", ... */
 void task_exit_describe(const struct task_exit *ex, char *buf, size_t n);
 
-/*
- * What the driver has to say about a task beyond its start and exit (its
- * shim lost, say), for the driver manager to hand to the task's handler.
- */
-typedef void (*taskdrv_event_cb)(void *arg, const char *driver,
-    const char *alloc, const char *task, const char *type,
-    const char *message);
+/* Replace the deps' event callback (the driver manager comes later). */
 void taskdrv_on_event(struct taskdrv *drv, taskdrv_event_cb cb, void *arg);
-/* berth-shim's path, next to berth-supervisor. */
+/* berth-shim's path: the deps', else next to berth-supervisor. */
 const char *taskdrv_shim_path(const struct taskdrv *drv);
 
 #endif

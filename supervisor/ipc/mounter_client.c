@@ -19,7 +19,8 @@
 
 #define BYTES(s) ((ProtobufCBinaryData){ strlen(s), (uint8_t *)(s) })
 
-enum call_kind { CALL_DONE, CALL_VOLUME, CALL_CLEANUP, CALL_PLUGIN };
+enum call_kind { CALL_DONE, CALL_VOLUME, CALL_CLEANUP, CALL_PLUGIN,
+    CALL_PONG };
 
 struct call {
 	TAILQ_ENTRY(call) entry;
@@ -30,6 +31,7 @@ struct call {
 		priv_volume_cb volume;
 		priv_cleanup_cb cleanup;
 		priv_plugin_cb plugin;
+		priv_pong_cb pong;
 		void *any;		/* NULL: forgotten */
 	} cb;
 	void *arg;
@@ -127,6 +129,8 @@ on_reply(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	else if (call->kind == CALL_CLEANUP)
 		call->cb.cleanup(&res, ok ? env->cleanup_reply->unmounted : 0,
 		    ok ? env->cleanup_reply->removed : 0, call->arg);
+	else if (call->kind == CALL_PONG)
+		call->cb.pong(&res, ok ? env->pong->nonce : 0, call->arg);
 	else
 		plugin_reply(call, &res, env, fd);
 	free(call);
@@ -331,4 +335,16 @@ priv_signal_plugin(struct mclient *mc, pid_t pid, uint64_t start_time,
 	env.body_case = BERTH__ENVELOPE__BODY_SIGNAL_PLUGIN;
 	env.signal_plugin = &sp;
 	return send_call(mc, &env, CALL_DONE, (void *)cb, arg);
+}
+
+int
+priv_ping(struct mclient *mc, uint64_t nonce, priv_pong_cb cb, void *arg)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__Ping ping = BERTH__PING__INIT;
+
+	ping.nonce = nonce;
+	env.body_case = BERTH__ENVELOPE__BODY_PING;
+	env.ping = &ping;
+	return send_call(mc, &env, CALL_PONG, (void *)cb, arg);
 }

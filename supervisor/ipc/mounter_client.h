@@ -50,6 +50,10 @@ typedef void (*priv_cleanup_cb)(const struct priv_result *res,
 typedef void (*priv_plugin_cb)(const struct priv_result *res, pid_t pid,
     uint64_t start_time, int pidfd, void *arg);
 
+/* Pong: the nonce it carries back. */
+typedef void (*priv_pong_cb)(const struct priv_result *res, uint64_t nonce,
+    void *arg);
+
 /* One volume's place under its plugin, as the mounter's verbs name it. */
 struct priv_volume {
 	const char *plugin_type;
@@ -94,5 +98,8 @@ int priv_adopt_plugin(struct mclient *mc, pid_t pid, uint64_t start_time,
     priv_plugin_cb cb, void *arg);
 int priv_signal_plugin(struct mclient *mc, pid_t pid, uint64_t start_time,
     Berth__PluginSignal sig, priv_done_cb cb, void *arg);
+/* Does berth-mounter answer? (the privileged driver's fingerprint) */
+int priv_ping(struct mclient *mc, uint64_t nonce, priv_pong_cb cb,
+    void *arg);
 
 #endif

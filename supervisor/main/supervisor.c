@@ -454,6 +454,18 @@ make_allocs(struct supervisor *sv)
 	return allocs_new(&d);
 }
 
+/* The task driver: the mounter for privileged tasks, the data dir. */
+static struct taskdrv *
+make_taskdrv(struct supervisor *sv)
+{
+	struct taskdrv_deps d = { 0 };
+
+	d.base = sv->base;
+	d.mounter = sv->mounter.mclient;
+	d.data_dir = sv->cfg.data_dir;
+	return sv->drv = taskdrv_new(&d);
+}
+
 /* The driver manager hears the task driver's events about tasks. */
 static struct drivermgr *
 drivers_new(struct supervisor *sv)
@@ -461,7 +473,7 @@ drivers_new(struct supervisor *sv)
 	struct drivermgr_conf dc = { 0 };
 
 	dc.shim = taskdrv_shim_path(sv->drv);
-	dc.mounter = sv->mounter.chan;
+	dc.mounter = sv->mounter.mclient;
 	dc.fingerprint_ms = sv->cfg.plugin_heartbeat_ms;
 	dc.retry_initial_ms = sv->cfg.plugin_retry_initial_ms;
 	dc.retry_max_ms = sv->cfg.plugin_retry_max_ms;
@@ -725,7 +737,7 @@ unprivileged:
 	if ((sv.events = events_new()) == NULL ||
 	    (sv.csi = csi_client_new(sv.base)) == NULL ||
 	    (sv.watcher = watcher_new(sv.base)) == NULL ||
-	    (sv.drv = taskdrv_new(&sv)) == NULL ||
+	    make_taskdrv(&sv) == NULL ||
 	    drivers_new(&sv) == NULL ||
 	    (sv.csimgr = csimgr_new(&(struct csimgr_deps){ sv.base,
 	    sv.registry.client, sv.csi, sv.events,

@@ -18,6 +18,7 @@
 #include "channel.h"
 #include "drivermgr.h"
 #include "harness.h"
+#include "mounter_client.h"
 
 #define NEVENTS 16
 
@@ -63,7 +64,7 @@ teardown(void)
 }
 
 static void
-new_manager(struct chan *mounter, char *const *allow, char *const *block)
+new_manager(struct mclient *mounter, char *const *allow, char *const *block)
 {
 	struct drivermgr_conf dc = { 0 };
 
@@ -155,6 +156,7 @@ START_TEST(privileged_follows_the_mounter)
 	struct chan_ops ops = { .on_message = peer_message,
 	    .on_close = peer_close };
 	struct chan *ours, *theirs;
+	struct mclient *mc;
 	char line[128];
 	int sv[2];
 
@@ -164,7 +166,8 @@ START_TEST(privileged_follows_the_mounter)
 	    &ops, NULL));
 	ck_assert_ptr_nonnull(theirs = chan_new(base, sv[1], "supervisor",
 	    &ops, NULL));
-	new_manager(ours, NULL, NULL);
+	ck_assert_ptr_nonnull(mc = mclient_new(ours));
+	new_manager(mc, NULL, NULL);
 	drivermgr_start(dm);
 	wait_for("privileged", PLUGIN_HEALTHY, "berth-mounter answers");
 	wait_for("exec", PLUGIN_UNDETECTED, "berth-shim is not at");
@@ -175,6 +178,7 @@ START_TEST(privileged_follows_the_mounter)
 	wait_for("privileged", PLUGIN_UNHEALTHY, "berth-mounter");
 	drivermgr_free(dm);
 	dm = NULL;
+	mclient_free(mc);
 	chan_free(ours);
 }
 END_TEST
