@@ -1,6 +1,7 @@
 /*
- * shim.h: what berth-shim and the exec driver (supervisor/drivers/taskdrv.c)
- * agree on: the command line, the start report, and the status file.
+ * shim.h: what berth-shim and the exec driver
+ * (supervisor/drivers/taskdrv_exec.c) agree on: the command line, the
+ * start report, and the status file.
  *
  *	berth-shim -d DIR [-s MAX_BYTES] [-n MAX_FILES] -- COMMAND [ARG...]
  *	berth-shim -V
