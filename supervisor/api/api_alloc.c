@@ -148,10 +148,7 @@ api_alloc_submit(struct api_call *c)
 		return;
 	}
 	json_decref(root);
-	errno = 0;
 	if (alloc_parse(c->body, c->body_len, &a, &probs) < 0) {
-		if (errno == ENOMEM)
-			oom("alloc_parse");
 		list = api_array();
 		for (i = 0; i < probs.n; i++)
 			api_append(list,
@@ -165,8 +162,8 @@ api_alloc_submit(struct api_call *c)
 	}
 	alloc_problems_free(&probs);
 	if ((r = allocs_submit(c->d->allocs, a, why, sizeof(why))) < 0) {
-		api_error(c, r == -EINVAL ? 400 : r == -EEXIST ? 409 :
-		    r == -ENOMEM ? 500 : 503, "%s", why);
+		api_error(c, r == -EINVAL ? 400 : r == -EEXIST ? 409 : 503,
+		    "%s", why);
 		alloc_free(a);
 		return;
 	}

@@ -279,11 +279,8 @@ put_volume(struct api_call *c, bool create)
 		    ident_problem(c->id, strlen(c->id)));
 		return;
 	}
-	errno = 0;
 	if (alloc_volume_spec_parse(c->body, c->body_len, c->id, create, &as,
 	    &pr) < 0) {
-		if (errno == ENOMEM)
-			oom("alloc_volume_spec_parse");
 		refuse(c, &pr, create);
 		alloc_problems_free(&pr);
 		return;

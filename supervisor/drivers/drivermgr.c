@@ -241,11 +241,9 @@ add_driver(struct drivermgr *dm, struct driver *d, const char *name,
 	d->dm = dm;
 	d->name = name;
 	d->check = check;
-	/* xnonnull() reads its argument twice: a variable, not a call. */
-	d->timer = evtimer_new(dm->base, on_check, d);
-	xnonnull(d->timer, "drivermgr: a driver's timer");
+	d->timer = xnonnull(evtimer_new(dm->base, on_check, d),
+	    "drivermgr: a driver's timer");
 	d->p = pluginmgr_add(dm->pm, name, &drv_ops, d);
-	xnonnull(d->p, "drivermgr: a driver");
 }
 
 struct drivermgr *
@@ -263,7 +261,6 @@ drivermgr_new(struct event_base *base, const struct drivermgr_conf *conf)
 	prm.allow = conf->allow;
 	prm.block = conf->block;
 	dm->pm = pluginmgr_new(base, &prm);
-	xnonnull(dm->pm, "drivermgr: its plugins");
 	add_driver(dm, &dm->exec, "exec", exec_check);
 	add_driver(dm, &dm->privileged, "privileged", privileged_check);
 	return dm;

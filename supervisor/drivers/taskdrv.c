@@ -160,9 +160,8 @@ tp_new(struct taskdrv *drv, enum taskdrv_kind kind, const char *alloc,
 {
 	struct taskproc *tp = xcalloc(1, sizeof(*tp));
 
-	/* xnonnull() reads its argument twice: a variable, not a call. */
-	tp->later = evtimer_new(drv->base, on_later, tp);
-	xnonnull(tp->later, "taskdrv: a task's timer");
+	tp->later = xnonnull(evtimer_new(drv->base, on_later, tp),
+	    "taskdrv: a task's timer");
 	tp->drv = drv;
 	tp->kind = kind;
 	tp->state = TP_STARTING;

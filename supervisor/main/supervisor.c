@@ -734,8 +734,9 @@ unprivileged:
 	if ((sv.mounter.mclient = mclient_new(sv.mounter.chan)) == NULL)
 		fatalx("main: cannot set up the mounter client");
 	/* The managers; they start once both helpers answered. */
-	if ((sv.events = events_new()) == NULL ||
-	    (sv.csi = csi_client_new(sv.base)) == NULL ||
+	sv.events = events_new();
+	sv.devmgr = devmgr_new(sv.base, &sv.cfg);
+	if ((sv.csi = csi_client_new(sv.base)) == NULL ||
 	    (sv.watcher = watcher_new(sv.base)) == NULL ||
 	    make_taskdrv(&sv) == NULL ||
 	    drivers_new(&sv) == NULL ||
@@ -743,9 +744,7 @@ unprivileged:
 	    sv.registry.client, sv.csi, sv.events,
 	    sv.cfg.plugin_resync_ms })) == NULL ||
 	    (sv.volmgr = volmgr_new(make_volmgr_deps(&sv, &vd))) == NULL ||
-	    (sv.allocs = make_allocs(&sv)) == NULL ||
-
-	    (sv.devmgr = devmgr_new(sv.base, &sv.cfg)) == NULL)
+	    (sv.allocs = make_allocs(&sv)) == NULL)
 		fatalx("main: cannot set up the plugin managers");
 	if ((sv.api = api_new(make_api_deps(&sv, &ad), api_fd,
 	    api_group)) == NULL)
