@@ -39,16 +39,18 @@ struct call {
 
 struct mclient {
 	struct chan *chan;
+	unsigned timeout_ms;
 	TAILQ_HEAD(, call) calls;
 };
 
 struct mclient *
-mclient_new(struct chan *c)
+mclient_new(struct chan *c, unsigned timeout_ms)
 {
 	struct mclient *mc;
 
 	mc = xcalloc(1, sizeof(*mc));
 	mc->chan = c;
+	mc->timeout_ms = timeout_ms != 0 ? timeout_ms : MCLIENT_TIMEOUT_MS;
 	TAILQ_INIT(&mc->calls);
 	return mc;
 }
@@ -152,7 +154,7 @@ send_call(struct mclient *mc, Berth__Envelope *env, enum call_kind kind,
 		call->kind = kind;
 		call->cb.any = cb;
 		call->arg = arg;
-		if ((r = chan_request(mc->chan, env, -1, MCLIENT_TIMEOUT_MS,
+		if ((r = chan_request(mc->chan, env, -1, mc->timeout_ms,
 		    on_reply, call)) == 0) {
 			TAILQ_INSERT_TAIL(&mc->calls, call, entry);
 			return 0;

@@ -67,7 +67,8 @@ struct priv_volume {
 };
 
 /* c: the mounter's channel, which the client never frees. */
-struct mclient *mclient_new(struct chan *c);
+/* timeout_ms 0: MCLIENT_TIMEOUT_MS (tests pass a shorter one). */
+struct mclient *mclient_new(struct chan *c, unsigned timeout_ms);
 /* Calls in flight reach no callback after this. */
 void mclient_free(struct mclient *mc);
 /* The calls made with this callback arg reach no callback any more. */

@@ -731,7 +731,7 @@ unprivileged:
 	if ((sv.registry.client = regclient_new(sv.base, sv.registry.chan,
 	    0)) == NULL)
 		fatalx("main: cannot set up the registry client");
-	if ((sv.mounter.mclient = mclient_new(sv.mounter.chan)) == NULL)
+	if ((sv.mounter.mclient = mclient_new(sv.mounter.chan, 0)) == NULL)
 		fatalx("main: cannot set up the mounter client");
 	/* The managers; they start once both helpers answered. */
 	sv.events = events_new();

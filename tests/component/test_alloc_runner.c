@@ -301,7 +301,7 @@ setup(void)
 	    &no_ops, NULL);
 	fake_peer_handler(mnt_fp, mounter_handler, NULL);
 	ck_assert_ptr_nonnull(rc = regclient_new(base, reg_chan, 5000));
-	ck_assert_ptr_nonnull(mc = mclient_new(mnt_chan));
+	ck_assert_ptr_nonnull(mc = mclient_new(mnt_chan, 0));
 	ck_assert_ptr_nonnull(events = events_new());
 	ck_assert_ptr_nonnull(watcher = watcher_new(base));
 	dc.shim = "/nonexistent/berth-shim";

@@ -196,7 +196,7 @@ setup(void)
 	mnt_fp = fake_peer_new(base, "berth-mounter", NULL, &mnt_chan,
 	    &no_ops, NULL);
 	ck_assert_ptr_nonnull(rc = regclient_new(base, reg_chan, 5000));
-	ck_assert_ptr_nonnull(mc = mclient_new(mnt_chan));
+	ck_assert_ptr_nonnull(mc = mclient_new(mnt_chan, 0));
 	ck_assert_ptr_nonnull(events = events_new());
 	dc.shim = "/nonexistent/berth-shim";
 	dc.fingerprint_ms = 1000;

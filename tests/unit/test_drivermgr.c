@@ -166,7 +166,7 @@ START_TEST(privileged_follows_the_mounter)
 	    &ops, NULL));
 	ck_assert_ptr_nonnull(theirs = chan_new(base, sv[1], "supervisor",
 	    &ops, NULL));
-	ck_assert_ptr_nonnull(mc = mclient_new(ours));
+	ck_assert_ptr_nonnull(mc = mclient_new(ours, 0));
 	new_manager(mc, NULL, NULL);
 	drivermgr_start(dm);
 	wait_for("privileged", PLUGIN_HEALTHY, "berth-mounter answers");

@@ -47,7 +47,7 @@ setup(void)
 	base = event_base_new();
 	chan = chan_new(base, sp[0], "berth-mounter", &ops, NULL);
 	ck_assert_ptr_nonnull(chan);
-	mc = mclient_new(chan);
+	mc = mclient_new(chan, 0);
 	ck_assert_ptr_nonnull(mc);
 	raw = sp[1];
 	calls = code = 0;
@@ -261,7 +261,7 @@ END_TEST
 
 START_TEST(unreachable_forgotten_and_freed_run_no_callback)
 {
-	struct mclient *none = mclient_new(NULL);
+	struct mclient *none = mclient_new(NULL, 0);
 	Berth__Envelope rep = BERTH__ENVELOPE__INIT, *req;
 	Berth__Ack ack = BERTH__ACK__INIT;
 	int i;
@@ -288,7 +288,7 @@ START_TEST(unreachable_forgotten_and_freed_run_no_callback)
 	mounter_answers(req, &rep, -1);
 	ck_assert_int_eq(calls, 0);
 	/* A closed channel is out of reach too. */
-	mc = mclient_new(chan);
+	mc = mclient_new(chan, 0);
 	close(raw);
 	raw = -1;
 	for (i = 0; i < 50 && !chan_closed(chan); i++) {
