@@ -208,6 +208,21 @@ fake_close(struct fake_peer *fp)
 	}
 }
 
+static bool
+client_closed(void *arg)
+{
+	return chan_closed(arg);
+}
+
+void
+fake_hangup(struct fake_peer *fp, struct event_base *base,
+    struct chan *client)
+{
+	fake_close(fp);
+	if (!fake_run_until(base, client_closed, client, 2000))
+		abort();
+}
+
 static long long
 now_ms(void)
 {

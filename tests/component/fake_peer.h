@@ -70,6 +70,14 @@ void fake_notice(struct fake_peer *fp, Berth__Envelope *env, int fd);
 /* The helper dies: its end closes; held requests are dropped. */
 void fake_close(struct fake_peer *fp);
 
+/*
+ * The helper dies and the client's end hears it: what the client still
+ * waited for is answered ERROR_CLOSED. A test calls it before it frees
+ * the manager, so that no call is left in flight to leak.
+ */
+void fake_hangup(struct fake_peer *fp, struct event_base *base,
+    struct chan *client);
+
 /* Run base until cond(arg) holds or ms pass; whether it held. */
 bool fake_run_until(struct event_base *base, bool (*cond)(void *),
     void *arg, int ms);

@@ -331,6 +331,9 @@ setup(void)
 static void
 teardown(void)
 {
+	/* Whatever is still in flight is answered now, not leaked. */
+	fake_hangup(reg_fp, base, reg_chan);
+	fake_hangup(mnt_fp, base, mnt_chan);
 	allocs_free(am);
 	drivermgr_free(dm);
 	watcher_free(watcher);

@@ -218,6 +218,9 @@ setup(void)
 static void
 teardown(void)
 {
+	/* Whatever is still in flight is answered now, not leaked. */
+	fake_hangup(reg_fp, base, reg_chan);
+	fake_hangup(mnt_fp, base, mnt_chan);
 	alloc_free(doc);
 	drivermgr_free(dm);
 	events_free(events);
