@@ -9,7 +9,7 @@
  *	 "access_mode": "single-node-writer",
  *	 "attachment_mode": "file-system",
  *	 "mount_options": {"fs_type": "ext4", "mount_flags": ["noatime"]},
- *	 "context": {"key": "value"},		(register: the volume context)
+ *	 "context": {"key": "value"},		(register)
  *	 "capacity_min": 1048576,		(create, bytes)
  *	 "parameters": {"key": "value"}}	(create)
  *

@@ -170,7 +170,7 @@ struct alloc_volume_spec {
 	int64_t capacity_min;	/* create only, bytes; 0 when absent */
 	struct alloc_param *params;	/* create only, in document order */
 	size_t nparams;
-	struct alloc_param *context;	/* register only, in document order */
+	struct alloc_param *context;	/* register only, document order */
 	size_t ncontext;
 };
 

@@ -131,7 +131,7 @@ struct volmgr_spec {
 	int64_t capacity_min;		/* create: bytes, 0 none */
 	const struct volmgr_param *params;	/* create */
 	size_t nparams;
-	const struct volmgr_param *context;	/* register: volume context */
+	const struct volmgr_param *context;	/* register: the context */
 	size_t ncontext;
 };
 

@@ -1036,7 +1036,8 @@ START_TEST(an_old_database_with_two_ids_for_one_volume_is_migrated)
 	char db[512];
 
 	regtest_dir(&t, "reg-oldext");
-	snprintf(db, sizeof(db), "%s", regtest_path(&t, "registry/registry.db"));
+	snprintf(db, sizeof(db), "%s",
+	    regtest_path(&t, "registry/registry.db"));
 	regtest_start(&t);
 	ck_assert_int_eq(put_ext(&t, "a", "nfs", "one", NULL, NULL, 0, NULL, 0),
 	    E_NONE);
