@@ -6,7 +6,8 @@
  * multi-node-single-writer) admits one write claim, a reader-only mode
  * none, multi-node-multi-writer any number; all claims on a volume share
  * one access mode, and a claim must match one of the volume's capabilities
- * when it lists any. Must not: validate identifiers (dispatch.c did).
+ * when it lists any. A provider's volume (plugin_id, external_id) has
+ * one id. Must not: validate identifiers (dispatch.c did).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -56,6 +57,9 @@ row_volume(struct arena *a, sqlite3_stmt *st)
 		v->capabilities = spec->capabilities;
 		v->n_context = spec->n_context;
 		v->context = spec->context;
+		v->fs_type = spec->fs_type;
+		v->n_mount_flags = spec->n_mount_flags;
+		v->mount_flags = spec->mount_flags;
 	} else {
 		log_warnx("row_volume: volume %s/%s has an unreadable spec",
 		    v->namespace_, v->id);
@@ -105,6 +109,39 @@ find_volume(struct registry *r, struct op *op, const char *ns,
 	return 0;
 }
 
+/*
+ * Is the provider's volume registered under another id already? Two ids
+ * for one backend volume would each admit a writer. 0 when free, else
+ * -1 with op set (a conflict, or a database error).
+ */
+static int
+external_taken(struct registry *r, struct op *op, const Berth__Volume *in)
+{
+	sqlite3_stmt *st;
+	int rc;
+
+	st = store_stmt(&r->store, "SELECT namespace, id FROM volumes WHERE "
+	    "plugin_id = ?1 AND external_id = ?2 AND NOT (namespace = ?3 AND "
+	    "id = ?4) LIMIT 1");
+	sqlite3_bind_text(st, 1, in->plugin_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 2, in->external_id, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 3, in->namespace_, -1, SQLITE_STATIC);
+	sqlite3_bind_text(st, 4, in->id, -1, SQLITE_STATIC);
+	rc = sqlite3_step(st);
+	if (rc == SQLITE_ROW) {
+		op_fail(op, BERTH__ERROR_CODE__ERROR_CONFLICT, "plugin %s's "
+		    "volume %s is registered already, as %s/%s",
+		    in->plugin_id, in->external_id, sqlite3_column_text(st, 0),
+		    sqlite3_column_text(st, 1));
+		sqlite3_reset(st);
+		return -1;
+	}
+	sqlite3_reset(st);
+	if (rc != SQLITE_DONE)
+		return op_db_fail(op, &r->store, "external_taken");
+	return 0;
+}
+
 int
 claims_put_volume(struct registry *r, struct op *op)
 {
@@ -122,6 +159,11 @@ claims_put_volume(struct registry *r, struct op *op)
 	spec.capabilities = in->capabilities;
 	spec.n_context = in->n_context;
 	spec.context = in->context;
+	spec.fs_type = in->fs_type;
+	spec.n_mount_flags = in->n_mount_flags;
+	spec.mount_flags = in->mount_flags;
+	if (external_taken(r, op, in) != 0)
+		return -1;
 	len = berth__volume__get_packed_size(&spec);
 	buf = arena_alloc(&op->arena, len);
 	berth__volume__pack(&spec, buf);

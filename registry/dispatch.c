@@ -174,6 +174,16 @@ check_volume(struct check *ck, const Berth__Volume *v)
 		    false) || !text(ck, "context value", v->context[i]->value,
 		    REG_CONTEXT_VALUE_MAX, true))
 			return false;
+	if (!text(ck, "fs_type", v->fs_type, REG_TEXT_MAX, true))
+		return false;
+	if (v->n_mount_flags > REG_FLAGS_MAX)
+		return bad(ck, "%zu mount flags, over the bound of %d",
+		    v->n_mount_flags, REG_FLAGS_MAX);
+	/* Flags may hold secrets: the error names none. */
+	for (i = 0; i < v->n_mount_flags; i++)
+		if (!text(ck, "a mount flag", v->mount_flags[i], REG_TEXT_MAX,
+		    false))
+			return false;
 	/* With its claims, a volume must still fit one reply. */
 	if (berth__volume__get_packed_size(v) > REG_BLOB_MAX)
 		return bad(ck, "the volume record is %zu bytes, over the "

@@ -25,6 +25,7 @@
 #define REG_CONTEXT_VALUE_MAX	1024
 #define REG_CONTEXT_MAX		64	/* context entries per volume */
 #define REG_CAPS_MAX		16	/* capabilities per volume */
+#define REG_FLAGS_MAX		32	/* mount flags per volume */
 #define REG_BLOB_MAX		(16 * 1024)	/* also a whole volume record */
 #define REG_CLAIMS_MAX		256	/* claims per volume */
 /* A list reply stops adding records past this many bytes. */

@@ -63,6 +63,12 @@ static const char *const migrations[] = {
 	/* 1 -> 2: the event log that subscribers replay from. */
 	"CREATE TABLE events (idx INTEGER PRIMARY KEY, body BLOB NOT NULL);"
 	"INSERT INTO meta VALUES ('event_floor', 0);",
+	/*
+	 * 2 -> 3: finding a provider's volume by its external id, which
+	 * claims.c keeps to one berth id. Not UNIQUE: a database from
+	 * before may hold two ids for one volume, and must still open.
+	 */
+	"CREATE INDEX volumes_external ON volumes (plugin_id, external_id);",
 };
 #define STORE_SCHEMA_VERSION \
 	((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -13,6 +13,9 @@
  * each is opened up to its parent without following a symlink (tree.c),
  * and the last name is created, checked, mounted on and unmounted by
  * descriptor, with open_tree / mount_setattr / move_mount.
+ *
+ * For tests, what a stage or publish was asked is written down when
+ * <state-dir>/received/ exists (note_received()).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -312,6 +315,42 @@ out:
 	return ok;
 }
 
+/* A map entry of any CSI request: they share this layout. */
+struct any_entry {
+	ProtobufCMessage base;
+	char *key, *value;
+};
+
+/*
+ * Tests only, and only when <state-dir>/received/ exists: what the CO
+ * asked, in <state-dir>/received/<rpc>.<volume>, replaced by each call:
+ * "fs_type X", one "flag X" per mount flag, one "context K=V" per volume
+ * context entry. The directory is made by the test, never by the plugin.
+ */
+static void
+note_received(struct hostpath *hp, const char *rpc, const char *volume,
+    const Csi__V1__VolumeCapability *cap, size_t nctx, void *const *ctx)
+{
+	const Csi__V1__VolumeCapability__MountVolume *m = cap->mount;
+	char path[4200];
+	size_t i;
+	int fd;
+
+	if ((size_t)snprintf(path, sizeof(path), "%s/received/%s.%s",
+	    hp->state_dir, rpc, volume) >= sizeof(path) || (fd = open(path,
+	    O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW | O_CLOEXEC, 0600)) < 0)
+		return;
+	dprintf(fd, "fs_type %s\n", m != NULL && m->fs_type != NULL ?
+	    m->fs_type : "");
+	for (i = 0; m != NULL && i < m->n_mount_flags; i++)
+		dprintf(fd, "flag %s\n", m->mount_flags[i]);
+	for (i = 0; i < nctx; i++)
+		dprintf(fd, "context %s=%s\n",
+		    ((const struct any_entry *)ctx[i])->key,
+		    ((const struct any_entry *)ctx[i])->value);
+	close(fd);
+}
+
 static void
 node_stage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
     struct rpc_reply *r)
@@ -331,6 +370,9 @@ node_stage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 		    "NodeStageVolume %s: %s", req->volume_id, why);
 		return;
 	}
+	note_received(hp, "NodeStageVolume", req->volume_id,
+	    req->volume_capability, req->n_volume_context,
+	    (void *const *)req->volume_context);
 	if ((vol = volume_open(hp, req->volume_id, "NodeStageVolume", r)) < 0)
 		return;
 	if (bind_at(hp, "NodeStageVolume", vol, req->staging_target_path,
@@ -403,6 +445,9 @@ node_publish_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 		    "NodePublishVolume %s: %s", req->volume_id, why);
 		return;
 	}
+	note_received(hp, "NodePublishVolume", req->volume_id,
+	    req->volume_capability, req->n_volume_context,
+	    (void *const *)req->volume_context);
 	if ((vol = volume_open(hp, req->volume_id, "NodePublishVolume",
 	    r)) < 0)
 		return;

@@ -9,8 +9,14 @@
  *	 "access_mode": "single-node-writer",
  *	 "attachment_mode": "file-system",
  *	 "mount_options": {"fs_type": "ext4", "mount_flags": ["noatime"]},
+ *	 "context": {"key": "value"},		(register)
  *	 "capacity_min": 1048576,		(create, bytes)
  *	 "parameters": {"key": "value"}}	(create)
+ *
+ * The mount options and the context are kept with the volume and passed
+ * at stage and publish, the options merged with the alloc's. A GET shows
+ * the fs_type and how many mount flags there are, never the flags: they
+ * may hold secrets (Nomad redacts them too).
  *
  * Every field is checked (alloc_volume_spec_parse(), alloc.c), unknown
  * ones refused, every problem listed, before the volume
@@ -104,6 +110,19 @@ idents_ok(struct api_call *c, const char *ns)
 
 /* ---- GET ---- */
 
+/* The flags redacted: one "[REDACTED]" in place of the list. */
+static json_t *
+mount_options_json(const Berth__Volume *v)
+{
+	json_t *o = api_pack("{s:s, s:I}", "fs_type", v->fs_type != NULL ?
+	    v->fs_type : "", "mount_flags_count",
+	    (json_int_t)v->n_mount_flags);
+
+	if (o != NULL && v->n_mount_flags > 0)
+		api_set(o, "mount_flags", api_pack("s", "[REDACTED]"));
+	return o;
+}
+
 static json_t *
 volume_json(const Berth__VolumeReply *vr)
 {
@@ -128,6 +147,8 @@ volume_json(const Berth__VolumeReply *vr)
 	    "namespace", v->namespace_, "plugin_id", v->plugin_id,
 	    "external_id", v->external_id, "context", ctx, "claims", claims,
 	    "modify_index", (json_int_t)v->modify_index);
+	if (o != NULL)
+		api_set(o, "mount_options", mount_options_json(v));
 	if (o != NULL && v->n_capabilities > 0)
 		api_set(o, "capabilities", api_pack("[{s:s, s:s}]",
 		    "access_mode",
@@ -265,6 +286,7 @@ put_volume(struct api_call *c, bool create)
 	struct alloc_volume_spec *as;
 	struct alloc_problems pr;
 	struct volmgr_param params[ALLOC_MAX_PARAMS];
+	struct volmgr_param ctx[ALLOC_MAX_CONTEXT];
 	struct volmgr_spec s;
 	struct pending *p;
 	size_t i;
@@ -304,6 +326,12 @@ put_volume(struct api_call *c, bool create)
 	}
 	s.params = params;
 	s.nparams = as->nparams;
+	for (i = 0; i < as->ncontext; i++) {
+		ctx[i].key = as->context[i].key;
+		ctx[i].value = as->context[i].value;
+	}
+	s.context = ctx;
+	s.ncontext = as->ncontext;
 	p = keep(c, s.ns, create ? "created" : "registered");
 	if (create)
 		volmgr_create(c->d->volmgr, &s, on_done, p);

@@ -1240,11 +1240,10 @@ spec_capacity_min(struct walk *w, json_t *v, void *dst)
 	s->capacity_min = json_integer_value(v);
 }
 
+/* One key = value of a map the plugin gets as it is: p, on success. */
 static void
-spec_param(struct walk *w, const char *key, json_t *v, size_t i,
-    void *ctx)
+take_param(struct walk *w, const char *key, json_t *v, struct alloc_param *p)
 {
-	struct alloc_param *p = &((struct alloc_volume_spec *)ctx)->params[i];
 	const char *s;
 	size_t len;
 
@@ -1263,6 +1262,33 @@ spec_param(struct walk *w, const char *key, json_t *v, size_t i,
 	}
 	if ((p->value = take_text(w, v)) != NULL)
 		p->key = copy(key, strlen(key));
+}
+
+static void
+spec_param(struct walk *w, const char *key, json_t *v, size_t i,
+    void *ctx)
+{
+	take_param(w, key, v, &((struct alloc_volume_spec *)ctx)->params[i]);
+}
+
+static void
+spec_context_entry(struct walk *w, const char *key, json_t *v, size_t i,
+    void *ctx)
+{
+	take_param(w, key, v, &((struct alloc_volume_spec *)ctx)->context[i]);
+}
+
+/* register: the volume context, passed at stage and publish. */
+static void
+spec_context(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume_spec *s = dst;
+
+	if (!sized(w, v, false, ALLOC_MAX_CONTEXT))
+		return;
+	s->ncontext = json_object_size(v);
+	s->context = xcalloc(s->ncontext, sizeof(*s->context));
+	each_member(w, v, spec_context_entry, s);
 }
 
 static void
@@ -1290,6 +1316,7 @@ spec_params(struct walk *w, json_t *v, void *dst)
 static const struct field register_fields[] = {
 	SPEC_COMMON,
 	IDENT("external_id", false, struct alloc_volume_spec, external_id),
+	FN("context", false, spec_context),
 };
 
 static const struct field create_fields[] = {
@@ -1315,6 +1342,11 @@ alloc_volume_spec_free(struct alloc_volume_spec *s)
 		free(s->params[i].value);
 	}
 	free(s->params);
+	for (i = 0; s->context != NULL && i < s->ncontext; i++) {
+		free(s->context[i].key);
+		free(s->context[i].value);
+	}
+	free(s->context);
 	free(s);
 }
 

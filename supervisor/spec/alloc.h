@@ -50,6 +50,7 @@
 #define ALLOC_MAX_LOG_FILE_MB	1024
 /* A volume spec's "parameters" (PUT /v1/volume/<id>/create). */
 #define ALLOC_MAX_PARAMS	32
+#define ALLOC_MAX_CONTEXT	32	/* volume context entries */
 #define ALLOC_PARAM_KEY_MAX_LEN		128	/* bytes */
 #define ALLOC_PARAM_VALUE_MAX_LEN	1024	/* bytes */
 /* Problems listed; more are counted in dropped and summed up in a line. */
@@ -169,6 +170,8 @@ struct alloc_volume_spec {
 	int64_t capacity_min;	/* create only, bytes; 0 when absent */
 	struct alloc_param *params;	/* create only, in document order */
 	size_t nparams;
+	struct alloc_param *context;	/* register only, document order */
+	size_t ncontext;
 };
 
 /*

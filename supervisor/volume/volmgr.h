@@ -131,11 +131,15 @@ struct volmgr_spec {
 	int64_t capacity_min;		/* create: bytes, 0 none */
 	const struct volmgr_param *params;	/* create */
 	size_t nparams;
+	const struct volmgr_param *context;	/* register: the context */
+	size_t ncontext;
 };
 
 /*
- * Register an existing volume: with a controller service, its
- * ValidateVolumeCapabilities must not refuse (an absent `confirmed` is
+ * Register an existing volume, with its mount options and context (both
+ * kept and passed at stage and publish; one volume of the provider has
+ * one id): with a controller service, its ValidateVolumeCapabilities
+ * must not refuse (an absent `confirmed` is
  * accepted, a present one must match every requested capability).
  */
 void volmgr_register(struct volmgr *vm, const struct volmgr_spec *s,

@@ -34,6 +34,9 @@
 struct alloc_volume;
 
 #define CTX_MAX 64
+/* Mount flags: the volume's (the registry keeps at most 32) and an
+ * alloc's (at most ALLOC_MAX_FLAGS), merged. */
+#define FLAGS_MAX 64
 
 /* A CSI context (volume or publish): key = value pairs, copied. */
 struct kvs {
@@ -50,6 +53,9 @@ struct vpub {
 	char type[16];
 	char *external_id;
 	struct kvs vctx, pctx;
+	char *fs_type;			/* the volume's mount options */
+	char *flags[FLAGS_MAX];
+	size_t nflags;
 	Berth__AccessMode access;
 	Berth__AttachmentMode attachment;
 	bool read_only;
@@ -138,7 +144,7 @@ struct unit {
 	/* operator units */
 	struct volmgr_spec spec;
 	char *created_id;
-	struct kvs created_ctx;
+	struct kvs created_ctx;		/* the volume context to keep */
 };
 
 struct job {
@@ -228,6 +234,7 @@ struct capbuf {
 	Csi__V1__VolumeCapability__MountVolume mnt;
 	Csi__V1__VolumeCapability__BlockVolume blk;
 	Csi__V1__VolumeCapability__AccessMode mode;
+	char *flags[FLAGS_MAX];		/* pub_capability(): merged */
 };
 Csi__V1__VolumeCapability *capability(struct capbuf *b,
     Berth__AccessMode access, Berth__AttachmentMode attachment,

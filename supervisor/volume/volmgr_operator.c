@@ -1,6 +1,7 @@
 /*
  * volmgr_operator.c: the operator's volumes: register one that exists
- * (asking the controller to validate it when there is one), create one
+ * with its mount options and context (asking the controller to validate
+ * it when there is one), create one
  * on the plugin's controller then register it, delete one no alloc
  * claims. Each is one unit that goes through enum op_state. Must not:
  * touch a volume an alloc uses.
@@ -35,6 +36,10 @@ put_volume(struct unit *u, const char *external_id, const struct kvs *ctx)
 	}
 	v.n_context = ctx != NULL ? ctx->n : 0;
 	v.context = kvp;
+	/* Kept for stage and publish, merged with each alloc's there. */
+	v.fs_type = (char *)(s->fs_type != NULL ? s->fs_type : "");
+	v.n_mount_flags = s->nflags;
+	v.mount_flags = (char **)s->flags;
 	u->st.op = OS_PUT;
 	call_registry(u, regclient_put_volume(u->job->vm->d.registry, &v,
 	    on_registry, reg_ticket(u)));
@@ -51,6 +56,14 @@ spec_capability(const struct volmgr_spec *s, struct capbuf *cb,
 
 /* ---- register ---- */
 
+/* The operator's volume context, as the plugin gets it. */
+static void
+spec_context(const struct volmgr_spec *s, struct kvs *k)
+{
+	for (size_t i = 0; i < s->ncontext; i++)
+		kvs_add(k, s->context[i].key, s->context[i].value);
+}
+
 static void
 validate(struct unit *u)
 {
@@ -61,15 +74,23 @@ validate(struct unit *u)
 	struct volmgr_plugin ctl;
 	struct capbuf cb;
 
+	struct kv_entry e[CTX_MAX];
+	void *ptrs[CTX_MAX];
+
+	spec_context(s, &u->created_ctx);
 	/* Without a controller service, nothing to ask. */
 	if (!controller_of(u->job->vm, s->plugin, &ctl)) {
-		put_volume(u, s->external_id, NULL);
+		put_volume(u, s->external_id, &u->created_ctx);
 		return;
 	}
 	spec_capability(s, &cb, caps);
 	req.volume_id = (char *)s->external_id;
 	req.n_volume_capabilities = 1;
 	req.volume_capabilities = caps;
+	req.n_volume_context = u->created_ctx.n;
+	req.volume_context = kv_entries(&u->created_ctx,
+	    &csi__v1__validate_volume_capabilities_request__volume_context_entry__descriptor,
+	    e, ptrs);
 	u->st.op = OS_VALIDATE;
 	csi_send(u, ctl.conn, CSI_VALIDATE_VOLUME_CAPABILITIES, &req.base);
 }
@@ -95,7 +116,7 @@ validated(struct unit *u, const ProtobufCMessage *reply)
 		unit_end(u);
 		return;
 	}
-	put_volume(u, s->external_id, NULL);
+	put_volume(u, s->external_id, &u->created_ctx);
 }
 
 void
@@ -299,6 +320,7 @@ spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s)
 	d->fs_type = s->fs_type != NULL ? xstrdup(s->fs_type) : NULL;
 	d->flags = strv_copy(s->flags, s->nflags);
 	d->params = params_copy(s->params, s->nparams);
+	d->context = params_copy(s->context, s->ncontext);
 }
 
 void
@@ -317,6 +339,11 @@ spec_free(struct volmgr_spec *s)
 		free((char *)s->params[i].key);
 		free((char *)s->params[i].value);
 	}
+	for (size_t i = 0; i < s->ncontext; i++) {
+		free((char *)s->context[i].key);
+		free((char *)s->context[i].value);
+	}
 	free((char **)s->flags);
 	free((struct volmgr_param *)s->params);
+	free((struct volmgr_param *)s->context);
 }

@@ -151,12 +151,36 @@ capability(struct capbuf *b, Berth__AccessMode access,
 	return &b->cap;
 }
 
+static bool
+has_flag(char *const *flags, size_t n, const char *f)
+{
+	for (size_t i = 0; i < n; i++)
+		if (strcmp(flags[i], f) == 0)
+			return true;
+	return false;
+}
+
+/*
+ * The volume's mount options merged with the alloc's, as Nomad merges
+ * them: the alloc's fs_type when it names one, else the volume's; the
+ * volume's flags, then the alloc's that are not among them yet.
+ */
 Csi__V1__VolumeCapability *
 pub_capability(struct capbuf *b, const struct vpub *p)
 {
-	return capability(b, p->access, p->attachment, p->req != NULL ?
-	    p->req->fs_type : NULL, p->req != NULL ? p->req->mount_flags :
-	    NULL, p->req != NULL ? p->req->nflags : 0);
+	const struct alloc_volume *r = p->req;
+	const char *fs_type = p->fs_type;
+	size_t n = 0, i;
+
+	if (r != NULL && r->fs_type != NULL && r->fs_type[0] != '\0')
+		fs_type = r->fs_type;
+	for (i = 0; i < p->nflags && n < FLAGS_MAX; i++)
+		if (!has_flag(b->flags, n, p->flags[i]))
+			b->flags[n++] = p->flags[i];
+	for (i = 0; r != NULL && i < r->nflags && n < FLAGS_MAX; i++)
+		if (!has_flag(b->flags, n, r->mount_flags[i]))
+			b->flags[n++] = r->mount_flags[i];
+	return capability(b, p->access, p->attachment, fs_type, b->flags, n);
 }
 
 /* Map entries all share one layout: { base, key, value }. */

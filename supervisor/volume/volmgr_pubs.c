@@ -13,6 +13,8 @@
 #include "volmgr_int.h"
 #include "xalloc.h"
 
+static void take_options(struct vpub *, const Berth__Volume *);
+
 void
 kvs_clear(struct kvs *k)
 {
@@ -80,6 +82,7 @@ pub_free(struct volmgr *vm, struct vpub *p)
 	free(p->external_id);
 	kvs_clear(&p->vctx);
 	kvs_clear(&p->pctx);
+	take_options(p, NULL);
 	free(p);
 }
 
@@ -120,7 +123,24 @@ volume_shared(struct volmgr *vm, const struct vpub *me, bool same_alloc)
 	return false;
 }
 
-/* The registry's volume: the provider's id and its context. */
+/* The volume's mount options (none when v is NULL), replacing any. */
+static void
+take_options(struct vpub *p, const Berth__Volume *v)
+{
+	free(p->fs_type);
+	p->fs_type = NULL;
+	for (size_t i = 0; i < p->nflags; i++)
+		free(p->flags[i]);
+	p->nflags = 0;
+	if (v == NULL)
+		return;
+	if (v->fs_type != NULL && v->fs_type[0] != '\0')
+		p->fs_type = xstrdup(v->fs_type);
+	for (size_t i = 0; i < v->n_mount_flags && i < FLAGS_MAX / 2; i++)
+		p->flags[p->nflags++] = xstrdup(v->mount_flags[i]);
+}
+
+/* The registry's volume: the provider's id, its context and options. */
 void
 take_volume(struct vpub *p, const Berth__Volume *v)
 {
@@ -130,4 +150,5 @@ take_volume(struct vpub *p, const Berth__Volume *v)
 	kvs_clear(&p->vctx);
 	for (size_t i = 0; i < v->n_context; i++)
 		kvs_add(&p->vctx, v->context[i]->key, v->context[i]->value);
+	take_options(p, v);
 }

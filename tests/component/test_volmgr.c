@@ -1299,6 +1299,127 @@ START_TEST(test_create_needs_controller)
 }
 END_TEST
 
+/* ---- mount options and volume context, kept with the volume ---- */
+
+static Berth__Volume *kept;	/* the volume as PutVolume gave it */
+
+/* The fake registry, keeping what PutVolume gave and giving it back. */
+static void
+on_reg_keeping(struct fake_peer *fp, struct fake_req *req, void *arg)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__VolumeReply vr = BERTH__VOLUME_REPLY__INIT;
+	static uint8_t buf[16384];
+	size_t len;
+
+	if (req->env->body_case == B(PUT_VOLUME)) {
+		len = berth__volume__pack(req->env->put_volume->volume, buf);
+		if (kept != NULL)
+			berth__volume__free_unpacked(kept, NULL);
+		ck_assert_ptr_nonnull(kept = berth__volume__unpack(NULL, len,
+		    buf));
+	}
+	if (kept == NULL || (req->env->body_case != B(PUT_VOLUME) &&
+	    req->env->body_case != B(GET_VOLUME))) {
+		on_reg(fp, req, arg);
+		return;
+	}
+	env.body_case = B(VOLUME_REPLY);
+	env.volume_reply = &vr;
+	vr.volume = kept;
+	fake_reply(fp, req, &env, -1);
+}
+
+/* What the plugin noted that rpc was asked (note_received(), node.c). */
+static void
+received(const char *rpc, const char *want)
+{
+	char path[700], got[2048];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/received/%s.%s", fx.state, rpc, VOL);
+	fd = open(path, O_RDONLY | O_CLOEXEC);
+	ck_assert_msg(fd >= 0, "%s: %s", path, strerror(errno));
+	n = read(fd, got, sizeof(got) - 1);
+	close(fd);
+	ck_assert_int_ge(n, 0);
+	got[n] = '\0';
+	ck_assert_msg(strcmp(got, want) == 0, "%s was asked:\n%s\nnot:\n%s",
+	    rpc, got, want);
+}
+
+/* Registered with options and a context; the plugin told to note. */
+static void
+register_with_options(void)
+{
+	static char *flags[] = { "noatime", "nodev" };
+	static const struct volmgr_param ctx[] = { { "share", "/export/a" },
+	    { "server", "10.0.0.1" } };
+	struct volmgr_spec s = spec();
+	char path[700];
+
+	snprintf(path, sizeof(path), "%s/received", fx.state);
+	mkdirs(path);
+	fake_peer_handler(fx.reg, on_reg_keeping, NULL);
+	fx.registered = false;
+	s.fs_type = "ext4";
+	s.flags = flags;
+	s.nflags = 2;
+	s.context = ctx;
+	s.ncontext = 2;
+	start(NULL, NULL);
+	volmgr_register(fx.vm, &s, done, (void *)0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_ptr_nonnull(kept);
+	ck_assert_str_eq(kept->fs_type, "ext4");
+	ck_assert_uint_eq(kept->n_mount_flags, 2);
+	ck_assert_uint_eq(kept->n_context, 2);
+	ck_assert_str_eq(kept->context[1]->value, "10.0.0.1");
+}
+
+/*
+ * The alloc's fs_type wins; flags are the volume's, then the alloc's not
+ * among them ("nodev" once); the volume context, at stage and publish.
+ */
+START_TEST(test_options_merged_and_context_passed)
+{
+	static char *flags[] = { "nodev", "nosuid" };
+	struct alloc_volume v = vols[0];
+	struct alloc a = alloc1;
+	const char *want = "fs_type xfs\nflag noatime\nflag nodev\n"
+	    "flag nosuid\ncontext share=/export/a\ncontext server=10.0.0.1\n";
+
+	register_with_options();
+	v.fs_type = "xfs";
+	v.mount_flags = flags;
+	v.nflags = 2;
+	a.volumes = &v;
+	mount_job(&a, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	received("NodeStageVolume", want);
+	received("NodePublishVolume", want);
+	berth__volume__free_unpacked(kept, NULL);
+	kept = NULL;
+}
+END_TEST
+
+/* An alloc that names no options gets the volume's whole. */
+START_TEST(test_volume_options_when_alloc_names_none)
+{
+	const char *want = "fs_type ext4\nflag noatime\nflag nodev\n"
+	    "context share=/export/a\ncontext server=10.0.0.1\n";
+
+	register_with_options();
+	mount_job(&alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	received("NodeStageVolume", want);
+	received("NodePublishVolume", want);
+	berth__volume__free_unpacked(kept, NULL);
+	kept = NULL;
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1340,5 +1461,7 @@ main(void)
 	tcase_add_test(tc, test_register_validated);
 	tcase_add_test(tc, test_create_then_delete);
 	tcase_add_test(tc, test_create_needs_controller);
+	tcase_add_test(tc, test_options_merged_and_context_passed);
+	tcase_add_test(tc, test_volume_options_when_alloc_names_none);
 	return harness_run("volmgr", tc);
 }

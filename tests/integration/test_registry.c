@@ -3,7 +3,9 @@
  * a populated registry answers the same after a restart; plugin takeover,
  * promotion and re-registration; claim rules per access mode; events in
  * order and replayed from an index; bad input refused with typed errors
- * while the registry keeps serving; damaged or newer databases refused.
+ * while the registry keeps serving; damaged or newer databases refused;
+ * a volume's mount options kept, one id per provider volume, and an old
+ * database migrated.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -59,11 +61,14 @@ put_volume(struct regtest *t, const char *ns, const char *id,
 	Berth__KeyValue kv = BERTH__KEY_VALUE__INIT;
 	Berth__KeyValue *ctx[] = { &kv };
 	struct rt_res r;
+	char ext[160];
 
+	/* One provider volume has one id: each its own. */
+	snprintf(ext, sizeof(ext), "ext:%s/%s 1", ns, id);
 	v.namespace_ = (char *)ns;
 	v.id = (char *)id;
 	v.plugin_id = "hostpath";
-	v.external_id = "ext:vol 1";
+	v.external_id = ext;
 	cap.access_mode = am;
 	cap.attachment_mode = BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
 	v.capabilities = caps;
@@ -378,7 +383,7 @@ START_TEST(claims_follow_the_access_mode)
 	must(&r, "get_volume");
 	ck_assert_uint_eq(r.env->volume_reply->n_claims, 3);
 	ck_assert_str_eq(r.env->volume_reply->volume->external_id,
-	    "ext:vol 1");
+	    "ext:default/mnmw 1");
 	ck_assert_uint_eq(r.env->volume_reply->volume->n_context, 1);
 	rt_done(&r);
 	RT(&t, r, regclient_delete_volume(t.rc, "default", "mnmw", rt_cb, &r));
@@ -834,7 +839,7 @@ START_TEST(damaged_or_newer_databases_are_refused_and_kept)
 	regtest_stop(&t);
 	sql(db, "PRAGMA user_version = 99");
 	regtest_expect_refusal(&t, 78, "newer than");
-	sql(db, "PRAGMA user_version = 2");
+	sql(db, "PRAGMA user_version = 3");
 
 	/* The tables' pages overwritten; the header is intact. */
 	regtest_start(&t);
@@ -922,6 +927,159 @@ START_TEST(volumes_are_listed_in_pages_with_their_claims)
 }
 END_TEST
 
+/* A volume as an operator registers it: external id, options, context. */
+static Berth__ErrorCode
+put_ext(struct regtest *t, const char *id, const char *plugin,
+    const char *ext, const char *fs_type, char **flags, size_t nflags,
+    char *msg, size_t msglen)
+{
+	Berth__Volume v = BERTH__VOLUME__INIT;
+	Berth__KeyValue kv = BERTH__KEY_VALUE__INIT, *ctx[] = { &kv };
+	Berth__ErrorCode code;
+	struct rt_res r;
+
+	v.namespace_ = "default";
+	v.id = (char *)id;
+	v.plugin_id = (char *)plugin;
+	v.external_id = (char *)ext;
+	v.fs_type = (char *)(fs_type != NULL ? fs_type : "");
+	v.mount_flags = flags;
+	v.n_mount_flags = nflags;
+	kv.key = "share";
+	kv.value = "/export/a";
+	v.context = ctx;
+	v.n_context = 1;
+	RT(t, r, regclient_put_volume(t->rc, &v, rt_cb, &r));
+	code = r.code;
+	if (msg != NULL)
+		snprintf(msg, msglen, "%s", r.msg);
+	rt_done(&r);
+	return code;
+}
+
+static const Berth__Volume *
+get_vol(struct regtest *t, struct rt_res *r, const char *id)
+{
+	RT(t, *r, regclient_get_volume(t->rc, "default", id, rt_cb, r));
+	must(r, "get_volume");
+	return r->env->volume_reply->volume;
+}
+
+/*
+ * A volume's fs_type and mount flags are kept with it across a restart;
+ * a provider's volume has one berth id (a second is a conflict, in any
+ * namespace, for the same plugin only); re-registering the same id is
+ * an update; once the first is gone another id may take the volume.
+ */
+START_TEST(mount_options_are_kept_and_a_provider_volume_has_one_id)
+{
+	char *flags[] = { "noatime", "password=s3cret" }, msg[512];
+	const Berth__Volume *v;
+	struct regtest t;
+	struct rt_res r;
+
+	regtest_dir(&t, "reg-opts");
+	regtest_start(&t);
+	ck_assert_int_eq(put_ext(&t, "a", "nfs", "srv:/x", "nfs4", flags, 2,
+	    NULL, 0), E_NONE);
+	regtest_stop(&t);
+	regtest_start(&t);
+	v = get_vol(&t, &r, "a");
+	ck_assert_str_eq(v->fs_type, "nfs4");
+	ck_assert_uint_eq(v->n_mount_flags, 2);
+	ck_assert_str_eq(v->mount_flags[0], "noatime");
+	ck_assert_str_eq(v->mount_flags[1], "password=s3cret");
+	ck_assert_uint_eq(v->n_context, 1);
+	ck_assert_str_eq(v->context[0]->value, "/export/a");
+	rt_done(&r);
+
+	ck_assert_int_eq(put_ext(&t, "b", "nfs", "srv:/x", NULL, NULL, 0, msg,
+	    sizeof(msg)), BERTH__ERROR_CODE__ERROR_CONFLICT);
+	ck_assert_msg(strstr(msg, "default/a") != NULL, "%s", msg);
+	RT(&t, r, regclient_get_volume(t.rc, "default", "b", rt_cb, &r));
+	must_fail(&r, BERTH__ERROR_CODE__ERROR_NOT_FOUND, "refused volume");
+	rt_done(&r);
+	/* Another plugin's volume of that name is another volume. */
+	ck_assert_int_eq(put_ext(&t, "c", "other", "srv:/x", NULL, NULL, 0,
+	    NULL, 0), E_NONE);
+	/* The same id again is an update: options replaced. */
+	ck_assert_int_eq(put_ext(&t, "a", "nfs", "srv:/x", "", NULL, 0, NULL,
+	    0), E_NONE);
+	v = get_vol(&t, &r, "a");
+	ck_assert_str_eq(v->fs_type, "");
+	ck_assert_uint_eq(v->n_mount_flags, 0);
+	rt_done(&r);
+	/* An update may not move an id onto a volume that has one. */
+	ck_assert_int_eq(put_ext(&t, "c", "nfs", "srv:/x", NULL, NULL, 0, NULL,
+	    0), BERTH__ERROR_CODE__ERROR_CONFLICT);
+	RT(&t, r, regclient_delete_volume(t.rc, "default", "a", rt_cb, &r));
+	must(&r, "delete a");
+	rt_done(&r);
+	ck_assert_int_eq(put_ext(&t, "b", "nfs", "srv:/x", NULL, NULL, 0, NULL,
+	    0), E_NONE);
+	regtest_stop(&t);
+	regtest_cleanup(&t);
+}
+END_TEST
+
+/*
+ * A database of schema version 2 (before mount options and one id per
+ * provider volume), holding two ids for one provider volume as that
+ * registry allowed: it opens, migrated, both volumes are read as they
+ * were, and no third id is let in.
+ */
+START_TEST(an_old_database_with_two_ids_for_one_volume_is_migrated)
+{
+	struct regtest t;
+	struct rt_res r;
+	const Berth__Volume *v;
+	char db[512];
+
+	regtest_dir(&t, "reg-oldext");
+	snprintf(db, sizeof(db), "%s",
+	    regtest_path(&t, "registry/registry.db"));
+	regtest_start(&t);
+	ck_assert_int_eq(put_ext(&t, "a", "nfs", "one", NULL, NULL, 0, NULL, 0),
+	    E_NONE);
+	ck_assert_int_eq(put_ext(&t, "b", "nfs", "two", NULL, NULL, 0, NULL, 0),
+	    E_NONE);
+	regtest_stop(&t);
+	/* What version 2 was, with what it let in. */
+	sql(db, "DROP INDEX volumes_external; UPDATE volumes SET external_id = "
+	    "'same'; PRAGMA user_version = 2");
+	regtest_start(&t);
+	regtest_stop(&t);
+	{
+		sqlite3 *h;
+		sqlite3_stmt *st;
+
+		ck_assert_int_eq(sqlite3_open(db, &h), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_prepare_v2(h, "SELECT (SELECT "
+		    "user_version FROM pragma_user_version), (SELECT COUNT(*) "
+		    "FROM sqlite_master WHERE name = 'volumes_external')", -1,
+		    &st, NULL), SQLITE_OK);
+		ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+		ck_assert_int_eq(sqlite3_column_int(st, 0), 3);
+		ck_assert_int_eq(sqlite3_column_int(st, 1), 1);
+		sqlite3_finalize(st);
+		sqlite3_close(h);
+	}
+	regtest_start(&t);
+	v = get_vol(&t, &r, "a");
+	ck_assert_str_eq(v->external_id, "same");
+	ck_assert_str_eq(v->fs_type, "");
+	ck_assert_uint_eq(v->n_context, 1);
+	rt_done(&r);
+	v = get_vol(&t, &r, "b");
+	ck_assert_str_eq(v->external_id, "same");
+	rt_done(&r);
+	ck_assert_int_eq(put_ext(&t, "c", "nfs", "same", NULL, NULL, 0, NULL,
+	    0), BERTH__ERROR_CODE__ERROR_CONFLICT);
+	regtest_stop(&t);
+	regtest_cleanup(&t);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -939,5 +1097,9 @@ main(void)
 	tcase_add_test(tc, damaged_or_newer_databases_are_refused_and_kept);
 	tcase_add_test(tc, writes_before_a_shutdown_are_answered);
 	tcase_add_test(tc, volumes_are_listed_in_pages_with_their_claims);
+	tcase_add_test(tc,
+	    mount_options_are_kept_and_a_provider_volume_has_one_id);
+	tcase_add_test(tc,
+	    an_old_database_with_two_ids_for_one_volume_is_migrated);
 	return harness_run("registry", tc);
 }

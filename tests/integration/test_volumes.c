@@ -468,6 +468,130 @@ START_TEST(a_plugin_dying_mid_stage_is_waited_for)
 }
 END_TEST
 
+/* ---- mount options and context, kept with the volume ---- */
+
+/* The text of a file the plugin wrote, at most n - 1 bytes. */
+static void
+read_text(const char *path, char *buf, size_t n)
+{
+	ssize_t got = -1;
+	int fd;
+
+	buf[0] = '\0';
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) >= 0) {
+		got = read(fd, buf, n - 1);
+		close(fd);
+	}
+	buf[got > 0 ? got : 0] = '\0';
+}
+
+/* PUT /v1/volume/<id>: the status, the answer's text in out. */
+static int
+register_volume(struct berth *b, const char *id, const char *body,
+    char *out, size_t n)
+{
+	char path[300], *text;
+	json_t *j;
+	int status;
+
+	snprintf(path, sizeof(path), "/v1/volume/%s", id);
+	j = sv_api(b, "PUT", path, body, &status);
+	text = j != NULL ? json_dumps(j, JSON_COMPACT) : NULL;
+	snprintf(out, n, "%s", text != NULL ? text : "");
+	free(text);
+	json_decref(j);
+	return status;
+}
+
+#define STATIC_VOLUME "{\"plugin_id\": \"hp\", \"external_id\": " \
+	"\"disk-1\", \"access_mode\": \"single-node-writer\", " \
+	"\"mount_options\": {\"fs_type\": \"ext4\", \"mount_flags\": " \
+	"[\"noatime\", \"password=s3cret\"]}, \"context\": {\"share\": " \
+	"\"/export/a\"}}"
+
+/*
+ * A static volume registered with its mount options and context: the
+ * flags are shown redacted (never their values), a second berth id for
+ * the same provider volume is refused with 409, and an alloc naming its
+ * own options gets both merged at stage and publish, as the plugin
+ * notes what it was asked (hpstate/received/, node.c): the alloc's
+ * fs_type, the volume's flags then the alloc's new ones, the context.
+ */
+START_TEST(mount_options_and_context_reach_the_plugin)
+{
+	const char *want = "fs_type xfs\nflag noatime\nflag password=s3cret\n"
+	    "flag nodev\ncontext share=/export/a\n";
+	char path[1024], out[8192], got[2048];
+	struct berth b;
+	json_t *j, *mo;
+
+	berth_setup(&b, NULL);
+	snprintf(path, sizeof(path), "%s/hpstate", b.dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/hpstate/received", b.dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	/* The provider's volume, made outside berth. */
+	snprintf(path, sizeof(path), "%s/hpstate/volumes", b.dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/hpstate/volumes/disk-1", b.dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	berth_start(&b);
+	plugin_up(&b);
+	ck_assert_msg(register_volume(&b, "static", STATIC_VOLUME, out,
+	    sizeof(out)) == 200, "register: %s", out);
+	ck_assert_int_eq(register_volume(&b, "again", STATIC_VOLUME, out,
+	    sizeof(out)), 409);
+	ck_assert_msg(strstr(out, "registered already, as default/static") !=
+	    NULL, "%s", out);
+
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "status",
+	    "static"), 0);
+	ck_assert_msg(strstr(out, "s3cret") == NULL, "%s", out);
+	ck_assert_ptr_nonnull(j = json_loads(out, 0, NULL));
+	mo = json_object_get(j, "mount_options");
+	ck_assert_str_eq(json_string_value(json_object_get(mo, "fs_type")),
+	    "ext4");
+	ck_assert_int_eq(json_integer_value(json_object_get(mo,
+	    "mount_flags_count")), 2);
+	ck_assert_str_eq(json_string_value(json_object_get(mo,
+	    "mount_flags")), "[REDACTED]");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j,
+	    "context"), "share")), "/export/a");
+	json_decref(j);
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "list", NULL), 0);
+	ck_assert_msg(strstr(out, "s3cret") == NULL, "%s", out);
+
+	put_alloc(&b, "a", "{\"id\": \"a\", \"volumes\": {\"data\": {\"type\": "
+	    "\"csi\", \"source\": \"static\", \"access_mode\": "
+	    "\"single-node-writer\", \"attachment_mode\": \"file-system\", "
+	    "\"mount_options\": {\"fs_type\": \"xfs\", \"mount_flags\": "
+	    "[\"nodev\", \"noatime\"]}}}, \"tasks\": [{\"name\": \"t\", "
+	    "\"driver\": \"exec\", \"config\": {\"command\": \"/bin/sh\", "
+	    "\"args\": [\"-c\", \"sleep 600\"]}, \"kill_timeout\": \"1s\", "
+	    "\"volume_mounts\": [{\"volume\": \"data\", \"destination\": "
+	    "\"data\"}]}]}");
+	wait_event(&b, "Started", "a/t", NULL, 15000);
+	track_tasks(&b);
+	snprintf(path, sizeof(path), "%s/hpstate/received/"
+	    "NodeStageVolume.disk-1", b.dir);
+	read_text(path, got, sizeof(got));
+	ck_assert_str_eq(got, want);
+	snprintf(path, sizeof(path), "%s/hpstate/received/"
+	    "NodePublishVolume.disk-1", b.dir);
+	read_text(path, got, sizeof(got));
+	ck_assert_str_eq(got, want);
+	/* The flags' values are in no log line of berth's. */
+	ck_assert_int_eq(count(&b, "s3cret"), 0);
+
+	stop_alloc(&b, "a");
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "delete",
+	    "static"), 0);
+	stop_alloc(&b, "plugin");
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -478,5 +602,6 @@ main(void)
 	tcase_add_test(tc, sigkill_in_the_middle_of_a_publish);
 	tcase_add_test(tc, volumes_of_an_alloc_stopped_while_down_are_taken_back);
 	tcase_add_test(tc, a_plugin_dying_mid_stage_is_waited_for);
+	tcase_add_test(tc, mount_options_and_context_reach_the_plugin);
 	return harness_run("volumes", tc);
 }

@@ -80,7 +80,7 @@ START_TEST(new_database_gets_the_schema_wal_and_full_sync)
 		sqlite3_finalize(st);
 	}
 	store_close(&s);
-	ck_assert_int_eq(q("PRAGMA user_version"), 2);
+	ck_assert_int_eq(q("PRAGMA user_version"), 3);
 	ck_assert_int_eq(q("PRAGMA application_id"), 0x62657274);
 	ck_assert_int_eq(q("SELECT COUNT(*) FROM sqlite_master WHERE type = "
 	    "'table' AND name IN ('plugins', 'volumes', 'claims', 'reattach', "
@@ -122,11 +122,32 @@ START_TEST(older_schema_is_migrated)
 	store_close(&s);
 	/* Make it what schema version 1 was. */
 	x("DROP TABLE events; DELETE FROM meta WHERE key = 'event_floor'; "
-	    "PRAGMA user_version = 1");
+	    "DROP INDEX volumes_external; PRAGMA user_version = 1");
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
 	store_close(&s);
-	ck_assert_int_eq(q("PRAGMA user_version"), 2);
+	ck_assert_int_eq(q("PRAGMA user_version"), 3);
 	ck_assert_int_eq(q("SELECT COUNT(*) FROM events"), 0);
+}
+END_TEST
+
+/* Version 2 had no index by external id; volumes it held are kept. */
+START_TEST(version_2_gets_the_external_id_index)
+{
+	struct store s;
+	char err[512];
+
+	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
+	store_close(&s);
+	x("DROP INDEX volumes_external; INSERT INTO volumes VALUES ('default', "
+	    "'a', 'p', 'e', x'', 1, 1), ('default', 'b', 'p', 'e', x'', 2, 2); "
+	    "PRAGMA user_version = 2");
+	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
+	store_close(&s);
+	ck_assert_int_eq(q("PRAGMA user_version"), 3);
+	ck_assert_int_eq(q("SELECT COUNT(*) FROM sqlite_master WHERE type = "
+	    "'index' AND name = 'volumes_external'"), 1);
+	ck_assert_int_eq(q("SELECT COUNT(*) FROM volumes WHERE plugin_id = 'p' "
+	    "AND external_id = 'e'"), 2);
 }
 END_TEST
 
@@ -137,10 +158,10 @@ START_TEST(newer_schema_is_refused_untouched)
 
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
 	store_close(&s);
-	x("PRAGMA user_version = 3");
+	x("PRAGMA user_version = 4");
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), REG_EXIT_NEWER);
-	ck_assert_msg(strstr(err, "schema version 3") != NULL, "%s", err);
-	ck_assert_int_eq(q("PRAGMA user_version"), 3);
+	ck_assert_msg(strstr(err, "schema version 4") != NULL, "%s", err);
+	ck_assert_int_eq(q("PRAGMA user_version"), 4);
 }
 END_TEST
 
@@ -182,6 +203,7 @@ main(void)
 	tcase_add_test(tc, new_database_gets_the_schema_wal_and_full_sync);
 	tcase_add_test(tc, index_counter_commits_and_rolls_back);
 	tcase_add_test(tc, older_schema_is_migrated);
+	tcase_add_test(tc, version_2_gets_the_external_id_index);
 	tcase_add_test(tc, newer_schema_is_refused_untouched);
 	tcase_add_test(tc, foreign_database_is_refused);
 	tcase_add_test(tc, missing_directory_cannot_open);
