@@ -17,6 +17,7 @@
 
 #include "hostpath.h"
 #include "ident.h"
+#include "log.h"
 
 bool
 volume_id_ok(const char *id, struct rpc_reply *r)
@@ -83,6 +84,47 @@ capability_supported(const Csi__V1__VolumeCapability *cap, const char **why)
 	return true;
 }
 
+/*
+ * The volume's directory, made if missing. Lenient, it is 0777 so that
+ * tasks of any user can write, which hides what berth must do for them.
+ * Strict, it is 0755 of this process's user, as plugins make them: the
+ * umask is 022 just for the mkdir (the socket's, set by whoever started
+ * the plugin, stays), and nothing is chmod-ed.
+ */
+static bool
+volume_mkdir(struct hostpath *hp, const char *name, struct rpc_reply *r)
+{
+	mode_t old;
+	int fd, err = 0;
+
+	if (hp->strict) {
+		old = umask(022);
+		if (mkdirat(hp->volumes_fd, name, 0755) < 0 && errno != EEXIST)
+			err = errno;
+		umask(old);
+	} else if (mkdirat(hp->volumes_fd, name, 0777) < 0 && errno != EEXIST)
+		err = errno;
+	if (err != 0) {
+		reply_error(r, GRPC_STATUS_INTERNAL, "CreateVolume: mkdir "
+		    "%s/%s: %s", hp->volumes_dir, name, strerror(err));
+		return false;
+	}
+	if (hp->strict)
+		return true;
+	/* 0777 minus umask would leave tasks of other users out. */
+	if ((fd = tree_open(hp->volumes_fd, name, O_RDONLY | O_DIRECTORY,
+	    0)) < 0 || fchmod(fd, 0777) < 0) {
+		reply_error(r, GRPC_STATUS_INTERNAL, "CreateVolume: open "
+		    "%s/%s: %s", hp->volumes_dir, name,
+		    strerror(fd < 0 ? -fd : errno));
+		if (fd >= 0)
+			close(fd);
+		return false;
+	}
+	close(fd);
+	return true;
+}
+
 static void
 create_volume(struct hostpath *hp, const ProtobufCMessage *msg,
     struct rpc_reply *r)
@@ -95,7 +137,6 @@ create_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	    CSI__V1__TOPOLOGY__SEGMENTS_ENTRY__INIT, *segs[1] = { &seg };
 	const char *why;
 	size_t i;
-	int fd;
 
 	if (req->name == NULL || *req->name == '\0') {
 		reply_error(r, GRPC_STATUS_INVALID_ARGUMENT,
@@ -113,34 +154,21 @@ create_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 			    "CreateVolume %s: %s", req->name, why);
 			return;
 		}
-	if (!volume_id_ok(req->name, r))
+	if (!volume_id_ok(req->name, r) || !volume_mkdir(hp, req->name, r))
 		return;
-	if (mkdirat(hp->volumes_fd, req->name, 0777) < 0 && errno != EEXIST) {
-		reply_error(r, GRPC_STATUS_INTERNAL, "CreateVolume: mkdir "
-		    "%s/%s: %s", hp->volumes_dir, req->name, strerror(errno));
-		return;
-	}
-	/* 0777 minus umask would leave tasks of other users out. */
-	if ((fd = tree_open(hp->volumes_fd, req->name, O_RDONLY | O_DIRECTORY,
-	    0)) < 0 || fchmod(fd, 0777) < 0) {
-		reply_error(r, GRPC_STATUS_INTERNAL, "CreateVolume: open "
-		    "%s/%s: %s", hp->volumes_dir, req->name,
-		    strerror(fd < 0 ? -fd : errno));
-		if (fd >= 0)
-			close(fd);
-		return;
-	}
-	close(fd);
 
 	seg.key = HOSTPATH_TOPOLOGY_KEY;
 	seg.value = (char *)hp->node_id;
 	topo.n_segments = 1;
 	topo.segments = segs;
 	vol.volume_id = req->name;
-	if (req->capacity_range != NULL)
-		vol.capacity_bytes = req->capacity_range->required_bytes;
-	vol.n_accessible_topology = 1;
-	vol.accessible_topology = topos;
+	if (optional_fields(hp)) {
+		if (req->capacity_range != NULL)
+			vol.capacity_bytes =
+			    req->capacity_range->required_bytes;
+		vol.n_accessible_topology = 1;
+		vol.accessible_topology = topos;
+	}
 	out.volume = &vol;
 	reply_ok(r, &out.base);
 }
@@ -168,6 +196,10 @@ delete_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 		    req->volume_id, hp->volumes_dir, why);
 		return;
 	}
+	/* A new volume of this name is not staged where this one was. */
+	if (hp->strict && (err = staged_drop(hp, req->volume_id)) < 0)
+		log_warnx("DeleteVolume %s: forget its staging path: %s",
+		    req->volume_id, strerror(-err));
 	reply_ok(r, &out.base);
 }
 
@@ -203,7 +235,8 @@ validate_volume_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 		if (!capability_supported(req->volume_capabilities[i], &why)) {
 			snprintf(text, sizeof(text), "capability %zu: %s", i,
 			    why);
-			out.message = text;
+			if (optional_fields(hp))
+				out.message = text;
 			reply_ok(r, &out.base);
 			return;
 		}

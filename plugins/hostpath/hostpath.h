@@ -4,7 +4,10 @@
  * A volume is a directory under <state-dir>/volumes/; staging and
  * publishing are bind mounts. The plugin exists so that berth's CSI code
  * is exercised against a real gRPC server that really mounts, and so
- * that tests can make it misbehave on purpose (the fault_* settings). It
+ * that tests can make it misbehave on purpose (the fault_* settings).
+ * In strict mode (--strict) it behaves as the plugins berth did not
+ * write: one staging path per volume, volume directories 0755 of its own
+ * user, its endpoint from --endpoint only, no optional reply field. It
  * must not be mistaken for storage: it has no capacity accounting, and it
  * trusts whoever can reach its socket, as every CSI plugin does.
  */
@@ -27,6 +30,7 @@
 #define HOSTPATH_MAX_CREATED	256
 /* A capability type that no CSI version defines (--fault-unknown-*). */
 #define HOSTPATH_UNKNOWN_CAP	1000
+#define SOCKET_PATH_MAX		107	/* sizeof(sun_path) - 1 */
 
 enum hostpath_mode {
 	HOSTPATH_NODE = 1,
@@ -39,7 +43,9 @@ struct hostpath {
 	const char *state_dir;
 	char volumes_dir[4096];		/* <state-dir>/volumes */
 	int volumes_fd;			/* it, pinned at start (O_PATH) */
+	int staged_fd;			/* <state-dir>/staged, strict only */
 	enum hostpath_mode mode;
+	bool strict;			/* --strict: as plugins of others */
 
 	/* Mount targets this process created, removed again on undo. */
 	char *created[HOSTPATH_MAX_CREATED];
@@ -79,7 +85,16 @@ struct rpc_method {
 	rpc_handler handler;
 };
 
+/* Whether replies carry the fields the spec makes optional. */
+static inline bool
+optional_fields(const struct hostpath *hp)
+{
+	return !hp->strict && !hp->fault_minimal;
+}
+
 /* server.c */
+/* The socket path of "unix:///p", "unix:/p" or "/p"; NULL if none. */
+const char *endpoint_path(const char *endpoint);
 int server_run(struct hostpath *, const char *endpoint);
 void reply_ok(struct rpc_reply *, const ProtobufCMessage *msg);
 void reply_error(struct rpc_reply *, grpc_status_code, const char *fmt, ...)
@@ -95,6 +110,15 @@ bool volume_id_ok(const char *id, struct rpc_reply *);
 int volume_open(struct hostpath *, const char *id, const char *rpc,
     struct rpc_reply *);
 bool capability_supported(const Csi__V1__VolumeCapability *, const char **why);
+
+/*
+ * staged.c: the staging path recorded for a volume (strict mode).
+ * staged_get returns 1 and fills path, 0 if there is no record, or
+ * -errno; the others 0 or -errno.
+ */
+int staged_get(struct hostpath *, const char *volume, char *path, size_t n);
+int staged_put(struct hostpath *, const char *volume, const char *path);
+int staged_drop(struct hostpath *, const char *volume);
 
 /*
  * tree.c: lookups and removal by descriptor, never through a symlink.

@@ -2,7 +2,9 @@
  * identity.c: the CSI Identity service of berth-csi-hostpath.
  *
  * Who the plugin is, what it serves, and whether it is ready; also where
- * the Probe faults are injected. It must not touch the file system.
+ * the Probe faults are injected. Strict, it gives the required fields
+ * only: no manifest, no `ready`, no topology capability (NodeGetInfo then
+ * gives none). It must not touch the file system.
  */
 #include <string.h>
 #include <unistd.h>
@@ -44,7 +46,7 @@ get_plugin_capabilities(struct hostpath *hp, const ProtobufCMessage *req,
 		list[i] = &caps[i];
 	}
 	/* NodeGetInfo reports a topology, which needs this capability. */
-	if (!hp->fault_minimal) {
+	if (optional_fields(hp)) {
 		svc[n].type = SVC(VOLUME_ACCESSIBILITY_CONSTRAINTS);
 		caps[n].type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE;
 		caps[n].service = &svc[n];
@@ -85,7 +87,7 @@ probe(struct hostpath *hp, const ProtobufCMessage *req, struct rpc_reply *r)
 	if (hp->probes == hp->fault_slow_probe)
 		usleep((useconds_t)hp->fault_slow_probe_ms * 1000);
 	ready.value = true;
-	if (!hp->fault_probe_no_ready)
+	if (!hp->fault_probe_no_ready && optional_fields(hp))
 		out.ready = &ready;
 	reply_ok(r, &out.base);
 }

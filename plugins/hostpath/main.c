@@ -1,9 +1,10 @@
 /*
  * main.c: berth-csi-hostpath's flags and start-up.
  *
- * Reads its flags and CSI_ENDPOINT, makes sure the state directory
- * exists, and hands over to the gRPC server loop (server.c). It must not
- * serve anything itself: every RPC goes through server.c's dispatch.
+ * Reads its flags and the endpoint (--endpoint, or CSI_ENDPOINT unless
+ * --strict), makes sure the state directory exists, and hands over to
+ * the gRPC server loop (server.c). It must not serve anything itself:
+ * every RPC goes through server.c's dispatch.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -23,14 +24,15 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: berth-csi-hostpath --node-id ID "
-	    "--state-dir DIR [--mode node|controller|monolith] [-v]\n"
+	    "--state-dir DIR [--endpoint unix:///PATH] [--strict]\n"
+	    "    [--mode node|controller|monolith] [-v]\n"
 	    "    [--fault-slow-start-ms N] [--fault-probe-fail-after N]\n"
 	    "    [--fault-probe-no-ready] [--fault-validate-no-confirmed]\n"
 	    "    [--fault-unknown-capabilities] [--fault-exit-in RPCNAME]\n"
 	    "    [--fault-minimal] [--fault-slow-probe N:MS]\n"
 	    "    [--fault-slow-reply RPCNAME:MS]\n"
-	    "CSI_ENDPOINT=unix:///path/csi.sock in the environment names "
-	    "the socket.\n");
+	    "Without --endpoint, CSI_ENDPOINT=unix:///path/csi.sock in the "
+	    "environment\nnames the socket; --strict reads --endpoint only.\n");
 	exit(EX_USAGE);
 }
 
@@ -47,16 +49,64 @@ number(const char *flag, const char *s)
 	return (int)v;
 }
 
+/*
+ * The endpoint from --endpoint, else (lenient only) from CSI_ENDPOINT.
+ * A definition's arg is passed as written, so "$CSI_ENDPOINT" arrives
+ * unexpanded: said so, rather than made a socket of.
+ */
+static const char *
+endpoint_choose(const struct hostpath *hp, const char *flag)
+{
+	const char *env = getenv("CSI_ENDPOINT"), *from = "--endpoint";
+
+	if (flag == NULL && hp->strict)
+		fatalx("--strict: --endpoint unix:///path/csi.sock is "
+		    "required; CSI_ENDPOINT%s is not read in strict mode",
+		    env != NULL ? ", though set," : "");
+	if (flag == NULL) {
+		if (env == NULL || *env == '\0')
+			fatalx("no endpoint: give --endpoint "
+			    "unix:///path/csi.sock or set CSI_ENDPOINT");
+		flag = env;
+		from = "CSI_ENDPOINT";
+	}
+	if (strchr(flag, '$') != NULL)
+		fatalx("%s %s: looks like a shell variable that was never "
+		    "expanded; give the socket's path", from, flag);
+	if (endpoint_path(flag) == NULL)
+		fatalx("%s %s: not unix:///absolute/path (or /absolute/path) "
+		    "of at most %d bytes", from, flag, SOCKET_PATH_MAX);
+	return flag;
+}
+
+/* The state directory's name, made if missing, pinned (O_PATH). */
+static int
+pin_dir(const struct hostpath *hp, int state, const char *name)
+{
+	int fd;
+
+	if (mkdirat(state, name, 0700) < 0 && errno != EEXIST)
+		fatal("mkdir %s/%s", hp->state_dir, name);
+	if ((fd = tree_open(state, name, O_PATH | O_DIRECTORY, 0)) < 0) {
+		errno = -fd;
+		fatal("open %s/%s (a symlink is refused)", hp->state_dir, name);
+	}
+	return fd;
+}
+
 enum {
 	OPT_NODE_ID = 256, OPT_STATE_DIR, OPT_MODE, OPT_SLOW_START,
 	OPT_PROBE_FAIL_AFTER, OPT_PROBE_NO_READY, OPT_VALIDATE_NO_CONFIRMED,
 	OPT_UNKNOWN_CAPS, OPT_EXIT_IN, OPT_MINIMAL, OPT_SLOW_PROBE, OPT_SLOW_REPLY,
+	OPT_ENDPOINT, OPT_STRICT,
 };
 
 static const struct option options[] = {
 	{ "node-id", required_argument, NULL, OPT_NODE_ID },
 	{ "state-dir", required_argument, NULL, OPT_STATE_DIR },
 	{ "mode", required_argument, NULL, OPT_MODE },
+	{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
+	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ "fault-slow-start-ms", required_argument, NULL, OPT_SLOW_START },
 	{ "fault-probe-fail-after", required_argument, NULL,
 	    OPT_PROBE_FAIL_AFTER },
@@ -75,7 +125,7 @@ int
 main(int argc, char *argv[])
 {
 	struct hostpath hp;
-	const char *endpoint;
+	const char *endpoint = NULL;
 	char *state = NULL;
 	int ch, fd, verbose = 0;
 	size_t i;
@@ -100,6 +150,12 @@ main(int argc, char *argv[])
 				hp.mode = HOSTPATH_MONOLITH;
 			else
 				usage();
+			break;
+		case OPT_ENDPOINT:
+			endpoint = optarg;
+			break;
+		case OPT_STRICT:
+			hp.strict = true;
 			break;
 		case OPT_SLOW_START:
 			hp.fault_slow_start_ms = number("--fault-slow-start-ms",
@@ -162,9 +218,7 @@ main(int argc, char *argv[])
 		usage();
 	log_init("berth-csi-hostpath", verbose);
 
-	if ((endpoint = getenv("CSI_ENDPOINT")) == NULL || *endpoint == '\0')
-		fatalx("CSI_ENDPOINT is not set: it must name the plugin's "
-		    "socket, as unix:///path/csi.sock");
+	endpoint = endpoint_choose(&hp, endpoint);
 	/* A relative state directory is the task's: under its cwd. */
 	if (mkdir(hp.state_dir, 0700) < 0 && errno != EEXIST)
 		fatal("mkdir %s", hp.state_dir);
@@ -180,17 +234,16 @@ main(int argc, char *argv[])
 	if ((fd = open(hp.state_dir, O_PATH | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) < 0)
 		fatal("open %s", hp.state_dir);
-	if (mkdirat(fd, "volumes", 0700) < 0 && errno != EEXIST)
-		fatal("mkdir %s", hp.volumes_dir);
-	if ((hp.volumes_fd = tree_open(fd, "volumes", O_PATH | O_DIRECTORY,
-	    0)) < 0) {
-		errno = -hp.volumes_fd;
-		fatal("open %s (a symlink is refused)", hp.volumes_dir);
-	}
+	hp.volumes_fd = pin_dir(&hp, fd, "volumes");
+	hp.staged_fd = -1;
+	if (hp.strict)
+		hp.staged_fd = pin_dir(&hp, fd, "staged");
 	close(fd);
 
 	ch = server_run(&hp, endpoint);
 	close(hp.volumes_fd);
+	if (hp.staged_fd >= 0)
+		close(hp.staged_fd);
 	/* Targets still published stay; only the memory of them goes. */
 	for (i = 0; i < HOSTPATH_MAX_CREATED; i++)
 		free(hp.created[i]);

@@ -12,7 +12,10 @@
  * The CO's paths may pass through directories that others can write:
  * each is opened up to its parent without following a symlink (tree.c),
  * and the last name is created, checked, mounted on and unmounted by
- * descriptor, with open_tree / mount_setattr / move_mount.
+ * descriptor, with open_tree / mount_setattr / move_mount. In strict
+ * mode a volume is staged at one path only (the CSI spec's rule), and
+ * that path is kept in the state directory (staged.c) so that a
+ * restarted plugin still refuses a second one.
  *
  * For tests, what a stage or publish was asked is written down when
  * <state-dir>/received/ exists (note_received()).
@@ -351,6 +354,68 @@ note_received(struct hostpath *hp, const char *rpc, const char *volume,
 	close(fd);
 }
 
+/* Whether path shows the volume vol mounted, asked without a reply. */
+static bool
+mounted_at(int vol, const char *path)
+{
+	struct where v, t;
+	char name[256];
+	int parent, fd;
+	bool yes;
+
+	if ((parent = tree_parent(path, name, sizeof(name))) < 0)
+		return false;
+	fd = tree_open(parent, name, O_PATH | O_DIRECTORY, 0);
+	close(parent);
+	if (fd < 0)
+		return false;
+	yes = look(vol, "", &v) && look(fd, "", &t) && t.mount_root &&
+	    same(&v, &t);
+	close(fd);
+	return yes;
+}
+
+/*
+ * Strict mode: the volume may be staged at one path only. A record of
+ * another path (staged.c) is believed while that path still shows the
+ * volume; else it is stale (a reboot, an unmount behind the plugin's
+ * back) and replaced. *claimed says a record was written for this call.
+ */
+static bool
+stage_claim(struct hostpath *hp, int vol, const char *volume,
+    const char *staging, bool *claimed, struct rpc_reply *r)
+{
+	char was[4096];
+	int got, err;
+
+	*claimed = false;
+	if ((got = staged_get(hp, volume, was, sizeof(was))) < 0) {
+		reply_error(r, GRPC_STATUS_INTERNAL, "NodeStageVolume %s: read "
+		    "%s/staged/%s: %s", volume, hp->state_dir, volume,
+		    strerror(-got));
+		return false;
+	}
+	if (got && strcmp(was, staging) == 0)
+		return true;
+	if (got && mounted_at(vol, was)) {
+		reply_error(r, GRPC_STATUS_FAILED_PRECONDITION, "NodeStage"
+		    "Volume: volume %s is already staged at %s; it has one "
+		    "staging path per node", volume, was);
+		return false;
+	}
+	if (got)
+		log_info("volume %s: the record of its staging at %s is "
+		    "stale: nothing of it is mounted there", volume, was);
+	if ((err = staged_put(hp, volume, staging)) < 0) {
+		reply_error(r, GRPC_STATUS_INTERNAL, "NodeStageVolume %s: "
+		    "record %s/staged/%s: %s", volume, hp->state_dir, volume,
+		    strerror(-err));
+		return false;
+	}
+	*claimed = true;
+	return true;
+}
+
 static void
 node_stage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
     struct rpc_reply *r)
@@ -359,6 +424,7 @@ node_stage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	Csi__V1__NodeStageVolumeResponse out =
 	    CSI__V1__NODE_STAGE_VOLUME_RESPONSE__INIT;
 	const char *why;
+	bool claimed = false;
 	int vol;
 
 	if (!volume_id_ok(req->volume_id, r) ||
@@ -375,10 +441,30 @@ node_stage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	    (void *const *)req->volume_context);
 	if ((vol = volume_open(hp, req->volume_id, "NodeStageVolume", r)) < 0)
 		return;
+	if (hp->strict && !stage_claim(hp, vol, req->volume_id,
+	    req->staging_target_path, &claimed, r)) {
+		close(vol);
+		return;
+	}
 	if (bind_at(hp, "NodeStageVolume", vol, req->staging_target_path,
 	    false, r))
 		reply_ok(r, &out.base);
+	else if (claimed)
+		staged_drop(hp, req->volume_id);
 	close(vol);
+}
+
+/* Strict mode: the volume is no longer staged at path. */
+static void
+stage_release(struct hostpath *hp, const char *volume, const char *path)
+{
+	char was[4096];
+	int err;
+
+	if (staged_get(hp, volume, was, sizeof(was)) == 1 &&
+	    strcmp(was, path) == 0 && (err = staged_drop(hp, volume)) < 0)
+		log_warnx("NodeUnstageVolume %s: forget %s: %s (a stale "
+		    "record, not believed)", volume, path, strerror(-err));
 }
 
 static void
@@ -394,6 +480,8 @@ node_unstage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	    !unbind_at(hp, "NodeUnstageVolume", req->volume_id,
 	    req->staging_target_path, r))
 		return;
+	if (hp->strict)
+		stage_release(hp, req->volume_id, req->staging_target_path);
 	reply_ok(r, &out.base);
 }
 
@@ -520,8 +608,10 @@ node_get_volume_stats(struct hostpath *hp, const ProtobufCMessage *msg,
 	inodes.total = (int64_t)sv.f_files;
 	inodes.available = (int64_t)sv.f_favail;
 	inodes.used = (int64_t)(sv.f_files - sv.f_ffree);
-	out.n_usage = 2;
-	out.usage = usage;
+	if (optional_fields(hp)) {
+		out.n_usage = 2;
+		out.usage = usage;
+	}
 	reply_ok(r, &out.base);
 }
 
@@ -572,7 +662,7 @@ node_get_info(struct hostpath *hp, const ProtobufCMessage *msg,
 	topo.n_segments = 1;
 	topo.segments = segs;
 	out.node_id = (char *)hp->node_id;
-	if (!hp->fault_minimal) {
+	if (optional_fields(hp)) {
 		out.max_volumes_per_node = HOSTPATH_MAX_VOLUMES;
 		out.accessible_topology = &topo;
 	}

@@ -33,7 +33,6 @@
 #include "hostpath.h"
 #include "log.h"
 
-#define SOCKET_PATH_MAX	107	/* sizeof(sun_path) - 1 */
 #define POLL_MS		100	/* how often the loop looks at signals */
 
 enum rpc_state { RPC_WAIT_CALL, RPC_WAIT_REQUEST, RPC_WAIT_SENT };
@@ -86,8 +85,8 @@ reply_error(struct rpc_reply *r, grpc_status_code code, const char *fmt, ...)
 	r->status = code;
 }
 
-/* "unix:///p" and "unix:/p" name the same socket; grpc wants the latter. */
-static const char *
+/* "unix:///p", "unix:/p" and "/p" name one socket; grpc wants "unix:/p". */
+const char *
 endpoint_path(const char *endpoint)
 {
 	const char *p;
@@ -97,7 +96,7 @@ endpoint_path(const char *endpoint)
 	else if (strncmp(endpoint, "unix:", 5) == 0)
 		p = endpoint + 5;
 	else
-		return NULL;
+		p = endpoint;
 	if (p[0] != '/' || strlen(p) > SOCKET_PATH_MAX)
 		return NULL;
 	return p;
@@ -372,7 +371,7 @@ server_run(struct hostpath *hp, const char *endpoint)
 		fatalx("--fault-slow-reply %s: no such RPC (give its name, as "
 		    "NodePublishVolume)", hp->fault_slow_reply);
 	if ((path = endpoint_path(endpoint)) == NULL)
-		fatalx("CSI_ENDPOINT %s: not unix:///absolute/path of at most "
+		fatalx("endpoint %s: not unix:///absolute/path of at most "
 		    "%d bytes", endpoint, SOCKET_PATH_MAX);
 	snprintf(addr, sizeof(addr), "unix:%s", path);
 

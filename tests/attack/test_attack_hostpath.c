@@ -15,6 +15,12 @@
  * plugin and the task with it) leaves nothing behind. The suite ends
  * with "N attacks tried, M succeeded": any failed test is an attack that
  * succeeded.
+ *
+ * A second suite, hostpath_strict, holds the plugin's --strict mode to
+ * what plugins berth did not write do: one staging path per volume,
+ * remembered across a crash; volume directories 0755 of its own user;
+ * its endpoint from --endpoint only; no optional field in any reply.
+ * Its failures are counted with the attacks' for the exit status.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -51,6 +57,7 @@ static char *suite_dir;
 static struct {
 	char *dir;
 	char endpoint[300];
+	char decoy[300];		/* CSI_ENDPOINT for a strict plugin */
 	char state[300];
 	char victim[300];
 	char voldir[320];
@@ -148,21 +155,28 @@ task_stop(void)
 	fx.task = 0;
 }
 
+/*
+ * Lenient, the plugin reads CSI_ENDPOINT; strict, it gets --endpoint and
+ * a CSI_ENDPOINT naming another socket, which it must not make.
+ */
 static void
-plugin_start(void)
+plugin_start(bool strict)
 {
-	char *argv[] = { (char *)harness_bin("berth-csi-hostpath"),
+	char *lenient[] = { (char *)harness_bin("berth-csi-hostpath"),
 	    "--node-id", "node-1", "--state-dir", fx.state, NULL };
+	char *spec[] = { (char *)harness_bin("berth-csi-hostpath"),
+	    "--strict", "--endpoint", fx.endpoint, "--node-id", "node-1",
+	    "--state-dir", fx.state, NULL };
 
-	setenv("CSI_ENDPOINT", fx.endpoint, 1);
-	proc_start(&fx.plugin, argv, -1);
+	setenv("CSI_ENDPOINT", strict ? fx.decoy : fx.endpoint, 1);
+	proc_start(&fx.plugin, strict ? spec : lenient, -1);
 	fx.started = true;
 	ck_assert_msg(proc_wait_log(&fx.plugin, "listening on", 10000),
 	    "plugin did not start: %s", fx.plugin.log);
 }
 
 static void
-setup(void)
+fixture(bool strict)
 {
 	char tmpl[512];
 	int fd;
@@ -175,6 +189,7 @@ setup(void)
 	ck_assert_ptr_nonnull(fx.dir = strdup(tmpl));
 	snprintf(fx.endpoint, sizeof(fx.endpoint), "unix://%s/csi.sock",
 	    fx.dir);
+	snprintf(fx.decoy, sizeof(fx.decoy), "unix://%s/env.sock", fx.dir);
 	snprintf(fx.state, sizeof(fx.state), "%s/state", fx.dir);
 	snprintf(fx.voldir, sizeof(fx.voldir), "%s/volumes/vol", fx.state);
 	/* Root's files, outside the plugin's state directory. */
@@ -184,11 +199,23 @@ setup(void)
 	fill(fd, "root\n", 0600, true);
 	close(fd);
 	ck_assert_int_eq(victim_losses(), 0);
-	plugin_start();
+	plugin_start(strict);
 	ck_assert_ptr_nonnull(fx.base = event_base_new());
 	ck_assert_ptr_nonnull(fx.client = csi_client_new(fx.base));
 	ck_assert_ptr_nonnull(fx.conn = csi_conn_open(fx.client,
 	    fx.endpoint));
+}
+
+static void
+setup(void)
+{
+	fixture(false);
+}
+
+static void
+setup_strict(void)
+{
+	fixture(true);
 }
 
 /* Root's files are all there; then stop everything, by pid. */
@@ -646,6 +673,343 @@ START_TEST(deep_and_wide_tree_in_bounded_memory)
 }
 END_TEST
 
+/* ---- strict mode: the plugin as those berth did not write ---- */
+
+/* Killed, as a crash would, and started again; a new connection. */
+static void
+plugin_restart(bool strict)
+{
+	csi_conn_close(fx.conn);
+	fx.conn = NULL;
+	proc_kill(&fx.plugin);
+	plugin_start(strict);
+	ck_assert_ptr_nonnull(fx.conn = csi_conn_open(fx.client,
+	    fx.endpoint));
+}
+
+/* The reply of a call that must succeed; the caller frees it. */
+static void *
+call_ok(struct csi_conn *conn, enum csi_method m, const ProtobufCMessage *req)
+{
+	struct csi_result res;
+	ProtobufCMessage *reply;
+
+	plugin_drain();
+	csi_call_sync(conn, m, req, 60000, &csi_retry_none, &res, &reply);
+	ck_assert_msg(res.code == CSI_OK && reply != NULL, "%s: %s: %s",
+	    csi_method_name(m), csi_code_name(res.code), res.message);
+	return reply;
+}
+
+static enum csi_code
+stage_at(const char *path, struct csi_result *res)
+{
+	Csi__V1__NodeStageVolumeRequest req =
+	    CSI__V1__NODE_STAGE_VOLUME_REQUEST__INIT;
+	Csi__V1__VolumeCapability cap;
+	Csi__V1__VolumeCapability__MountVolume mnt;
+	Csi__V1__VolumeCapability__AccessMode mode;
+
+	capability(&cap, &mnt, &mode);
+	req.volume_id = "vol";
+	req.staging_target_path = (char *)path;
+	req.volume_capability = &cap;
+	return call(CSI_NODE_STAGE_VOLUME, &req.base, res);
+}
+
+static void
+unstage_ok(const char *path)
+{
+	Csi__V1__NodeUnstageVolumeRequest req =
+	    CSI__V1__NODE_UNSTAGE_VOLUME_REQUEST__INIT;
+	struct csi_result res;
+
+	req.volume_id = "vol";
+	req.staging_target_path = (char *)path;
+	ck_assert_msg(call(CSI_NODE_UNSTAGE_VOLUME, &req.base, &res) == CSI_OK,
+	    "NodeUnstageVolume %s: %s", path, res.message);
+	ck_assert_msg(!is_mount(path), "%s is still a mount", path);
+}
+
+static void
+second_path_refused(const char *staged, const char *other, const char *when)
+{
+	struct csi_result res;
+	enum csi_code code;
+
+	code = stage_at(other, &res);
+	ck_assert_msg(code == CSI_FAILED_PRECONDITION, "%s: staging at a "
+	    "second path: %s: %s", when, csi_code_name(code), res.message);
+	ck_assert_msg(strstr(res.message, "already staged at") != NULL &&
+	    strstr(res.message, staged) != NULL, "%s: the refusal does not "
+	    "name %s: %s", when, staged, res.message);
+	ck_assert_msg(!is_mount(other), "%s: %s was mounted on", when, other);
+}
+
+/*
+ * The CSI spec: the CO SHALL ensure one staging_target_path per volume.
+ * A second is refused, also after a crash of the plugin; the same path
+ * again is success; once unstaged, or unmounted behind the plugin's back
+ * (as a reboot does), the volume may be staged elsewhere.
+ */
+START_TEST(strict_one_staging_path_per_volume)
+{
+	char a[400], b[400];
+	struct csi_result res;
+
+	create_volume();
+	snprintf(a, sizeof(a), "%s/stage-a", fx.dir);
+	snprintf(b, sizeof(b), "%s/stage-b", fx.dir);
+	ck_assert_int_eq(mkdir(a, 0755), 0);
+	ck_assert_int_eq(mkdir(b, 0755), 0);
+	ck_assert_msg(stage_at(a, &res) == CSI_OK, "NodeStageVolume %s: %s",
+	    a, res.message);
+	ck_assert_msg(stage_at(a, &res) == CSI_OK, "NodeStageVolume %s again "
+	    "(idempotent): %s", a, res.message);
+	ck_assert(is_mount(a));
+	second_path_refused(a, b, "running");
+	plugin_restart(true);
+	second_path_refused(a, b, "after a crash");
+	ck_assert_msg(stage_at(a, &res) == CSI_OK, "NodeStageVolume %s after "
+	    "a crash: %s", a, res.message);
+
+	unstage_ok(a);
+	ck_assert_msg(stage_at(b, &res) == CSI_OK, "NodeStageVolume %s once "
+	    "%s is unstaged: %s", b, a, res.message);
+	ck_assert(is_mount(b));
+	ck_assert_int_eq(umount2(b, 0), 0);
+	plugin_restart(true);
+	ck_assert_msg(stage_at(a, &res) == CSI_OK, "NodeStageVolume %s once "
+	    "%s is unmounted: %s", a, b, res.message);
+	unstage_ok(a);
+	delete_volume_ok();
+}
+END_TEST
+
+/*
+ * Volume directories are 0755 of the plugin's user, whatever umask it
+ * was started with, and that umask stays the plugin's (its socket's):
+ * a task of another user cannot write, and berth has to see to it.
+ */
+START_TEST(strict_volume_directory_is_0755_of_its_user)
+{
+	char mask[32];
+	struct stat st;
+	mode_t old;
+	pid_t pid;
+	int vol, status;
+
+	old = umask(077);
+	plugin_restart(true);
+	umask(old);
+	create_volume();
+	ck_assert_int_eq(stat(fx.voldir, &st), 0);
+	ck_assert_msg((st.st_mode & 07777) == 0755, "%s is mode %o, not 0755",
+	    fx.voldir, (unsigned)(st.st_mode & 07777));
+	ck_assert_msg(st.st_uid == geteuid() && st.st_gid == getegid(),
+	    "%s is %u:%u, not the plugin's %u:%u", fx.voldir,
+	    (unsigned)st.st_uid, (unsigned)st.st_gid, (unsigned)geteuid(),
+	    (unsigned)getegid());
+	ck_assert_ptr_nonnull(proc_status_field(fx.plugin.pid, "Umask", mask,
+	    sizeof(mask)));
+	ck_assert_msg(strcmp(mask, "0077") == 0, "the plugin's umask is %s "
+	    "after CreateVolume, not the 0077 it was started with", mask);
+
+	/* Given the directory, as a bind mount gives it, by descriptor. */
+	ck_assert_int_ge(vol = open(fx.voldir, O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC), 0);
+	ck_assert_int_ge(pid = fork(), 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(NOBODY) < 0 ||
+		    setuid(NOBODY) < 0)
+			_exit(2);
+		_exit(openat(vol, "mine", O_WRONLY | O_CREAT, 0644) < 0 &&
+		    errno == EACCES ? 0 : 1);
+	}
+	close(vol);
+	harness_track_pid(pid);
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert_msg(WIFEXITED(status) && WEXITSTATUS(status) == 0,
+	    "a task of uid %d could write in a strict volume (%d)", NOBODY,
+	    status);
+	delete_volume_ok();
+}
+END_TEST
+
+/* A strict plugin started with these arguments exits, saying `text`. */
+static void
+strict_refuses(char *endpoint, const char *text)
+{
+	char state[400];
+	char *argv[] = { (char *)harness_bin("berth-csi-hostpath"), "--strict",
+	    "--node-id", "node-1", "--state-dir", state, "--endpoint",
+	    endpoint, NULL };
+	struct proc p;
+
+	snprintf(state, sizeof(state), "%s/state2", fx.dir);
+	if (endpoint == NULL)
+		argv[6] = NULL;
+	proc_start(&p, argv, -1);
+	ck_assert_msg(proc_wait_exit(&p, 10000), "it started: %s", p.log);
+	ck_assert_msg(WIFEXITED(p.status) && WEXITSTATUS(p.status) != 0,
+	    "it exited %d", p.status);
+	ck_assert_msg(strstr(p.log, text) != NULL, "it did not say '%s': %s",
+	    text, p.log);
+	fprintf(stderr, "refused: %s", p.log);
+	proc_kill(&p);
+}
+
+START_TEST(strict_endpoint_only_from_the_flag)
+{
+	Csi__V1__GetPluginInfoRequest info =
+	    CSI__V1__GET_PLUGIN_INFO_REQUEST__INIT;
+	char *argv[] = { (char *)harness_bin("berth-csi-hostpath"), "--strict",
+	    "--node-id", "node-1", "--state-dir", NULL, "--endpoint", NULL,
+	    NULL };
+	char state[400], plain[400], endpoint[420];
+	struct csi_conn *conn;
+	struct proc p;
+
+	/* The fixture's: on --endpoint, and not on CSI_ENDPOINT's path. */
+	ck_assert(access(fx.endpoint + strlen("unix://"), F_OK) == 0);
+	ck_assert_msg(access(fx.decoy + strlen("unix://"), F_OK) < 0 &&
+	    errno == ENOENT, "a strict plugin made CSI_ENDPOINT's socket");
+
+	strict_refuses(NULL, "--endpoint unix:///path/csi.sock is required");
+	ck_assert(access(fx.decoy + strlen("unix://"), F_OK) < 0);
+	strict_refuses("$CSI_ENDPOINT", "never expanded");
+	ck_assert(access("$CSI_ENDPOINT", F_OK) < 0);
+	strict_refuses("csi.sock", "not unix:///absolute/path");
+
+	/* A bare absolute path is an endpoint too. */
+	snprintf(state, sizeof(state), "%s/state2", fx.dir);
+	snprintf(plain, sizeof(plain), "%s/plain.sock", fx.dir);
+	argv[5] = state;
+	argv[7] = plain;
+	proc_start(&p, argv, -1);
+	ck_assert_msg(proc_wait_log(&p, "listening on", 10000),
+	    "it did not start: %s", p.log);
+	snprintf(endpoint, sizeof(endpoint), "unix://%s", plain);
+	ck_assert_ptr_nonnull(conn = csi_conn_open(fx.client, endpoint));
+	protobuf_c_message_free_unpacked(call_ok(conn, CSI_GET_PLUGIN_INFO,
+	    &info.base), NULL);
+	csi_conn_close(conn);
+	kill(p.pid, SIGTERM);
+	ck_assert(proc_wait_exit(&p, 5000));
+	proc_kill(&p);
+}
+END_TEST
+
+static void
+validate(Csi__V1__ValidateVolumeCapabilitiesRequest *req,
+    Csi__V1__VolumeCapability *cap, Csi__V1__VolumeCapability **caps)
+{
+	static Csi__V1__VolumeCapability__MountVolume mnt;
+	static Csi__V1__VolumeCapability__AccessMode mode;
+
+	csi__v1__validate_volume_capabilities_request__init(req);
+	capability(cap, &mnt, &mode);
+	caps[0] = cap;
+	req->volume_id = "vol";
+	req->n_volume_capabilities = 1;
+	req->volume_capabilities = caps;
+}
+
+/*
+ * Every field csi.proto calls OPTIONAL is left out of every reply, and
+ * the REQUIRED ones are there: what a client must cope with.
+ */
+START_TEST(strict_optional_fields_left_out)
+{
+	Csi__V1__GetPluginInfoRequest info_rq =
+	    CSI__V1__GET_PLUGIN_INFO_REQUEST__INIT;
+	Csi__V1__GetPluginCapabilitiesRequest caps_rq =
+	    CSI__V1__GET_PLUGIN_CAPABILITIES_REQUEST__INIT;
+	Csi__V1__ProbeRequest probe_rq = CSI__V1__PROBE_REQUEST__INIT;
+	Csi__V1__CreateVolumeRequest create_rq =
+	    CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+	Csi__V1__CapacityRange range = CSI__V1__CAPACITY_RANGE__INIT;
+	Csi__V1__ValidateVolumeCapabilitiesRequest valid_rq;
+	Csi__V1__NodeGetInfoRequest node_rq =
+	    CSI__V1__NODE_GET_INFO_REQUEST__INIT;
+	Csi__V1__NodeGetVolumeStatsRequest stats_rq =
+	    CSI__V1__NODE_GET_VOLUME_STATS_REQUEST__INIT;
+	Csi__V1__GetPluginInfoResponse *info;
+	Csi__V1__GetPluginCapabilitiesResponse *caps;
+	Csi__V1__ProbeResponse *probe;
+	Csi__V1__CreateVolumeResponse *created;
+	Csi__V1__ValidateVolumeCapabilitiesResponse *valid;
+	Csi__V1__NodeGetInfoResponse *node;
+	Csi__V1__NodeGetVolumeStatsResponse *stats;
+	Csi__V1__VolumeCapability cap, *capv[1];
+
+	info = call_ok(fx.conn, CSI_GET_PLUGIN_INFO, &info_rq.base);
+	ck_assert_str_eq(info->name, "hostpath.csi.berth.dev");
+	ck_assert_msg(info->vendor_version != NULL &&
+	    *info->vendor_version != '\0', "vendor_version is REQUIRED");
+	ck_assert_msg(info->n_manifest == 0, "a manifest");
+	protobuf_c_message_free_unpacked(&info->base, NULL);
+
+	/* The services it has; no topology, since it reports none. */
+	caps = call_ok(fx.conn, CSI_GET_PLUGIN_CAPABILITIES, &caps_rq.base);
+	ck_assert_int_eq(caps->n_capabilities, 1);
+	ck_assert_int_eq(caps->capabilities[0]->type_case,
+	    CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE);
+	ck_assert_int_eq(caps->capabilities[0]->service->type,
+	    CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE);
+	protobuf_c_message_free_unpacked(&caps->base, NULL);
+
+	probe = call_ok(fx.conn, CSI_PROBE, &probe_rq.base);
+	ck_assert_msg(probe->ready == NULL, "Probe: a `ready`");
+	protobuf_c_message_free_unpacked(&probe->base, NULL);
+
+	validate(&valid_rq, &cap, capv);
+	range.required_bytes = 1 << 20;
+	create_rq.name = "vol";
+	create_rq.capacity_range = &range;
+	create_rq.n_volume_capabilities = 1;
+	create_rq.volume_capabilities = capv;
+	created = call_ok(fx.conn, CSI_CREATE_VOLUME, &create_rq.base);
+	ck_assert_ptr_nonnull(created->volume);
+	ck_assert_str_eq(created->volume->volume_id, "vol");
+	ck_assert_msg(created->volume->capacity_bytes == 0, "a capacity");
+	ck_assert_msg(created->volume->n_volume_context == 0 &&
+	    created->volume->content_source == NULL &&
+	    created->volume->n_accessible_topology == 0,
+	    "a context, a source or a topology");
+	protobuf_c_message_free_unpacked(&created->base, NULL);
+
+	/* Confirmed, with the capabilities only; refused, without why. */
+	valid = call_ok(fx.conn, CSI_VALIDATE_VOLUME_CAPABILITIES,
+	    &valid_rq.base);
+	ck_assert_ptr_nonnull(valid->confirmed);
+	ck_assert_int_eq(valid->confirmed->n_volume_capabilities, 1);
+	ck_assert_msg(valid->confirmed->n_volume_context == 0 &&
+	    valid->confirmed->n_parameters == 0, "a context or parameters");
+	protobuf_c_message_free_unpacked(&valid->base, NULL);
+	cap.access_type_case = CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK;
+	valid = call_ok(fx.conn, CSI_VALIDATE_VOLUME_CAPABILITIES,
+	    &valid_rq.base);
+	ck_assert_msg(valid->confirmed == NULL, "block access confirmed");
+	ck_assert_msg(valid->message == NULL || *valid->message == '\0',
+	    "a message: %s", valid->message);
+	protobuf_c_message_free_unpacked(&valid->base, NULL);
+
+	node = call_ok(fx.conn, CSI_NODE_GET_INFO, &node_rq.base);
+	ck_assert_str_eq(node->node_id, "node-1");
+	ck_assert_msg(node->max_volumes_per_node == 0 &&
+	    node->accessible_topology == NULL, "a limit or a topology");
+	protobuf_c_message_free_unpacked(&node->base, NULL);
+
+	stats_rq.volume_id = "vol";
+	stats_rq.volume_path = fx.voldir;
+	stats = call_ok(fx.conn, CSI_NODE_GET_VOLUME_STATS, &stats_rq.base);
+	ck_assert_msg(stats->n_usage == 0, "a usage");
+	protobuf_c_message_free_unpacked(&stats->base, NULL);
+	delete_volume_ok();
+}
+END_TEST
+
 static void
 suite_setup(void)
 {
@@ -661,6 +1025,30 @@ suite_teardown(void)
 	free(suite_dir);
 }
 
+/* Not attacks: strict mode's promises, as a suite of their own. */
+static int
+strict_failed(void)
+{
+	TCase *tc = tcase_create("hostpath_strict");
+	Suite *s = suite_create("hostpath_strict");
+	SRunner *sr;
+	int failed;
+
+	tcase_add_unchecked_fixture(tc, suite_setup, suite_teardown);
+	tcase_add_checked_fixture(tc, setup_strict, teardown);
+	tcase_set_timeout(tc, 120);
+	tcase_add_test(tc, strict_one_staging_path_per_volume);
+	tcase_add_test(tc, strict_volume_directory_is_0755_of_its_user);
+	tcase_add_test(tc, strict_endpoint_only_from_the_flag);
+	tcase_add_test(tc, strict_optional_fields_left_out);
+	suite_add_tcase(s, tc);
+	sr = srunner_create(s);
+	srunner_run_all(sr, CK_NORMAL);
+	failed = srunner_ntests_failed(sr);
+	srunner_free(sr);
+	return failed;
+}
+
 int
 main(void)
 {
@@ -674,5 +1062,5 @@ main(void)
 	tcase_add_test(tc, symlink_at_publish_target);
 	tcase_add_test(tc, publish_target_parent_swapped_for_symlink);
 	tcase_add_test(tc, deep_and_wide_tree_in_bounded_memory);
-	return harness_run_attacks("attack_hostpath", tc, NULL);
+	return harness_run_attacks("attack_hostpath", tc, strict_failed);
 }
