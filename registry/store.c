@@ -63,6 +63,9 @@ static const char *const migrations[] = {
 	/* 1 -> 2: the event log that subscribers replay from. */
 	"CREATE TABLE events (idx INTEGER PRIMARY KEY, body BLOB NOT NULL);"
 	"INSERT INTO meta VALUES ('event_floor', 0);",
+	/* 2 -> 3: where a volume is staged; before, at its usage's path. */
+	"ALTER TABLE mounts ADD COLUMN stage_usage TEXT NOT NULL DEFAULT '';"
+	"UPDATE mounts SET stage_usage = usage;",
 };
 #define STORE_SCHEMA_VERSION \
 	((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -834,7 +834,7 @@ START_TEST(damaged_or_newer_databases_are_refused_and_kept)
 	regtest_stop(&t);
 	sql(db, "PRAGMA user_version = 99");
 	regtest_expect_refusal(&t, 78, "newer than");
-	sql(db, "PRAGMA user_version = 2");
+	sql(db, "PRAGMA user_version = 3");
 
 	/* The tables' pages overwritten; the header is intact. */
 	regtest_start(&t);
