@@ -64,7 +64,8 @@ pub_of_record(struct volmgr *vm, const Berth__MountHandle *mh)
 	/* Where it is staged: a record from before per-volume staging
 	 * comes with its own usage (the registry's migration 2 -> 3). */
 	free(p->stage_usage);
-	p->stage_usage = xstrdup(mh->stage_usage);
+	p->stage_usage = xstrdup(mh->stage_usage != NULL ? mh->stage_usage :
+	    "");
 	/* The usage names the request it was made for. */
 	p->attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
 	if (!usage_parse(p->usage, &p->read_only, &p->attachment, &p->access))
