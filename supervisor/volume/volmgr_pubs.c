@@ -1,8 +1,9 @@
 /*
  * volmgr_pubs.c: what each alloc uses (one pub per alloc, volume and
  * usage), where a volume is staged (once, for all its pubs), and who else
- * uses a staging path or a volume, counted from the pubs. The pubs mirror the registry's mount records (volmgr_records.c),
- * so the counts survive a restart. Must not: call anyone.
+ * uses a staging path or a volume, counted from the pubs. The pubs
+ * mirror the registry's mount records (volmgr_records.c), so the counts
+ * survive a restart. Must not: call anyone.
  */
 #include <stdlib.h>
 #include <string.h>

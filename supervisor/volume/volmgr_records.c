@@ -4,7 +4,8 @@
  * staged and published, and forgotten last; after a restart they are
  * read back into pubs, so that a volume staged before is not staged
  * again, is unstaged where it was staged (an older berth's per-usage
- * path included), and every user is still counted. Jobs wait until they are read.
+ * path included), and every user is still counted. Jobs wait until they
+ * are read.
  * Must not: act on a volume.
  */
 #include <stdlib.h>
