@@ -96,9 +96,12 @@ int
 layout_staging(char *buf, size_t n, const char *type, const char *plugin,
     const char *ns, const char *vol, const char *usage)
 {
-	if (check(5, type, plugin, ns, vol, usage) ||
-	    strcmp(type, "plugins") == 0)
+	if (check(4, type, plugin, ns, vol) || (usage != NULL &&
+	    check(1, usage)) || strcmp(type, "plugins") == 0)
 		return -EINVAL;
+	if (usage == NULL)
+		return build(buf, n, "csi/%s/%s/staging/%s/%s", type, plugin,
+		    ns, vol);
 	return build(buf, n, "csi/%s/%s/staging/%s/%s/%s", type, plugin, ns,
 	    vol, usage);
 }

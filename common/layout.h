@@ -39,6 +39,11 @@ int layout_plugin_socket_dir(char *buf, size_t n, const char *alloc);
 int layout_plugin_socket(char *buf, size_t n, const char *alloc);
 int layout_plugin_root(char *buf, size_t n, const char *type,
     const char *plugin);
+/*
+ * A volume's one staging path, csi/<type>/<plugin>/staging/<ns>/<vol>;
+ * with a usage, the per-usage path .../<vol>/<usage> that berth staged
+ * at before, still used by a volume staged there until it is unstaged.
+ */
 int layout_staging(char *buf, size_t n, const char *type, const char *plugin,
     const char *ns, const char *vol, const char *usage);
 int layout_publish(char *buf, size_t n, const char *type, const char *plugin,

@@ -135,7 +135,10 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		ID(type, r->plugin_type, "plugin_type");
 		ID(plugin, r->plugin_id, "plugin_id");
 		ID(vol, r->volume_id, "volume_id");
-		TRY(usage(rq, r->usage, why));
+		/* Staging names a usage only for an older per-usage path. */
+		if (r->dir != BERTH__VOLUME_DIR__VOLUME_DIR_STAGING ||
+		    r->usage != NULL)
+			TRY(usage(rq, r->usage, why));
 		switch (r->dir) {
 		case BERTH__VOLUME_DIR__VOLUME_DIR_STAGING:
 			rq->staging = true;
@@ -144,7 +147,8 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 				return fail(why, BAD, "alloc_id is for "
 				    "publish");
 			PATH(layout_staging(rq->path, n, rq->type,
-			    rq->plugin, rq->ns, rq->vol, rq->usage));
+			    rq->plugin, rq->ns, rq->vol, rq->usage[0] != '\0' ?
+			    rq->usage : NULL));
 			break;
 		case BERTH__VOLUME_DIR__VOLUME_DIR_PUBLISH:
 			ID(alloc, r->alloc_id, "alloc_id");

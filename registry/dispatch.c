@@ -257,7 +257,9 @@ check_handle(struct check *ck, const Berth__Handle *h, bool key_only)
 		    ident(ck, "volume", mh->volume) &&
 		    ident(ck, "alloc", mh->alloc) &&
 		    ident(ck, "task", mh->task) &&
-		    ident(ck, "usage", mh->usage);
+		    ident(ck, "usage", mh->usage) &&
+		    (mh->stage_usage[0] == '\0' ||
+		    ident(ck, "stage_usage", mh->stage_usage));
 	default:
 		return bad(ck, "handle of no kind this registry knows");
 	}

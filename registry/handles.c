@@ -28,10 +28,11 @@ static const char *const put_sql[] = {
 	"RETURNING create_index, modify_index",
 	[BERTH__HANDLE__HANDLE_MOUNT - 10] =
 	"INSERT INTO mounts (plugin, namespace, volume, alloc, task, usage, "
-	"staged, published, create_index, modify_index) VALUES (?1, ?2, ?3, "
-	"?4, ?5, ?6, ?7, ?8, ?9, ?9) ON CONFLICT (plugin, namespace, volume, "
-	"alloc, task, usage) DO UPDATE SET staged = excluded.staged, "
-	"published = excluded.published, modify_index = excluded.modify_index "
+	"staged, published, stage_usage, create_index, modify_index) VALUES "
+	"(?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?10, ?9, ?9) ON CONFLICT (plugin, "
+	"namespace, volume, alloc, task, usage) DO UPDATE SET staged = "
+	"excluded.staged, published = excluded.published, stage_usage = "
+	"excluded.stage_usage, modify_index = excluded.modify_index "
 	"RETURNING create_index, modify_index",
 };
 
@@ -55,8 +56,8 @@ static const char *const list_sql[] = {
 	"rowid FROM processes WHERE rowid > ?1 ORDER BY rowid",
 	[BERTH__HANDLE__HANDLE_MOUNT - 10] =
 	"SELECT plugin, namespace, volume, alloc, task, usage, staged, "
-	"published, create_index, modify_index, rowid FROM mounts WHERE "
-	"rowid > ?1 ORDER BY rowid",
+	"published, stage_usage, create_index, modify_index, rowid FROM "
+	"mounts WHERE rowid > ?1 ORDER BY rowid",
 };
 
 /* Bind a handle's fields; with key_only, only what names it. */
@@ -99,6 +100,8 @@ bind_handle(sqlite3_stmt *st, const Berth__Handle *h, bool key_only)
 		if (!key_only) {
 			sqlite3_bind_int(st, 7, mh->staged);
 			sqlite3_bind_int(st, 8, mh->published);
+			sqlite3_bind_text(st, 10, mh->stage_usage, -1,
+			    SQLITE_STATIC);
 		}
 		break;
 	default:
@@ -149,7 +152,8 @@ row_handle(struct arena *a, sqlite3_stmt *st, Berth__Handle__HandleCase k,
 		mh->usage = arena_text(a, st, 5);
 		mh->staged = sqlite3_column_int(st, 6) != 0;
 		mh->published = sqlite3_column_int(st, 7) != 0;
-		i = 8;
+		mh->stage_usage = arena_text(a, st, 8);
+		i = 9;
 		break;
 	}
 	h->create_index = sqlite3_column_int64(st, i);

@@ -69,6 +69,9 @@ static const char *const migrations[] = {
 	 * before may hold two ids for one volume, and must still open.
 	 */
 	"CREATE INDEX volumes_external ON volumes (plugin_id, external_id);",
+	/* 3 -> 4: where a volume is staged; before, at its usage's path. */
+	"ALTER TABLE mounts ADD COLUMN stage_usage TEXT NOT NULL DEFAULT '';"
+	"UPDATE mounts SET stage_usage = usage;",
 };
 #define STORE_SCHEMA_VERSION \
 	((int)(sizeof(migrations) / sizeof(migrations[0])))

@@ -210,7 +210,9 @@ priv_prepare_volume(struct mclient *mc, Berth__VolumeDir dir,
 		pv.alloc_id = BYTES(v->alloc_id);
 	pv.volume_id = BYTES(v->volume_id);
 	usage_of(&us, v);
-	pv.usage = &us;
+	/* One staging path per volume: a usage names an older one. */
+	if (dir != BERTH__VOLUME_DIR__VOLUME_DIR_STAGING || v->per_usage)
+		pv.usage = &us;
 	env.body_case = BERTH__ENVELOPE__BODY_PREPARE_VOLUME;
 	env.prepare_volume = &pv;
 	return send_call(mc, &env, CALL_VOLUME, (void *)cb, arg);

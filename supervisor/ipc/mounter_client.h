@@ -64,6 +64,7 @@ struct priv_volume {
 	bool read_only;			/* the usage's, not the bind's */
 	Berth__AttachmentMode attachment;
 	Berth__AccessMode access;
+	bool per_usage;			/* staging at an older .../<usage> */
 };
 
 /* c: the mounter's channel, which the client never frees. */

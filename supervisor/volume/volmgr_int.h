@@ -44,10 +44,16 @@ struct kvs {
 	char *key[CTX_MAX], *value[CTX_MAX];
 };
 
-/* One alloc's use of one volume (a publish), as its record says. */
+/*
+ * One alloc's use of one volume (a publish), as its record says. A
+ * volume has one staging path, shared by all its pubs whatever their
+ * usage: stage_usage is "" for it, or the usage of the per-usage path an
+ * older berth staged the volume at, which its pubs keep using until it
+ * is unstaged there.
+ */
 struct vpub {
 	TAILQ_ENTRY(vpub) entry;
-	char *alloc, *ns, *vol, *name, *plugin, *usage;
+	char *alloc, *ns, *vol, *name, *plugin, *usage, *stage_usage;
 	bool staged, published;
 	/* Filled in by a unit that runs on it. */
 	char type[16];
@@ -193,6 +199,12 @@ struct vpub *pub_new(struct volmgr *vm, const char *alloc, const char *ns,
     const char *vol, const char *name, const char *plugin, const char *usage);
 void pub_free(struct volmgr *vm, struct vpub *p);
 void pub_usage(char *buf, size_t n, const struct alloc_volume *r);
+/* A usage's parts from its name; false when it names none. */
+bool usage_parse(const char *usage, bool *read_only,
+    Berth__AttachmentMode *attachment, Berth__AccessMode *access);
+/* A new pub stages where the volume's other pubs do: there is one path. */
+void pub_join_stage(struct volmgr *vm, struct vpub *me);
+/* Others staged at the pub's staging path. */
 bool stage_shared(struct volmgr *vm, const struct vpub *me);
 bool volume_shared(struct volmgr *vm, const struct vpub *me,
     bool same_alloc);
@@ -249,6 +261,8 @@ struct kv_entry {
 void *kv_entries(const struct kvs *k, const ProtobufCMessageDescriptor *d,
     struct kv_entry *store, void **ptrs);
 struct priv_volume priv_volume_of(const struct vpub *p);
+/* The same for its staging path, which may be an older per-usage one. */
+struct priv_volume priv_staging_of(const struct vpub *p);
 
 /* volmgr_mount.c, volmgr_unmount.c, volmgr_operator.c */
 void mount_step(struct unit *u, const struct vreply *r);

@@ -34,9 +34,11 @@ request_pub(struct unit *u, const Berth__Volume *v)
 	char usage[160];
 
 	pub_usage(usage, sizeof(usage), r);
-	if ((p = pub_find(vm, u->job->alloc, u->ns, u->vol, usage)) == NULL)
+	if ((p = pub_find(vm, u->job->alloc, u->ns, u->vol, usage)) == NULL) {
 		p = pub_new(vm, u->job->alloc, u->ns, u->vol, r->name,
 		    v->plugin_id, usage);
+		pub_join_stage(vm, p);
+	}
 	p->req = r;
 	p->access = r->access_mode;
 	p->attachment = r->attachment_mode;
@@ -119,7 +121,8 @@ controller_publish(struct unit *u)
 static void
 prepare_volume(struct unit *u, bool staging)
 {
-	struct priv_volume v = priv_volume_of(u->pub);
+	struct priv_volume v = staging ? priv_staging_of(u->pub) :
+	    priv_volume_of(u->pub);
 
 	u->st.mount = staging ? MS_PREP_STAGE : MS_PREP_PUBLISH;
 	call_mounter(u, priv_prepare_volume(u->job->vm->d.mounter, staging ?
@@ -146,6 +149,14 @@ prepare_stage(struct unit *u, const ProtobufCMessage *reply)
 	if (!node_or_end(u, &node))
 		return;
 	if (!node.fp->stage_unstage) {
+		prepare_publish(u);
+		return;
+	}
+	/* Staged for another alloc or usage: CSI allows one stage. */
+	if (stage_shared(u->job->vm, p)) {
+		log_info("volmgr: alloc %s: volume %s/%s already staged for "
+		    "another use; kept", p->alloc, p->ns, p->vol);
+		p->staged = true;
 		prepare_publish(u);
 		return;
 	}

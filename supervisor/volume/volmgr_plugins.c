@@ -92,7 +92,8 @@ mount_type(struct unit *u, const struct volmgr_plugin *node)
 	snprintf(u->pub->type, sizeof(u->pub->type), "%s", t);
 }
 
-/* The pub's staging path, or its publish target: absolute, for CSI. */
+/* The volume's staging path, or the pub's publish target: absolute, for
+ * CSI. */
 void
 csi_path(struct unit *u, bool staging, char *buf, size_t n)
 {
@@ -100,7 +101,8 @@ csi_path(struct unit *u, bool staging, char *buf, size_t n)
 	struct vpub *p = u->pub;
 
 	if ((staging ? layout_staging(rel, sizeof(rel), p->type, p->plugin,
-	    p->ns, p->vol, p->usage) : layout_publish(rel, sizeof(rel),
+	    p->ns, p->vol, p->stage_usage[0] != '\0' ? p->stage_usage :
+	    NULL) : layout_publish(rel, sizeof(rel),
 	    p->type, p->plugin, p->alloc, p->vol, p->usage)) < 0 ||
 	    layout_abs(buf, n, u->job->vm->d.data_dir, rel) < 0)
 		buf[0] = '\0';
@@ -205,4 +207,15 @@ priv_volume_of(const struct vpub *p)
 	    .plugin_id = p->plugin, .volume_ns = p->ns, .alloc_id = p->alloc,
 	    .volume_id = p->vol, .read_only = p->read_only,
 	    .attachment = p->attachment, .access = p->access };
+}
+
+struct priv_volume
+priv_staging_of(const struct vpub *p)
+{
+	struct priv_volume v = priv_volume_of(p);
+
+	if (p->stage_usage[0] != '\0')
+		v.per_usage = usage_parse(p->stage_usage, &v.read_only,
+		    &v.attachment, &v.access);
+	return v;
 }

@@ -1,8 +1,9 @@
 /*
  * volmgr_pubs.c: what each alloc uses (one pub per alloc, volume and
- * usage), and who else uses a staging path or a volume, counted from the
- * pubs. The pubs mirror the registry's mount records (volmgr_records.c),
- * so the counts survive a restart. Must not: call anyone.
+ * usage), where a volume is staged (once, for all its pubs), and who else
+ * uses a staging path or a volume, counted from the pubs. The pubs
+ * mirror the registry's mount records (volmgr_records.c), so the counts
+ * survive a restart. Must not: call anyone.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -65,6 +66,7 @@ pub_new(struct volmgr *vm, const char *alloc, const char *ns,
 	p->name = dup_or_empty(name);
 	p->plugin = dup_or_empty(plugin);
 	p->usage = dup_or_empty(usage);
+	p->stage_usage = dup_or_empty(NULL);
 	TAILQ_INSERT_TAIL(&vm->pubs, p, entry);
 	return p;
 }
@@ -79,6 +81,7 @@ pub_free(struct volmgr *vm, struct vpub *p)
 	free(p->name);
 	free(p->plugin);
 	free(p->usage);
+	free(p->stage_usage);
 	free(p->external_id);
 	kvs_clear(&p->vctx);
 	kvs_clear(&p->pctx);
@@ -95,16 +98,66 @@ pub_usage(char *buf, size_t n, const struct alloc_volume *r)
 	    alloc_access_mode_name(r->access_mode));
 }
 
-/* Others still using the staging path (same plugin, volume, usage). */
+bool
+usage_parse(const char *usage, bool *read_only,
+    Berth__AttachmentMode *attachment, Berth__AccessMode *access)
+{
+	char u[160];
+
+	for (int ro = 0; ro < 2; ro++)
+		for (int at = 1; at <= 2; at++)
+			for (int ac = 1; ac <= 5; ac++) {
+				if (layout_usage(u, sizeof(u), ro,
+				    alloc_attachment_mode_name(at),
+				    alloc_access_mode_name(ac)) < 0 ||
+				    strcmp(u, usage) != 0)
+					continue;
+				*read_only = ro;
+				*attachment = at;
+				*access = ac;
+				return true;
+			}
+	return false;
+}
+
+static bool
+same_volume(const struct vpub *a, const struct vpub *b)
+{
+	return strcmp(a->plugin, b->plugin) == 0 && strcmp(a->ns, b->ns) ==
+	    0 && strcmp(a->vol, b->vol) == 0;
+}
+
+/* A staged one first: there are several only where an older berth
+ * staged one volume per usage. */
+void
+pub_join_stage(struct volmgr *vm, struct vpub *me)
+{
+	struct vpub *p, *to = NULL;
+
+	TAILQ_FOREACH(p, &vm->pubs, entry)
+		if (p != me && same_volume(p, me) && (to == NULL ||
+		    (p->staged && !to->staged)))
+			to = p;
+	if (to != NULL) {
+		free(me->stage_usage);
+		me->stage_usage = xstrdup(to->stage_usage);
+	}
+}
+
+/*
+ * Others still using the staging path: the same plugin, volume and
+ * path under the same plugin root (a pub known from its record only
+ * does not know its root's <type> yet: taken as the same).
+ */
 bool
 stage_shared(struct volmgr *vm, const struct vpub *me)
 {
 	struct vpub *p;
 
 	TAILQ_FOREACH(p, &vm->pubs, entry)
-		if (p != me && p->staged && strcmp(p->plugin, me->plugin) ==
-		    0 && strcmp(p->ns, me->ns) == 0 && strcmp(p->vol,
-		    me->vol) == 0 && strcmp(p->usage, me->usage) == 0)
+		if (p != me && p->staged && same_volume(p, me) &&
+		    strcmp(p->stage_usage, me->stage_usage) == 0 &&
+		    (p->type[0] == '\0' || strcmp(p->type, me->type) == 0))
 			return true;
 	return false;
 }

@@ -3,12 +3,15 @@
  * record is written before anything is touched and again as a volume is
  * staged and published, and forgotten last; after a restart they are
  * read back into pubs, so that a volume staged before is not staged
- * again and every user is still counted. Jobs wait until they are read.
+ * again, is unstaged where it was staged (an older berth's per-usage
+ * path included), and every user is still counted. Jobs wait until they
+ * are read.
  * Must not: act on a volume.
  */
-#include <string.h>
+#include <stdlib.h>
 
 #include "volmgr_int.h"
+#include "xalloc.h"
 
 static void
 mount_handle(const struct vpub *p, Berth__Handle *h, Berth__MountHandle *mh)
@@ -19,6 +22,7 @@ mount_handle(const struct vpub *p, Berth__Handle *h, Berth__MountHandle *mh)
 	mh->alloc = p->alloc;
 	mh->task = p->name;
 	mh->usage = p->usage;
+	mh->stage_usage = p->stage_usage;
 	mh->staged = p->staged;
 	mh->published = p->published;
 	h->handle_case = BERTH__HANDLE__HANDLE_MOUNT;
@@ -58,11 +62,17 @@ pub_of_record(struct volmgr *vm, const Berth__MountHandle *mh)
 	    mh->plugin, mh->usage);
 	p->staged = mh->staged;
 	p->published = mh->published;
+	/* Where it is staged: a record from before per-volume staging
+	 * comes with its own usage (the registry's migration 2 -> 3). */
+	free(p->stage_usage);
+	p->stage_usage = xstrdup(mh->stage_usage != NULL ? mh->stage_usage :
+	    "");
 	/* The usage names the request it was made for. */
-	p->read_only = strncmp(p->usage, "ro-", 3) == 0;
-	p->attachment = strstr(p->usage, "-block-device-") != NULL ?
-	    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_BLOCK_DEVICE :
-	    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
+	p->attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
+	if (!usage_parse(p->usage, &p->read_only, &p->attachment, &p->access))
+		log_warnx("volmgr: alloc %s: volume %s/%s: usage \"%s\" "
+		    "names no usage; taken as read-write", p->alloc, p->ns,
+		    p->vol, p->usage);
 }
 
 static void

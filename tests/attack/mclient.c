@@ -249,8 +249,9 @@ mc_prepare_plugin_owned(struct mclient *c, const char *type,
 	return mc_call(c, &env, NULL, NULL);
 }
 
-int
-mc_prepare_volume(struct mclient *c, bool staging, const char *type,
+/* old: staging at the per-usage path of older berths (MC_USAGE). */
+static int
+prepare_volume(struct mclient *c, bool staging, bool old, const char *type,
     const char *plugin, const char *ns_or_alloc, const char *vol,
     bool *mounted)
 {
@@ -267,7 +268,9 @@ mc_prepare_volume(struct mclient *c, bool staging, const char *type,
 	else
 		r.alloc_id = B(ns_or_alloc);
 	r.volume_id = B(vol);
-	r.usage = &usage;
+	/* Staging names no usage: one path per volume. */
+	if (!staging || old)
+		r.usage = &usage;
 	env.body_case = BERTH__ENVELOPE__BODY_PREPARE_VOLUME;
 	env.prepare_volume = &r;
 	code = mc_call(c, &env, NULL, &rep);
@@ -275,6 +278,22 @@ mc_prepare_volume(struct mclient *c, bool staging, const char *type,
 		*mounted = rep->prepare_volume_reply->mounted;
 	berth__envelope__free_unpacked(rep, NULL);
 	return code;
+}
+
+int
+mc_prepare_volume(struct mclient *c, bool staging, const char *type,
+    const char *plugin, const char *ns_or_alloc, const char *vol,
+    bool *mounted)
+{
+	return prepare_volume(c, staging, false, type, plugin, ns_or_alloc,
+	    vol, mounted);
+}
+
+int
+mc_prepare_old_staging(struct mclient *c, const char *type,
+    const char *plugin, const char *ns, const char *vol)
+{
+	return prepare_volume(c, true, true, type, plugin, ns, vol, NULL);
 }
 
 int

@@ -48,9 +48,13 @@ int mc_prepare_plugin(struct mclient *c, const char *type, const char *plugin,
 /* For a plugin the supervisor runs: its socket dir given to uid:gid. */
 int mc_prepare_plugin_owned(struct mclient *c, const char *type,
     const char *plugin, const char *alloc, unsigned uid, unsigned gid);
+/* Staging: the volume's one path, csi/<type>/<plugin>/staging/<ns>/<vol>. */
 int mc_prepare_volume(struct mclient *c, bool staging, const char *type,
     const char *plugin, const char *ns_or_alloc, const char *vol,
     bool *mounted);
+/* Staging at the per-usage path of older berths, .../<vol>/MC_USAGE. */
+int mc_prepare_old_staging(struct mclient *c, const char *type,
+    const char *plugin, const char *ns, const char *vol);
 int mc_bind(struct mclient *c, const char *type, const char *plugin,
     const char *alloc, const char *vol, const char *task, const char *name,
     bool ro);
@@ -80,7 +84,7 @@ uint64_t mc_start_time(pid_t pid);
 
 /* Absolute path under the data dir. */
 const char *mc_path(struct mclient *c, const char *rel);
-/* The publish target mc_bind uses ("rw-file-system-single-node-writer"). */
+/* The publish target's usage mc_bind uses, and an older staging path's. */
 #define MC_USAGE "rw-file-system-single-node-writer"
 
 /* Mount table snapshot, and whether anything was added since. */

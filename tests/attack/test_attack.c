@@ -101,11 +101,12 @@ START_TEST(symlink_at_staging_directory)
 {
 	setup(NULL);
 	ck_assert_int_eq(mc_prepare_plugin(&c, T, P, A), 0);
+	/* An older berth's per-usage staging path. */
 	plant("csi/" T "/" P "/staging/default/vol1/" MC_USAGE);
-	ck_assert_int_eq(mc_prepare_volume(&c, true, T, P, "default", "vol1",
-	    NULL), PERM);
+	ck_assert_int_eq(mc_prepare_old_staging(&c, T, P, "default", "vol1"),
+	    PERM);
 	unlink(mc_path(&c, "csi/" T "/" P "/staging/default/vol1/" MC_USAGE));
-	/* One level up: the volume's directory itself. */
+	/* One level up: the volume's one staging path. */
 	rmdir(mc_path(&c, "csi/" T "/" P "/staging/default/vol1"));
 	plant("csi/" T "/" P "/staging/default/vol1");
 	ck_assert_int_eq(mc_prepare_volume(&c, true, T, P, "default", "vol1",
@@ -521,7 +522,7 @@ START_TEST(confined_plugin_mounts_outside_and_inside_its_root)
 	before = mounts_snapshot();
 	mc_start(&c, dir);
 	snprintf(inside, sizeof(inside), "%s", mc_path(&c, "csi/" T "/" P
-	    "/staging/default/vol1/" MC_USAGE));
+	    "/staging/default/vol1"));
 	snprintf(args, sizeof(args), "arg %s\narg %s\n", outside, inside);
 	{
 		char file[512], text[4096];

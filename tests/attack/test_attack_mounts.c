@@ -32,7 +32,7 @@
 #define PL 64003		/* an unprivileged plugin's uid */
 #define VI 64004		/* another user: the victim */
 #define PUB "csi/" T "/" P "/per-alloc/" A "/vol1/" MC_USAGE
-#define STAGE "csi/" T "/" P "/staging/default/vol1/" MC_USAGE
+#define STAGE "csi/" T "/" P "/staging/default/vol1"
 
 static struct mclient c;
 static char *before, *outside;

@@ -396,7 +396,9 @@ check(struct chaos *c, char *report, size_t n, bool quiet)
 		bool on = c->active[s][0] != '\0';
 		int st, pb, bd;
 
-		snprintf(part, sizeof(part), "/staging/default/v%d/", s);
+		/* The volume's one staging path (SLOTS < 10: no prefix of
+		 * another). */
+		snprintf(part, sizeof(part), "/staging/default/v%d", s);
 		st = mounts(c, part);
 		snprintf(part, sizeof(part), "/per-alloc/%s/", c->active[s]);
 		pb = on ? mounts(c, part) : 0;

@@ -75,10 +75,12 @@ static struct {
 	Berth__Envelope__BodyCase fail_body;
 	Berth__ErrorCode fail_code;
 	bool force_mounted;
+	int stagings;			/* PrepareVolume for staging */
 	/* The fake registry's state. */
 	bool registered, claimed;
 	char external_id[64];
 	bool rec_staged, rec_published;
+	char rec_stage_usage[160];	/* the last record's */
 	int records;			/* mount records held */
 	Berth__MountHandle *old;	/* read back by ListHandles */
 	/* Results, per job. */
@@ -123,6 +125,8 @@ usage(void)
 	return usage_of(false);
 }
 
+/* use: the publish target's usage; for staging, NULL for the volume's
+ * one path, or the usage of an older berth's per-usage path. */
 static void
 path_of(char *buf, size_t n, bool staging, const char *alloc,
     const char *vol, const char *use)
@@ -250,6 +254,8 @@ reg_answer(struct fake_peer *fp, struct fake_req *req)
 		mh = req->env->put_handle->handle->mount;
 		fx.rec_staged = mh->staged;
 		fx.rec_published = mh->published;
+		snprintf(fx.rec_stage_usage, sizeof(fx.rec_stage_usage), "%s",
+		    mh->stage_usage);
 		fx.records++;
 		env.body_case = B(HANDLE_REPLY);
 		env.handle_reply = &hr;
@@ -287,7 +293,8 @@ mnt_answer(struct fake_peer *fp, struct fake_req *req)
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
 	Berth__PrepareVolumeReply pr = BERTH__PREPARE_VOLUME_REPLY__INIT;
 	const Berth__PrepareVolume *pv;
-	char alloc[64], vol[64], path[BERTH_PATH_BUF];
+	char alloc[64], vol[64], use[160], path[BERTH_PATH_BUF];
+	bool staging;
 
 	if (req->env->body_case == fx.fail_body) {
 		fake_reply_error(fp, req, fx.fail_code, "as the test asked");
@@ -299,13 +306,20 @@ mnt_answer(struct fake_peer *fp, struct fake_req *req)
 	}
 	/* As the real one: the target exists, is it a mount point? */
 	pv = req->env->prepare_volume;
+	staging = pv->dir == BERTH__VOLUME_DIR__VOLUME_DIR_STAGING;
 	bstr(alloc, sizeof(alloc), pv->alloc_id);
 	bstr(vol, sizeof(vol), pv->volume_id);
-	ck_assert_ptr_nonnull(pv->usage);
-	ck_assert_int_eq(pv->usage->access, vols[0].access_mode);
-	path_of(path, sizeof(path), pv->dir ==
-	    BERTH__VOLUME_DIR__VOLUME_DIR_STAGING, alloc, vol,
-	    usage_of(pv->usage->read_only));
+	/* Staging names a usage only for an older per-usage path. */
+	if (staging)
+		fx.stagings++;
+	if (!staging || pv->usage != NULL) {
+		ck_assert_ptr_nonnull(pv->usage);
+		layout_usage(use, sizeof(use), pv->usage->read_only,
+		    alloc_attachment_mode_name(pv->usage->attachment),
+		    alloc_access_mode_name(pv->usage->access));
+	}
+	path_of(path, sizeof(path), staging, alloc, vol, !staging ||
+	    pv->usage != NULL ? use : NULL);
 	mkdirs(path);
 	pr.mounted = fx.force_mounted || is_mount(path);
 	env.body_case = B(PREPARE_VOLUME_REPLY);
@@ -585,7 +599,7 @@ staged_now(void)
 {
 	char p[BERTH_PATH_BUF];
 
-	path_of(p, sizeof(p), true, NULL, VOL, usage());
+	path_of(p, sizeof(p), true, NULL, VOL, NULL);
 	return is_mount(p);
 }
 
@@ -683,6 +697,141 @@ START_TEST(test_shared_stage)
 	ck_assert_msg(staged_now(), "unstaged under a2");
 	unmount_job("a2", &alloc2, 3);
 	ck_assert_int_eq(wait_job(3), VOLMGR_OK);
+	ck_assert(!staged_now());
+}
+END_TEST
+
+static int
+occurrences(const char *s, const char *text)
+{
+	int n = 0;
+
+	for (const char *p = s; (p = strstr(p, text)) != NULL; p++)
+		n++;
+	return n;
+}
+
+/* Is alloc's publish target of the volume, with its usage, mounted? */
+static bool
+published_as(const char *alloc, const struct alloc_volume *v)
+{
+	char use[160], p[BERTH_PATH_BUF];
+
+	layout_usage(use, sizeof(use), v->read_only,
+	    alloc_attachment_mode_name(v->attachment_mode),
+	    alloc_access_mode_name(v->access_mode));
+	path_of(p, sizeof(p), false, alloc, VOL, use);
+	return is_mount(p);
+}
+
+/* a: alloc1 as id, its one volume v (copied from vols[0]) made
+ * multi-node-single-writer, read-only or not. */
+static void
+multi_node(struct alloc *a, struct alloc_volume *v, const char *id,
+    bool read_only)
+{
+	v[0] = vols[0];
+	v[0].access_mode =
+	    BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_SINGLE_WRITER;
+	v[0].read_only = read_only;
+	*a = alloc1;
+	a->id = (char *)id;
+	a->volumes = v;
+}
+
+/*
+ * A writer and a read-only reader of a multi-node volume, mounted at
+ * once: two usages, one staging path, one NodeStageVolume; the reader's
+ * publish is from that path; the last of them unstages it.
+ */
+START_TEST(test_writer_and_reader_staged_once)
+{
+	static struct alloc_volume wv[1], rv[1];
+	static struct alloc w, r;
+	const char *log;
+
+	multi_node(&w, wv, "w", false);
+	multi_node(&r, rv, "r", true);
+	start(NULL, NULL);
+	harness_capture_stderr();
+	mount_job(&w, 0);
+	mount_job(&r, 1);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	log = harness_captured_stderr();
+	ck_assert_msg(occurrences(log, "staged (") == 1, "%s", log);
+	ck_assert_int_eq(fx.stagings, 1);
+	ck_assert(staged_now());
+	ck_assert(published_as("w", wv) && published_as("r", rv));
+	/* Both records name the one path. */
+	ck_assert_str_eq(fx.rec_stage_usage, "");
+	unmount_job("w", &w, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	ck_assert_msg(staged_now(), "unstaged under the reader");
+	ck_assert(published_as("r", rv));
+	unmount_job("r", &r, 3);
+	ck_assert_int_eq(wait_job(3), VOLMGR_OK);
+	ck_assert(!staged_now());
+}
+END_TEST
+
+/*
+ * What an older berth left, its record (migrated by the registry: it
+ * names its own usage) and its mounts: a volume staged at the per-usage
+ * path .../vol1/<usage> and published for alloc "old". A new read-only
+ * use joins that path (no second stage), the path is unstaged when its
+ * last user goes, and the next stage is at the volume's one path.
+ */
+START_TEST(test_older_per_usage_path_kept_until_unstaged)
+{
+	Berth__MountHandle mh = BERTH__MOUNT_HANDLE__INIT;
+	static struct alloc_volume rv[1];
+	static struct alloc r;
+	char vdir[600], old[BERTH_PATH_BUF], pub[BERTH_PATH_BUF];
+
+	path_of(old, sizeof(old), true, NULL, VOL, usage());
+	path_of(pub, sizeof(pub), false, "old", VOL, usage());
+	snprintf(vdir, sizeof(vdir), "%s/volumes/%s", fx.state, VOL);
+	mkdirs(old);
+	mkdirs(pub);
+	ck_assert_int_eq(mount(vdir, old, NULL, MS_BIND, NULL), 0);
+	ck_assert_int_eq(mount(old, pub, NULL, MS_BIND, NULL), 0);
+	mh.plugin = PLUGIN;
+	mh.namespace_ = NS;
+	mh.volume = VOL;
+	mh.alloc = "old";
+	mh.task = "data";
+	mh.usage = mh.stage_usage = (char *)usage();
+	mh.staged = mh.published = true;
+	fx.old = &mh;
+	rv[0] = vols[0];
+	rv[0].read_only = true;
+	r = alloc2;
+	r.volumes = rv;
+
+	start(NULL, NULL);
+	mount_job(&r, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_int_eq(fx.stagings, 0);
+	ck_assert(published_as("a2", rv));
+	ck_assert(is_mount(old) && !staged_now());
+	ck_assert_str_eq(fx.rec_stage_usage, usage());
+	/* The older use goes; the path stays staged for the new one. */
+	unmount_job("old", NULL, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert(!is_mount(pub));
+	ck_assert_msg(is_mount(old), "unstaged under a2");
+	unmount_job("a2", &r, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	ck_assert(!is_mount(old));
+	/* Nothing staged at the older path any more: the one path. */
+	mount_job(&alloc1, 3);
+	ck_assert_int_eq(wait_job(3), VOLMGR_OK);
+	ck_assert_int_eq(fx.stagings, 1);
+	ck_assert(staged_now() && published_now("a1"));
+	ck_assert_str_eq(fx.rec_stage_usage, "");
+	unmount_job("a1", &alloc1, 4);
+	ck_assert_int_eq(wait_job(4), VOLMGR_OK);
 	ck_assert(!staged_now());
 }
 END_TEST
@@ -971,6 +1120,8 @@ START_TEST(test_two_uses_one_claim)
 	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
 	ck_assert_uint_eq(nreg(B(CLAIM_VOLUME)), 2);
 	ck_assert_uint_eq(nmnt(B(BIND_VOLUME)), 2);
+	/* Two usages, one staging path, staged once. */
+	ck_assert_int_eq(fx.stagings, 1);
 	unmount_job("a1", &a, 1);
 	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
 	ck_assert_uint_eq(nmnt(B(UNBIND_VOLUME)), 2);
@@ -1430,6 +1581,8 @@ main(void)
 	tcase_add_test(tc, test_mount_then_unmount);
 	tcase_add_test(tc, test_mount_twice_is_idempotent);
 	tcase_add_test(tc, test_shared_stage);
+	tcase_add_test(tc, test_writer_and_reader_staged_once);
+	tcase_add_test(tc, test_older_per_usage_path_kept_until_unstaged);
 	tcase_add_test(tc, test_no_stage_then_plugin_refuses);
 	tcase_add_test(tc, test_controller_publish_asked);
 	tcase_add_test(tc, test_already_mounted_kept);

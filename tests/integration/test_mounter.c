@@ -24,7 +24,7 @@ START_TEST(prepare_bind_unbind_cleanup)
 	struct mclient c;
 	struct statvfs sv;
 	struct stat st;
-	char *before, what[1024];
+	char *before, what[1024], path[1100];
 	bool mounted = true;
 	int fd;
 
@@ -126,21 +126,32 @@ START_TEST(prepare_bind_unbind_cleanup)
 	ck_assert_int_eq(mc_cleanup(&c, "own1"), 0);
 	ck_assert(access(mc_path(&c, "csi/plugins/own1"), F_OK) < 0);
 	/* The plugin's last alloc: its root stays while a volume is staged
-	 * in it (never entered: the staged volume's files stay), then goes. */
-	ck_assert_int_eq(mc_prepare_volume(&c, true, T, P, "default", "vol1",
-	    NULL), 0);
-	snprintf(what, sizeof(what), "%s", mc_path(&c, "csi/" T "/" P
-	    "/staging/default/vol1/" MC_USAGE));
-	ck_assert_int_eq(mount("tmpfs", what, "tmpfs", 0, "size=1m"), 0);
-	ck_assert_int_eq(mkdir(mc_path(&c, "csi/" T "/" P "/staging/default/"
-	    "vol1/" MC_USAGE "/empty"), 0755), 0);
-	ck_assert_int_eq(mc_cleanup_plugin(&c, "gone", T, P), 0);
-	ck_assert(is_mountpoint(mc_path(&c, "csi/" T "/" P)));
-	ck_assert(access(mc_path(&c, "csi/" T "/" P "/staging/default/vol1/"
-	    MC_USAGE "/empty"), F_OK) == 0);
-	ck_assert_int_eq(umount2(what, 0), 0);
-	ck_assert_int_eq(mc_cleanup_plugin(&c, "gone", T, P), 0);
-	ck_assert(access(mc_path(&c, "csi/" T "/" P), F_OK) < 0);
+	 * in it (never entered: the staged volume's files stay), then goes;
+	 * at the volume's one staging path, then at an older berth's
+	 * per-usage one. */
+	for (int old = 0; old < 2; old++) {
+		if (old) {
+			ck_assert_int_eq(mc_prepare_plugin(&c, T, P, "gone"),
+			    0);
+			ck_assert_int_eq(mc_prepare_old_staging(&c, T, P,
+			    "default", "vol1"), 0);
+		} else
+			ck_assert_int_eq(mc_prepare_volume(&c, true, T, P,
+			    "default", "vol1", NULL), 0);
+		snprintf(what, sizeof(what), "%s", mc_path(&c, old ? "csi/" T
+		    "/" P "/staging/default/vol1/" MC_USAGE : "csi/" T "/" P
+		    "/staging/default/vol1"));
+		ck_assert_int_eq(mount("tmpfs", what, "tmpfs", 0, "size=1m"),
+		    0);
+		snprintf(path, sizeof(path), "%s/empty", what);
+		ck_assert_int_eq(mkdir(path, 0755), 0);
+		ck_assert_int_eq(mc_cleanup_plugin(&c, "gone", T, P), 0);
+		ck_assert(is_mountpoint(mc_path(&c, "csi/" T "/" P)));
+		ck_assert(access(path, F_OK) == 0);
+		ck_assert_int_eq(umount2(what, 0), 0);
+		ck_assert_int_eq(mc_cleanup_plugin(&c, "gone", T, P), 0);
+		ck_assert(access(mc_path(&c, "csi/" T "/" P), F_OK) < 0);
+	}
 	ck_assert_int_eq(mc_cleanup_plugin(&c, "gone", T, "bad/id"),
 	    BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
 	mc_release_plugin(&c, T, P);

@@ -839,7 +839,7 @@ START_TEST(damaged_or_newer_databases_are_refused_and_kept)
 	regtest_stop(&t);
 	sql(db, "PRAGMA user_version = 99");
 	regtest_expect_refusal(&t, 78, "newer than");
-	sql(db, "PRAGMA user_version = 3");
+	sql(db, "PRAGMA user_version = 4");
 
 	/* The tables' pages overwritten; the header is intact. */
 	regtest_start(&t);
@@ -1045,8 +1045,9 @@ START_TEST(an_old_database_with_two_ids_for_one_volume_is_migrated)
 	    E_NONE);
 	regtest_stop(&t);
 	/* What version 2 was, with what it let in. */
-	sql(db, "DROP INDEX volumes_external; UPDATE volumes SET external_id = "
-	    "'same'; PRAGMA user_version = 2");
+	sql(db, "DROP INDEX volumes_external; "
+	    "ALTER TABLE mounts DROP COLUMN stage_usage; "
+	    "UPDATE volumes SET external_id = 'same'; PRAGMA user_version = 2");
 	regtest_start(&t);
 	regtest_stop(&t);
 	{
@@ -1059,7 +1060,7 @@ START_TEST(an_old_database_with_two_ids_for_one_volume_is_migrated)
 		    "FROM sqlite_master WHERE name = 'volumes_external')", -1,
 		    &st, NULL), SQLITE_OK);
 		ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-		ck_assert_int_eq(sqlite3_column_int(st, 0), 3);
+		ck_assert_int_eq(sqlite3_column_int(st, 0), 4);
 		ck_assert_int_eq(sqlite3_column_int(st, 1), 1);
 		sqlite3_finalize(st);
 		sqlite3_close(h);

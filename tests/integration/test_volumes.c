@@ -3,9 +3,11 @@
  * berth-csi-hostpath as a privileged plugin confined by the mounter: a
  * volume created through the API (berthctl), allocations whose tasks
  * write and read it through real bind mounts, a second writer refused,
- * the supervisor killed in the middle of a publish, and after every case
+ * the supervisor killed in the middle of a publish, a node upgraded from
+ * per-usage staging paths with a volume in use, and after every case
  * nothing of berth's left in /proc/self/mountinfo or on disk.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -13,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
@@ -187,6 +190,31 @@ mounts(struct berth *b, const char *part)
 	return n;
 }
 
+/* The hostpath plugin's root, and a volume's one staging path in it. */
+#define HP "csi/monolith/hp"
+#define STAGING(vol) HP "/staging/default/" vol
+/* The per-usage staging path of berths before one path per volume. */
+#define OLD_USAGE "rw-file-system-multi-node-single-writer"
+#define OLD_STAGING(vol) STAGING(vol) "/" OLD_USAGE
+
+/* How many mounts are on exactly rel, under the test's data dir. */
+static int
+mounts_at(struct berth *b, const char *rel)
+{
+	char line[4096], mp[4096], path[1200];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	int n = 0;
+
+	snprintf(path, sizeof(path), "%s/data/%s", b->dir, rel);
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
+		    strcmp(mp, path) == 0)
+			n++;
+	if (f != NULL)
+		fclose(f);
+	return n;
+}
+
 /* Nothing mounted, no directory of an alloc or a plugin left. */
 static void
 nothing_left(struct berth *b)
@@ -257,10 +285,17 @@ START_TEST(writer_readers_and_a_refused_second_writer)
 	wait_stdout(&b, "r2", "hello from w");
 	wait_stdout(&b, "r2", "READONLY");
 	track_tasks(&b);
-	/* Staged once for the writer and once for the readers (two
-	 * usages), published once per alloc: the mounts say so. */
-	ck_assert_int_eq(mounts(&b, "/staging/default/shared/"), 2);
+	/* A writer and read-only readers at once (two usages): staged once
+	 * at the volume's one path, published once per alloc. */
+	ck_assert_int_eq(mounts(&b, "/staging/"), 1);
+	ck_assert_int_eq(mounts_at(&b, STAGING("shared")), 1);
 	ck_assert_int_eq(mounts(&b, "/per-alloc/"), 3);
+	/*
+	 * Log wording kept: that the plugin was asked to stage once is seen
+	 * only in the volume manager's log (a second NodeStageVolume on the
+	 * same path would leave the same mounts).
+	 */
+	ck_assert_int_eq(count(&b, "volume default/shared staged"), 1);
 	ck_assert_int_eq(claims(&b, "shared"), 3);
 	/* Listed with their claims: 3 on shared, none on solo yet. */
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "list", NULL), 0);
@@ -323,9 +358,9 @@ START_TEST(sigkill_in_the_middle_of_a_publish)
 	plugin_up(&b);
 	create_volume(&b, "v", "single-node-writer");
 	task_alloc(&b, "a", "v", "single-node-writer", false, WRITER);
-	for (int i = 0; i < 300 && mounts(&b, "/staging/default/v/") == 0; i++)
+	for (int i = 0; i < 300 && mounts_at(&b, STAGING("v")) == 0; i++)
 		usleep(50000);
-	ck_assert_int_eq(mounts(&b, "/staging/default/v/"), 1);
+	ck_assert_int_eq(mounts_at(&b, STAGING("v")), 1);
 	/* The plugin has published; its answer is 3 s away. */
 	for (int i = 0; i < 50 && mounts(&b, "/per-alloc/a/") == 0; i++)
 		usleep(50000);
@@ -349,7 +384,7 @@ START_TEST(sigkill_in_the_middle_of_a_publish)
 	ck_assert_int_eq(count(&b, "volume default/v staged"), 0);
 	track_tasks(&b);
 	ck_assert_int_eq(count_events(&b, "Started", "a/t", NULL), 1);
-	ck_assert_int_eq(mounts(&b, "/staging/default/v/"), 1);
+	ck_assert_int_eq(mounts_at(&b, STAGING("v")), 1);
 	ck_assert_int_eq(mounts(&b, "/per-alloc/a/"), 1);
 	ck_assert_int_eq(mounts(&b, "/allocs/a/t/volumes/data"), 1);
 	ck_assert_int_eq(claims(&b, "v"), 1);
@@ -405,7 +440,7 @@ START_TEST(volumes_of_an_alloc_stopped_while_down_are_taken_back)
 	task_alloc(&b, "a", "v", "single-node-writer", false, WRITER);
 	wait_event(&b, "Started", "a/t", NULL, 15000);
 	track_tasks(&b);
-	ck_assert_int_eq(mounts(&b, "/staging/default/v/"), 1);
+	ck_assert_int_eq(mounts_at(&b, STAGING("v")), 1);
 	/* Its handle is in the registry before the supervisor dies (a task
 	 * started in the milliseconds before is ARCHITECTURE.md's open
 	 * window). */
@@ -427,6 +462,123 @@ START_TEST(volumes_of_an_alloc_stopped_while_down_are_taken_back)
 	ck_assert_int_eq(mounts(&b, "/staging/"), 0);
 	ck_assert_int_eq(mounts(&b, "/per-alloc/"), 0);
 	ck_assert_int_eq(mounts(&b, "/allocs/"), 0);
+	stop_alloc(&b, "plugin");
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
+/* Run sql on the registry's database, or read its first answer (text)
+ * into out when out is not NULL. */
+static void
+db_sql(struct berth *b, const char *sql, char *out, size_t n)
+{
+	char path[1024];
+	sqlite3_stmt *st;
+	sqlite3 *db;
+
+	snprintf(path, sizeof(path), "%s/data/registry/registry.db", b->dir);
+	ck_assert_int_eq(sqlite3_open(path, &db), SQLITE_OK);
+	if (out == NULL)
+		ck_assert_msg(sqlite3_exec(db, sql, NULL, NULL, NULL) ==
+		    SQLITE_OK, "%s: %s", sql, sqlite3_errmsg(db));
+	else {
+		ck_assert_int_eq(sqlite3_prepare_v2(db, sql, -1, &st, NULL),
+		    SQLITE_OK);
+		ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
+		snprintf(out, n, "%s", sqlite3_column_text(st, 0));
+		sqlite3_finalize(st);
+	}
+	sqlite3_close(db);
+}
+
+/* The hostpath plugin's directory of its one volume. */
+static void
+volume_dir(struct berth *b, char *buf, size_t n)
+{
+	char path[600];
+	struct dirent *de;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "%s/hpstate/volumes", b->dir);
+	ck_assert_ptr_nonnull(d = opendir(path));
+	buf[0] = '\0';
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.') {
+			ck_assert_msg(buf[0] == '\0', "more than one volume");
+			snprintf(buf, n, "%s/%s", path, de->d_name);
+		}
+	closedir(d);
+	ck_assert_str_ne(buf, "");
+}
+
+/*
+ * A node upgraded with a volume in use: the data dir as a berth before
+ * one staging path per volume left it, the writer's volume staged at its
+ * usage's path and the registry's schema and records of then. The new
+ * berth keeps the volume there: a read-only reader joins it without a
+ * second stage, the last to go unstages it there, and the next stage is
+ * at the volume's one path.
+ */
+START_TEST(a_volume_staged_per_usage_before_an_upgrade_is_kept)
+{
+	char vdir[1024], path[1200], use[256];
+	struct berth b;
+
+	berth_setup(&b, NULL);
+	berth_start(&b);
+	plugin_up(&b);
+	create_volume(&b, "v", "multi-node-single-writer");
+	task_alloc(&b, "w", "v", "multi-node-single-writer", false, WRITER);
+	wait_event(&b, "Started", "w/t", NULL, 15000);
+	track_tasks(&b);
+	ck_assert(handle_saved(&b, "w"));
+	proc_kill(&b.sv);
+	ck_assert(pid_wait_gone(b.mounter, 3000));
+	ck_assert(pid_wait_gone(b.registry, 3000));
+
+	/* The stage where the berth before made it... */
+	snprintf(path, sizeof(path), "%s/data/" STAGING("v"), b.dir);
+	ck_assert_int_eq(umount2(path, MNT_DETACH), 0);
+	snprintf(path, sizeof(path), "%s/data/" OLD_STAGING("v"), b.dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	volume_dir(&b, vdir, sizeof(vdir));
+	ck_assert_int_eq(mount(vdir, path, NULL, MS_BIND, NULL), 0);
+	/* ...and its schema (version 2) and mount records. */
+	db_sql(&b, "DROP INDEX volumes_external; "
+	    "ALTER TABLE mounts DROP COLUMN stage_usage; "
+	    "PRAGMA user_version = 2", NULL, 0);
+
+	berth_start(&b);
+	task_alloc(&b, "r", "v", "multi-node-single-writer", true, READER);
+	wait_stdout(&b, "r", "hello from w");
+	wait_stdout(&b, "r", "READONLY");
+	track_tasks(&b);
+	/*
+	 * Log wording kept: that the volume was found staged and not staged
+	 * again is seen only in the volume manager's log (the mounts look
+	 * the same either way).
+	 */
+	wait_log(&b, "volume default/v already staged", 1);
+	ck_assert_int_eq(count(&b, "volume default/v staged"), 0);
+	ck_assert_int_eq(mounts(&b, "/staging/"), 1);
+	ck_assert_int_eq(mounts_at(&b, OLD_STAGING("v")), 1);
+	/* The reader's record names the older path too. */
+	db_sql(&b, "SELECT stage_usage FROM mounts WHERE alloc = 'r'", use,
+	    sizeof(use));
+	ck_assert_str_eq(use, OLD_USAGE);
+	stop_alloc(&b, "w");
+	ck_assert_int_eq(mounts_at(&b, OLD_STAGING("v")), 1);
+	stop_alloc(&b, "r");
+	ck_assert_int_eq(mounts(&b, "/staging/"), 0);
+
+	/* Staged anew: at the volume's one path. */
+	task_alloc(&b, "w2", "v", "multi-node-single-writer", false, WRITER);
+	wait_event(&b, "Started", "w2/t", NULL, 15000);
+	track_tasks(&b);
+	ck_assert_int_eq(mounts(&b, "/staging/"), 1);
+	ck_assert_int_eq(mounts_at(&b, STAGING("v")), 1);
+	stop_alloc(&b, "w2");
 	stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
@@ -601,6 +753,7 @@ main(void)
 	tcase_add_test(tc, writer_readers_and_a_refused_second_writer);
 	tcase_add_test(tc, sigkill_in_the_middle_of_a_publish);
 	tcase_add_test(tc, volumes_of_an_alloc_stopped_while_down_are_taken_back);
+	tcase_add_test(tc, a_volume_staged_per_usage_before_an_upgrade_is_kept);
 	tcase_add_test(tc, a_plugin_dying_mid_stage_is_waited_for);
 	tcase_add_test(tc, mount_options_and_context_reach_the_plugin);
 	return harness_run("volumes", tc);

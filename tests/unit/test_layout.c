@@ -26,6 +26,11 @@ START_TEST(paths_follow_the_design)
 	ck_assert_str_eq(b, "csi/plugins/a1");
 	ck_assert_int_eq(layout_plugin_root(b, sizeof(b), "node", "hp"), 0);
 	ck_assert_str_eq(b, "csi/node/hp");
+	/* One staging path per volume, whatever its usages. */
+	ck_assert_int_eq(layout_staging(b, sizeof(b), "node", "hp", "default",
+	    "vol1", NULL), 0);
+	ck_assert_str_eq(b, "csi/node/hp/staging/default/vol1");
+	/* The per-usage path of older berths, kept while staged there. */
 	ck_assert_int_eq(layout_staging(b, sizeof(b), "node", "hp", "default",
 	    "vol1", u), 0);
 	ck_assert_str_eq(b, "csi/node/hp/staging/default/vol1/"
@@ -60,6 +65,12 @@ START_TEST(bad_identifiers_are_refused)
 	    -EINVAL);
 	ck_assert_int_eq(layout_staging(b, sizeof(b), "node", "hp", "ns", "..",
 	    "rw-x"), -EINVAL);
+	ck_assert_int_eq(layout_staging(b, sizeof(b), "node", "hp", "ns", "..",
+	    NULL), -EINVAL);
+	ck_assert_int_eq(layout_staging(b, sizeof(b), "node", "hp", "ns", "v",
+	    ""), -EINVAL);
+	ck_assert_int_eq(layout_staging(b, sizeof(b), "plugins", "hp", "ns",
+	    "v", NULL), -EINVAL);
 	ck_assert_int_eq(layout_publish(b, sizeof(b), "node", "hp", "a", "v",
 	    "../x"), -EINVAL);
 	ck_assert_int_eq(layout_task_volume(b, sizeof(b), "a", "t", "."),

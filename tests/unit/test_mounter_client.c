@@ -143,7 +143,7 @@ START_TEST(each_verb_carries_its_fields_and_its_typed_reply)
 {
 	struct priv_volume v = { "node", "hp", "ns1", "a1", "vol1", true,
 		BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM,
-		BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER };
+		BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER, false };
 	Berth__Envelope rep = BERTH__ENVELOPE__INIT, *req;
 	Berth__PrepareVolumeReply pvr = BERTH__PREPARE_VOLUME_REPLY__INIT;
 	Berth__CleanupReply cr = BERTH__CLEANUP_REPLY__INIT;
@@ -160,7 +160,8 @@ START_TEST(each_verb_carries_its_fields_and_its_typed_reply)
 	ck_assert(is(req->prepare_volume->volume_ns, "ns1"));
 	ck_assert_uint_eq(req->prepare_volume->alloc_id.len, 0);
 	ck_assert(is(req->prepare_volume->volume_id, "vol1"));
-	ck_assert(req->prepare_volume->usage->read_only);
+	/* One staging path per volume: no usage in it. */
+	ck_assert_ptr_null(req->prepare_volume->usage);
 	pvr.mounted = true;
 	rep.body_case = BERTH__ENVELOPE__BODY_PREPARE_VOLUME_REPLY;
 	rep.prepare_volume_reply = &pvr;
@@ -168,6 +169,16 @@ START_TEST(each_verb_carries_its_fields_and_its_typed_reply)
 	ck_assert_int_eq(calls, 1);
 	ck_assert_int_eq(code, 0);
 	ck_assert(mounted);
+	/* But an older per-usage one names its usage. */
+	v.per_usage = true;
+	calls = 0;
+	ck_assert_int_eq(priv_prepare_volume(mc,
+	    BERTH__VOLUME_DIR__VOLUME_DIR_STAGING, &v, volume_cb, NULL), 0);
+	req = mounter_gets(BERTH__ENVELOPE__BODY_PREPARE_VOLUME);
+	ck_assert(req->prepare_volume->usage->read_only);
+	mounter_answers(req, &rep, -1);
+	ck_assert_int_eq(calls, 1);
+	v.per_usage = false;
 
 	/* Bind: the bind's own read-only flag and the task's name. */
 	calls = 0;

@@ -80,7 +80,7 @@ START_TEST(new_database_gets_the_schema_wal_and_full_sync)
 		sqlite3_finalize(st);
 	}
 	store_close(&s);
-	ck_assert_int_eq(q("PRAGMA user_version"), 3);
+	ck_assert_int_eq(q("PRAGMA user_version"), 4);
 	ck_assert_int_eq(q("PRAGMA application_id"), 0x62657274);
 	ck_assert_int_eq(q("SELECT COUNT(*) FROM sqlite_master WHERE type = "
 	    "'table' AND name IN ('plugins', 'volumes', 'claims', 'reattach', "
@@ -120,13 +120,21 @@ START_TEST(older_schema_is_migrated)
 
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
 	store_close(&s);
-	/* Make it what schema version 1 was. */
+	/* Make it what schema version 1 was, with a volume staged at its
+	 * usage's path, as berth did then. */
 	x("DROP TABLE events; DELETE FROM meta WHERE key = 'event_floor'; "
-	    "DROP INDEX volumes_external; PRAGMA user_version = 1");
+	    "DROP INDEX volumes_external; "
+	    "ALTER TABLE mounts DROP COLUMN stage_usage; "
+	    "INSERT INTO mounts VALUES ('hp', 'default', 'v', 'a1', 'data', "
+	    "'rw-file-system-single-node-writer', 1, 1, 1, 1); "
+	    "PRAGMA user_version = 1");
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
 	store_close(&s);
-	ck_assert_int_eq(q("PRAGMA user_version"), 3);
+	ck_assert_int_eq(q("PRAGMA user_version"), 4);
 	ck_assert_int_eq(q("SELECT COUNT(*) FROM events"), 0);
+	/* The record names where the volume is staged: still there. */
+	ck_assert_int_eq(q("SELECT COUNT(*) FROM mounts WHERE stage_usage = "
+	    "'rw-file-system-single-node-writer'"), 1);
 }
 END_TEST
 
@@ -138,12 +146,14 @@ START_TEST(version_2_gets_the_external_id_index)
 
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
 	store_close(&s);
-	x("DROP INDEX volumes_external; INSERT INTO volumes VALUES ('default', "
+	x("DROP INDEX volumes_external; "
+	    "ALTER TABLE mounts DROP COLUMN stage_usage; "
+	    "INSERT INTO volumes VALUES ('default', "
 	    "'a', 'p', 'e', x'', 1, 1), ('default', 'b', 'p', 'e', x'', 2, 2); "
 	    "PRAGMA user_version = 2");
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
 	store_close(&s);
-	ck_assert_int_eq(q("PRAGMA user_version"), 3);
+	ck_assert_int_eq(q("PRAGMA user_version"), 4);
 	ck_assert_int_eq(q("SELECT COUNT(*) FROM sqlite_master WHERE type = "
 	    "'index' AND name = 'volumes_external'"), 1);
 	ck_assert_int_eq(q("SELECT COUNT(*) FROM volumes WHERE plugin_id = 'p' "
@@ -158,10 +168,10 @@ START_TEST(newer_schema_is_refused_untouched)
 
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
 	store_close(&s);
-	x("PRAGMA user_version = 4");
+	x("PRAGMA user_version = 5");
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), REG_EXIT_NEWER);
-	ck_assert_msg(strstr(err, "schema version 4") != NULL, "%s", err);
-	ck_assert_int_eq(q("PRAGMA user_version"), 4);
+	ck_assert_msg(strstr(err, "schema version 5") != NULL, "%s", err);
+	ck_assert_int_eq(q("PRAGMA user_version"), 5);
 }
 END_TEST
 
