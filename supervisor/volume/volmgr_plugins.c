@@ -59,8 +59,14 @@ node_or_end(struct unit *u, struct volmgr_plugin *out)
 	if (healthy(u->job->vm, BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE,
 	    u->pub->plugin, out))
 		return true;
-	unit_fail(u, VOLMGR_RETRY, "plugin %s: no healthy node instance yet",
-	    u->pub->plugin);
+	/* Waits (the caller retries) rather than calling a sick plugin. */
+	if (out->fp != NULL && out->fp->done)
+		unit_fail(u, VOLMGR_RETRY, "plugin %s: its node instance "
+		    "(alloc %s) is %s", u->pub->plugin, out->alloc,
+		    out->fp->health);
+	else
+		unit_fail(u, VOLMGR_RETRY, "plugin %s: no healthy node "
+		    "instance yet", u->pub->plugin);
 	unit_end(u);
 	return false;
 }

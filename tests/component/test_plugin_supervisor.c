@@ -187,6 +187,7 @@ setup_with(unsigned reg_timeout_ms, int64_t health_timeout_ms)
 	deps.registry = fx.rc;
 	deps.csi = fx.csi;
 	deps.watcher = fx.watcher;
+	deps.csimgr = NULL;
 	conf.alloc = "a1";
 	conf.task = "plugin";
 	conf.id = "hp";
