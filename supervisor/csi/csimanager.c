@@ -730,11 +730,11 @@ csi_inst_fingerprint(const struct csi_inst *in)
 	return &in->fp;
 }
 
-/* In the order the instances were first followed. */
+/* In the order the instances were first followed; none without m. */
 struct csi_inst *
 csimgr_first(struct csimgr *m)
 {
-	return TAILQ_FIRST(&m->insts);
+	return m != NULL ? TAILQ_FIRST(&m->insts) : NULL;
 }
 
 struct csi_inst *

@@ -60,7 +60,8 @@ node_or_end(struct unit *u, struct volmgr_plugin *out)
 	    u->pub->plugin, out))
 		return true;
 	/* Waits (the caller retries) rather than calling a sick plugin. */
-	if (out->fp != NULL && out->fp->done)
+	if (out->fp != NULL && out->fp->done &&
+	    out->fp->health[0] != '\0')
 		unit_fail(u, VOLMGR_RETRY, "plugin %s: its node instance "
 		    "(alloc %s) is %s", u->pub->plugin, out->alloc,
 		    out->fp->health);
