@@ -409,6 +409,110 @@ START_TEST(privileged_plugin_through_the_mounter)
 }
 END_TEST
 
+/* A small file's text ("" when it cannot be read). */
+static void
+read_file(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t got = 0;
+
+	if (f != NULL) {
+		got = fread(buf, 1, n - 1, f);
+		fclose(f);
+	}
+	buf[got] = '\0';
+}
+
+/* The message of the last PluginHealthy event of alloc/task who. */
+static void
+last_healthy(struct berth *b, const char *who, char *buf, size_t n)
+{
+	json_t *all = sv_get(b, "/v1/events?index=0"), *e;
+	char subject[200];
+	size_t i;
+
+	ck_assert_ptr_nonnull(all);
+	buf[0] = '\0';
+	json_array_foreach(json_object_get(all, "events"), i, e) {
+		snprintf(subject, sizeof(subject), "%s/%s", jstr(e, "alloc"),
+		    jstr(e, "task"));
+		if (strcmp(jstr(e, "type"), "PluginHealthy") == 0 &&
+		    strcmp(subject, who) == 0)
+			snprintf(buf, n, "%s", jstr(e, "message"));
+	}
+	json_decref(all);
+}
+
+/*
+ * A privileged plugin killed (so that it leaves its socket) is started
+ * again over no socket: the mounter removed the dead run's before the
+ * start (the plugin's wrapper tells on its stderr whether one was
+ * there). Its timing counts from the socket the new run made: no more
+ * than since the kill.
+ */
+START_TEST(restarted_plugin_over_no_leftover_socket)
+{
+	struct berth b;
+	char extra[600], path[1024], text[2048], msg[1400], log[4096];
+	int64_t killed;
+	double sock_ms;
+	const char *at;
+	pid_t first, second;
+	char *defs = harness_tmpdir("plugindefs");
+
+	snprintf(path, sizeof(path), "%s/wrap.sh", defs);
+	snprintf(text, sizeof(text), "#!/bin/sh\ns=${CSI_ENDPOINT#unix://}\n"
+	    "if [ -e \"$s\" ]; then echo \"start: a socket was left\" >&2; "
+	    "else echo \"start: no socket left\" >&2; fi\nexec %s \"$@\"\n",
+	    harness_bin("berth-csi-hostpath"));
+	harness_write(path, text);
+	snprintf(path, sizeof(path), "%s/hostpath.conf", defs);
+	/* By the shell: a script cannot be run from a descriptor. */
+	snprintf(text, sizeof(text), "exec /bin/sh\narg %s/wrap.sh\n"
+	    "arg --node-id\narg n9\narg --state-dir\narg %s/state\n"
+	    "arg --mode\narg node\n", defs, defs);
+	harness_write(path, text);
+	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"", defs);
+	berth_config(&b, "1s", extra);
+	berth_start(&b);
+	snprintf(path, sizeof(path), "%s/p.json", b.allocs);
+	harness_write(path, "{\"id\": \"p\", \"tasks\": [{\"name\": "
+	    "\"plugin\", \"driver\": \"privileged\", \"config\": {\"plugin\": "
+	    "\"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", \"type\": "
+	    "\"node\"}}]}");
+	json_decref(wait_instance(&b, "hp", "node", "p", true, 10000));
+	ck_assert_int_eq(task_pids(&b, &first), 1);
+	killed = http_now_ms();
+	ck_assert_int_eq(kill(first, SIGKILL), 0);
+	wait_event(&b, "Terminated", "p/plugin", NULL, 5000);
+	for (int i = 0; i < 100 && count_events(&b, "PluginHealthy",
+	    "p/plugin", NULL) < 2; i++)
+		usleep(100000);
+	ck_assert_int_eq(count_events(&b, "PluginHealthy", "p/plugin", NULL),
+	    2);
+	ck_assert_int_eq(task_pids(&b, &second), 2);
+	ck_assert_int_ne(first, second);
+	snprintf(path, sizeof(path), "%s/data/csi/plugins/p/hostpath.stderr",
+	    b.dir);
+	read_file(path, log, sizeof(log));
+	ck_assert_msg(strstr(log, "a socket was left") == NULL &&
+	    strstr(log, "start: no socket left") != NULL && strstr(strstr(log,
+	    "start: no socket left") + 1, "start: no socket left") != NULL,
+	    "%s", log);
+	last_healthy(&b, "p/plugin", msg, sizeof(msg));
+	ck_assert_ptr_nonnull(at = strstr(msg, "; healthy "));
+	ck_assert_ptr_nonnull(strstr(msg, "ms after its socket appeared"));
+	sock_ms = strtod(at + 10, NULL);
+	/* The socket is the new run's: younger than the kill. */
+	ck_assert_msg(sock_ms <= (double)(http_now_ms() - killed), "%s", msg);
+	remove_alloc(&b, "p.json");
+	wait_event(&b, "AllocStopped", "p", NULL, 10000);
+	berth_stop(&b);
+	harness_rmtree(defs);
+	free(defs);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -423,5 +527,6 @@ main(void)
 	tcase_add_test(tc, newer_alloc_stopped_older_active_at_once);
 	tcase_add_test(tc, supervisor_sigkill_readopts_plugins);
 	tcase_add_test(tc, privileged_plugin_through_the_mounter);
+	tcase_add_test(tc, restarted_plugin_over_no_leftover_socket);
 	return harness_run("plugins", tc);
 }
