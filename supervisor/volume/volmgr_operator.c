@@ -62,6 +62,8 @@ validate(struct unit *u)
 	struct capbuf cb;
 
 	/* Without a controller service, nothing to ask. */
+	if (controller_sick(u, s->plugin))
+		return;
 	if (!controller_of(u->job->vm, s->plugin, &ctl)) {
 		put_volume(u, s->external_id, NULL);
 		return;
@@ -129,6 +131,8 @@ create(struct unit *u)
 	struct volmgr_plugin ctl;
 	struct capbuf cb;
 
+	if (controller_sick(u, s->plugin))
+		return;
 	if (!controller_of(u->job->vm, s->plugin, &ctl)) {
 		unit_fail(u, VOLMGR_FAILED, "plugin %s has no healthy "
 		    "controller instance", s->plugin);
@@ -225,6 +229,8 @@ delete_volume(struct unit *u, const Berth__VolumeReply *vr)
 		unit_end(u);
 		return;
 	}
+	if (controller_sick(u, vr->volume->plugin_id))
+		return;
 	if (!controller_of(u->job->vm, vr->volume->plugin_id, &ctl) ||
 	    !ctl.fp->create_delete) {
 		forget_volume(u);
