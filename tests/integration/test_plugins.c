@@ -127,12 +127,19 @@ wait_seen(struct berth *b, bool healthy, int ms)
 
 /*
  * A frozen plugin fails its heartbeats: unhealthy everywhere an operator
- * looks (plugin list and status, /v1/health, the metrics), and healthy
- * again everywhere once it runs again.
+ * looks (plugin list and status, /v1/health, the metrics), and volume
+ * work waits for it with a clear error, at once; healthy again
+ * everywhere once it runs again, and volume work goes through.
  */
+#define VOLUME "{\"plugin_id\": \"hp\", \"access_mode\": " \
+    "\"single-node-writer\", \"attachment_mode\": \"file-system\"}"
+
 START_TEST(frozen_plugin_unhealthy_everywhere)
 {
 	struct berth b;
+	int64_t t0;
+	json_t *j;
+	int status;
 	pid_t pid;
 
 	berth_config(&b, "300ms", NULL);
@@ -146,12 +153,27 @@ START_TEST(frozen_plugin_unhealthy_everywhere)
 	wait_event(&b, "PluginUnhealthy", "a1/plugin", "2 probes in a row "
 	    "failed", 10000);
 	wait_seen(&b, false, 2000);
+	/* Volume work waits for it, saying why, instead of calling it. */
+	t0 = http_now_ms();
+	j = sv_api(&b, "PUT", "/v1/volume/v9/create", VOLUME, &status);
+	ck_assert_int_eq(status, 503);
+	ck_assert_msg(strstr(jstr(j, "error"), "plugin hp: its controller "
+	    "instance (alloc a1) is unhealthy: its heartbeat failed") != NULL,
+	    "%s", jstr(j, "error"));
+	json_decref(j);
+	ck_assert_int_lt(http_now_ms() - t0, 1000);
 	/* Resyncs come and go (2 s here): still unhealthy. */
 	usleep(2500000);
 	wait_seen(&b, false, 100);
 	ck_assert_int_eq(kill(pid, SIGCONT), 0);
 	wait_event(&b, "PluginHealthy", "a1/plugin", "healthy again", 10000);
 	wait_seen(&b, true, 10000);
+	j = sv_api(&b, "PUT", "/v1/volume/v9/create", VOLUME, &status);
+	ck_assert_msg(status == 200, "%d %s", status, jstr(j, "error"));
+	json_decref(j);
+	j = sv_api(&b, "DELETE", "/v1/volume/v9", NULL, &status);
+	ck_assert_msg(status == 200, "%d %s", status, jstr(j, "error"));
+	json_decref(j);
 	remove_alloc(&b, "a1.json");
 	wait_event(&b, "AllocStopped", "a1", NULL, 10000);
 	berth_stop(&b);
