@@ -7,9 +7,9 @@
  * as controller and as node); then it heartbeats on an interval and
  * reports a health change only after two probes agree, so one slow probe
  * does not flap; the CSI manager hears of it too. A socket older than
- * the task's start is a dead run's leftover: not probed as the plugin's,
- * and not where its timing starts. It deregisters every type it registered when the task
- * stops or ends.
+ * the task's launch is a dead run's leftover: not probed as the
+ * plugin's, and not where its timing starts. It deregisters every type
+ * it registered when the task stops or ends.
  *
  * Must not: start, stop or signal the task (the task runner does), or
  * fingerprint beyond GetPluginInfo (the CSI manager does).
