@@ -115,6 +115,9 @@ volume_prepare_plugin(struct mounter *m, const struct mreq *rq,
 	/* Its socket dir holds no mount but its own self-bind. */
 	if ((code = volume_shared_root(m, rq->path2, &fd, why)) != OK)
 		return code;
+	/* A dead run's socket would be taken for the new run's. */
+	if (unlinkat(fd, "csi.sock", 0) < 0 && errno != ENOENT)
+		log_warn("prepare_plugin: removing %s/csi.sock", rq->path2);
 	return give(fd, rq->path2, NULL, rq->uid, rq->gid, 02750, why);
 }
 

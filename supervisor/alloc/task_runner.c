@@ -400,10 +400,13 @@ on_prepared(const struct priv_result *res, void *arg)
 		restart_later(tr, true);
 		return;
 	}
-	/* A socket left by an earlier run would be probed as if new. */
+	/* A socket left by an earlier run would be probed as if new (the
+	 * mounter removed a privileged plugin's, in root's directory). */
 	if (tr->ps != NULL && tr->t->driver == ALLOC_DRIVER_EXEC &&
 	    unlink(tr->socket) < 0 && errno != ENOENT)
 		log_warn("task_runner: removing the old socket %s", tr->socket);
+	if (tr->ps != NULL)
+		plugsup_launching(tr->ps);
 	launch(tr);
 }
 

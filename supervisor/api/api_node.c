@@ -92,7 +92,9 @@ void
 api_health(struct api_call *c)
 {
 	const struct api_deps *d = c->d;
+	const struct csi_fingerprint *fp;
 	struct api_helper h[API_NHELPERS];
+	struct csi_inst *in;
 	size_t i;
 
 	if (d->stopping(d->ctx)) {
@@ -108,6 +110,17 @@ api_health(struct api_call *c)
 			    "not ready yet");
 			return;
 		}
+	/* A plugin found sick (not one still being fingerprinted). */
+	for (in = csimgr_first(d->csimgr); in != NULL; in = csimgr_next(in)) {
+		fp = csi_inst_fingerprint(in);
+		if (fp->done && !fp->healthy) {
+			api_error_with(c, 503, api_pack("{s:b}", "healthy",
+			    0), "%s plugin %s (alloc %s) is %s",
+			    csi_inst_type_name(in), csi_inst_name(in),
+			    csi_inst_alloc(in), fp->health);
+			return;
+		}
+	}
 	api_reply(c, 200, api_pack("{s:b}", "healthy", 1));
 }
 

@@ -46,11 +46,18 @@ struct csi_inst {
 	TAILQ_ENTRY(csi_inst) entry;
 };
 
+/* An alloc whose plugin's heartbeat failed, followed or not. */
+struct hb_down {
+	char *name, *alloc, *why;
+	TAILQ_ENTRY(hb_down) entry;
+};
+
 struct csimgr {
 	struct csimgr_deps d;
 	struct regclient_sub *sub;
 	struct event *resync, *resub;
 	TAILQ_HEAD(, csi_inst) insts;
+	TAILQ_HEAD(, hb_down) down;
 };
 
 /* A call's context: the instance and the generation it was made for. */
@@ -60,6 +67,7 @@ struct fpcall {
 };
 
 static void fingerprint(struct csi_inst *in);
+static bool heartbeat_down(struct csi_inst *in);
 
 static const char *
 type_name(Berth__PluginType t)
@@ -137,6 +145,23 @@ set_state(struct csi_inst *in, enum fp_state state)
 	in->fp.healthy = state == FP_HEALTHY;
 }
 
+/* Unhealthy for why: told once as an event, logged when why changes. */
+static void
+mark_unhealthy(struct csi_inst *in, const char *why)
+{
+	if (in->state != FP_UNHEALTHY)
+		events_record(in->m->d.events, "plugin", "PluginUnhealthy",
+		    in->alloc, NULL, in->name, "%s plugin: %s",
+		    type_name(in->type), why);
+	if (in->state != FP_UNHEALTHY ||
+	    strcmp(in->fp.health + 11, why) != 0)
+		log_warnx("csi: plugin=%s type=%s alloc=%s health=unhealthy "
+		    "reason=\"%s\"", in->name, type_name(in->type), in->alloc,
+		    why);
+	set_state(in, FP_UNHEALTHY);
+	snprintf(in->fp.health, sizeof(in->fp.health), "unhealthy: %s", why);
+}
+
 static void
 fp_failed(struct csi_inst *in, const char *fmt, ...) BERTH_PRINTF(2, 3);
 
@@ -150,23 +175,41 @@ fp_failed(struct csi_inst *in, const char *fmt, ...)
 	va_start(ap, fmt);
 	vsnprintf(why, sizeof(why), fmt, ap);
 	va_end(ap);
-	if (in->state != FP_UNHEALTHY)
-		events_record(in->m->d.events, "plugin", "PluginUnhealthy",
-		    in->alloc, NULL, in->name, "%s plugin: %s",
-		    type_name(in->type), why);
-	if (in->state != FP_UNHEALTHY ||
-	    strcmp(in->fp.health + 11, why) != 0)
-		log_warnx("csi: plugin=%s type=%s alloc=%s health=unhealthy "
-		    "reason=\"%s\"", in->name, type_name(in->type), in->alloc,
-		    why);
-	set_state(in, FP_UNHEALTHY);
-	snprintf(in->fp.health, sizeof(in->fp.health), "unhealthy: %s", why);
+	if (heartbeat_down(in))
+		return;
+	mark_unhealthy(in, why);
 	tv.tv_sec = in->retry_ms / 1000;
 	tv.tv_usec = (in->retry_ms % 1000) * 1000;
 	evtimer_add(in->timer, &tv);
 	in->retry_ms *= 2;
 	if (in->retry_ms > FP_RETRY_MAX_MS)
 		in->retry_ms = FP_RETRY_MAX_MS;
+}
+
+static struct hb_down *
+down_of(struct csimgr *m, const char *name, const char *alloc)
+{
+	struct hb_down *h;
+
+	TAILQ_FOREACH(h, &m->down, entry)
+		if (strcmp(h->name, name) == 0 && strcmp(h->alloc, alloc) == 0)
+			return h;
+	return NULL;
+}
+
+/* The heartbeat's word wins over a fingerprint that passed. */
+static bool
+heartbeat_down(struct csi_inst *in)
+{
+	struct hb_down *h = down_of(in->m, in->name, in->alloc);
+	char why[sizeof(in->fp.health)];
+
+	if (h == NULL)
+		return false;
+	evtimer_del(in->timer);
+	snprintf(why, sizeof(why), "its heartbeat failed: %s", h->why);
+	mark_unhealthy(in, why);
+	return true;
 }
 
 static void
@@ -176,6 +219,8 @@ fp_done(struct csi_inst *in)
 	char was[sizeof(fp->health)];
 	bool news = in->state != FP_HEALTHY;
 
+	if (heartbeat_down(in))
+		return;
 	snprintf(was, sizeof(was), "%s", fp->health);
 	set_state(in, FP_HEALTHY);
 	in->retry_ms = FP_RETRY_FIRST_MS;
@@ -370,6 +415,16 @@ find(struct csimgr *m, Berth__PluginType type, const char *name)
 	return NULL;
 }
 
+/* What GetPluginInfo told the plugin supervisor, as registered. */
+static void
+set_provider(struct csi_inst *in, const Berth__PluginInstance *pi)
+{
+	snprintf(in->fp.provider, sizeof(in->fp.provider), "%s",
+	    pi->provider != NULL ? pi->provider : "");
+	snprintf(in->fp.version, sizeof(in->fp.version), "%s",
+	    pi->provider_version != NULL ? pi->provider_version : "");
+}
+
 /* The registry says pi is the active instance of its plugin. */
 static void
 follow(struct csimgr *m, const Berth__PluginInstance *pi, bool refresh)
@@ -379,6 +434,7 @@ follow(struct csimgr *m, const Berth__PluginInstance *pi, bool refresh)
 
 	if (in != NULL) {
 		in->seen = true;
+		set_provider(in, pi);
 		if (strcmp(in->alloc, pi->alloc) == 0 &&
 		    strcmp(in->endpoint, pi->endpoint) == 0) {
 			if (refresh)
@@ -398,6 +454,9 @@ follow(struct csimgr *m, const Berth__PluginInstance *pi, bool refresh)
 			csi_conn_close(in->conn);
 		in->conn = NULL;
 		memset(&in->fp, 0, sizeof(in->fp));
+		set_provider(in, pi);
+		snprintf(in->fp.health, sizeof(in->fp.health),
+		    "fingerprinting");
 		set_state(in, FP_FIRST);
 		in->retry_ms = FP_RETRY_FIRST_MS;
 		fingerprint(in);
@@ -413,9 +472,7 @@ follow(struct csimgr *m, const Berth__PluginInstance *pi, bool refresh)
 	in->type = pi->type;
 	in->seen = true;
 	in->retry_ms = FP_RETRY_FIRST_MS;
-	snprintf(in->fp.provider, sizeof(in->fp.provider), "%s", pi->provider);
-	snprintf(in->fp.version, sizeof(in->fp.version), "%s",
-	    pi->provider_version);
+	set_provider(in, pi);
 	snprintf(in->fp.health, sizeof(in->fp.health), "fingerprinting");
 	TAILQ_INSERT_TAIL(&m->insts, in, entry);
 	log_info("csi: plugin=%s type=%s follows alloc %s", in->name,
@@ -566,6 +623,16 @@ on_resub(evutil_socket_t fd, short ev, void *arg)
 	subscribe(arg);
 }
 
+static void
+down_free(struct csimgr *m, struct hb_down *h)
+{
+	TAILQ_REMOVE(&m->down, h, entry);
+	free(h->name);
+	free(h->alloc);
+	free(h->why);
+	free(h);
+}
+
 struct csimgr *
 csimgr_new(const struct csimgr_deps *d)
 {
@@ -573,6 +640,7 @@ csimgr_new(const struct csimgr_deps *d)
 
 	m->d = *d;
 	TAILQ_INIT(&m->insts);
+	TAILQ_INIT(&m->down);
 	m->resync = xnonnull(evtimer_new(d->base, on_resync, m),
 	    "csimgr_new: evtimer_new");
 	m->resub = xnonnull(evtimer_new(d->base, on_resub, m),
@@ -596,11 +664,46 @@ csimgr_free(struct csimgr *m)
 		regclient_unsubscribe(m->sub);
 	while (TAILQ_FIRST(&m->insts) != NULL)
 		inst_free(TAILQ_FIRST(&m->insts));
+	while (TAILQ_FIRST(&m->down) != NULL)
+		down_free(m, TAILQ_FIRST(&m->down));
 	if (m->resync != NULL)
 		event_free(m->resync);
 	if (m->resub != NULL)
 		event_free(m->resub);
 	free(m);
+}
+
+void
+csimgr_heartbeat(struct csimgr *m, const char *name, const char *alloc,
+    bool healthy, const char *why)
+{
+	struct hb_down *h = down_of(m, name, alloc);
+	struct csi_inst *in;
+
+	if (healthy && h == NULL)
+		return;
+	if (healthy)
+		down_free(m, h);
+	else {
+		if (h == NULL) {
+			h = xcalloc(1, sizeof(*h));
+			h->name = xstrdup(name);
+			h->alloc = xstrdup(alloc);
+			TAILQ_INSERT_TAIL(&m->down, h, entry);
+		}
+		free(h->why);
+		h->why = xstrdup(why != NULL && why[0] != '\0' ? why :
+		    "no reason given");
+	}
+	TAILQ_FOREACH(in, &m->insts, entry) {
+		if (strcmp(in->name, name) != 0 ||
+		    strcmp(in->alloc, alloc) != 0)
+			continue;
+		if (healthy)
+			fingerprint(in);	/* healthy once it passes */
+		else
+			heartbeat_down(in);
+	}
 }
 
 struct csi_inst *
@@ -627,11 +730,11 @@ csi_inst_fingerprint(const struct csi_inst *in)
 	return &in->fp;
 }
 
-/* In the order the instances were first followed. */
+/* In the order the instances were first followed; none without m. */
 struct csi_inst *
 csimgr_first(struct csimgr *m)
 {
-	return TAILQ_FIRST(&m->insts);
+	return m != NULL ? TAILQ_FIRST(&m->insts) : NULL;
 }
 
 struct csi_inst *

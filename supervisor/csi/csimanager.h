@@ -7,6 +7,9 @@
  * manager fingerprints its plugin (GetPluginCapabilities; NodeGetInfo and
  * NodeGetCapabilities for a node plugin; ControllerGetCapabilities for a
  * controller) and keeps a health description an operator can read.
+ * The plugin supervisors' heartbeats count too: an alloc whose heartbeat
+ * streak failed is unhealthy, whatever its last fingerprint said, until
+ * its heartbeat passes and a new fingerprint does.
  * Optional fields may be absent and enums may hold values we do not know:
  * neither is an error.
  *
@@ -62,6 +65,14 @@ struct csimgr_deps {
 struct csimgr *csimgr_new(const struct csimgr_deps *d);
 void csimgr_start(struct csimgr *m);
 void csimgr_free(struct csimgr *m);
+
+/*
+ * The heartbeat of plugin name's alloc turned unhealthy (why says how)
+ * or healthy again (why unused); also for an alloc not followed yet, so
+ * that a promotion to it does not show it healthy.
+ */
+void csimgr_heartbeat(struct csimgr *m, const char *name, const char *alloc,
+    bool healthy, const char *why);
 
 /* The active instance of a plugin, or NULL. */
 struct csi_inst *csimgr_find(struct csimgr *m, Berth__PluginType type,

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 
 #include "csi_client.h"
+#include "csimanager.h"
 #include "duration.h"
 #include "metrics.h"
 #include "plugin_supervisor.h"
@@ -55,7 +56,7 @@ struct plugsup {
 	int fails, pending, regs_pending, reg_failed;
 	unsigned registered;		/* PLUGSUP_NODE | PLUGSUP_CONTROLLER */
 	int64_t backoff_ms;
-	struct timespec started, sock_seen, probe_sent;
+	struct timespec started, launched, sock_seen, probe_sent;
 	char last_error[1024], provider[128], version[64];
 	void (*done)(void *arg);
 	void *done_arg;
@@ -150,6 +151,15 @@ set_health(struct plugsup *ps, bool healthy)
 	ps->ops->health(ps->arg, healthy);
 }
 
+/* The heartbeat's word, for the CSI manager: why when unhealthy. */
+static void
+tell_csimgr(struct plugsup *ps, bool healthy, const char *why)
+{
+	if (ps->deps.csimgr != NULL)
+		csimgr_heartbeat(ps->deps.csimgr, ps->id, ps->alloc, healthy,
+		    why);
+}
+
 static void
 retry_waiting(struct plugsup *ps)
 {
@@ -193,6 +203,12 @@ on_registered(const struct regclient_result *res, void *arg)
 	if (ps->adopted && ps->was_healthy)
 		log_info("plugin %s (alloc %s) re-registered as %s after "
 		    "adoption; still healthy", ps->id, ps->alloc, types);
+	else if (ps->sock_seen.tv_sec == 0)
+		event_msg(ps, "PluginHealthy", "plugin %s (%s %s) registered "
+		    "as %s; healthy %.1f ms after the task started (its socket "
+		    "was made before)", ps->id, ps->provider,
+		    ps->version[0] ? ps->version : "(no version)", types,
+		    ms_since(&ps->started));
 	else
 		event_msg(ps, "PluginHealthy", "plugin %s (%s %s) registered "
 		    "as %s; healthy %.1f ms after its socket appeared, %.1f ms "
@@ -201,6 +217,7 @@ on_registered(const struct regclient_result *res, void *arg)
 		    ms_since(&ps->sock_seen), ms_since(&ps->started));
 	ps->was_healthy = true;
 	set_health(ps, true);
+	tell_csimgr(ps, true, NULL);
 	schedule(ps, ps->conf.heartbeat_ms);
 }
 
@@ -314,11 +331,16 @@ on_probe(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 				event_msg(ps, "PluginHealthy", "plugin %s is "
 				    "healthy again", ps->id);
 			set_health(ps, true);
+			tell_csimgr(ps, true, NULL);
 		} else if (++ps->fails >= PLUGSUP_DOWN_AFTER && ps->healthy) {
-			event_msg(ps, "PluginUnhealthy", "plugin %s: %d probes "
-			    "in a row failed; the last: %s", ps->id, ps->fails,
-			    ps->last_error);
+			char why[1200];
+
+			snprintf(why, sizeof(why), "%d probes in a row failed; "
+			    "the last: %s", ps->fails, ps->last_error);
+			event_msg(ps, "PluginUnhealthy", "plugin %s: %s",
+			    ps->id, why);
 			set_health(ps, false);
+			tell_csimgr(ps, false, why);
 		} else if (!ok)
 			log_info("plugin %s (alloc %s): probe failed (%d in a "
 			    "row, unhealthy at %d): %s", ps->id, ps->alloc,
@@ -340,6 +362,15 @@ probe_deadline(const struct plugsup *ps)
 	    ms > 10000 ? 10000 : (int)ms;
 }
 
+/* Made by this run: after its launch, or when no launch was seen. */
+static bool
+after_start(const struct plugsup *ps, const struct timespec *t)
+{
+	return ps->launched.tv_sec == 0 || t->tv_sec > ps->launched.tv_sec ||
+	    (t->tv_sec == ps->launched.tv_sec &&
+	    t->tv_nsec >= ps->launched.tv_nsec);
+}
+
 static void
 probe(struct plugsup *ps)
 {
@@ -358,7 +389,15 @@ probe(struct plugsup *ps)
 			retry_waiting(ps);
 			return;
 		}
-		if (ps->sock_seen.tv_sec == 0)
+		/* A dead run's socket: the plugin makes its own. */
+		if (!after_start(ps, &st.st_ctim)) {
+			snprintf(ps->last_error, sizeof(ps->last_error),
+			    "only an earlier run's socket at %s yet",
+			    ps->socket);
+			retry_waiting(ps);
+			return;
+		}
+		if (ps->sock_seen.tv_sec == 0 && !ps->adopted)
 			ps->sock_seen = st.st_ctim;
 	}
 	if (ps->conn == NULL && (ps->conn = csi_conn_open(ps->deps.csi,
@@ -452,12 +491,21 @@ plugsup_new(const struct plugsup_deps *deps, const struct plugsup_conf *conf,
 }
 
 void
+plugsup_launching(struct plugsup *ps)
+{
+	/* The coarse clock is the one that stamps the socket's inode. */
+	clock_gettime(CLOCK_REALTIME_COARSE, &ps->launched);
+}
+
+void
 plugsup_start(struct plugsup *ps, bool adopted, bool was_healthy)
 {
 	struct timeval tv = { ps->conf.health_timeout_ms / 1000,
 		(ps->conf.health_timeout_ms % 1000) * 1000 };
 
 	ps->adopted = adopted;
+	if (adopted)
+		memset(&ps->launched, 0, sizeof(ps->launched));
 	ps->was_healthy = was_healthy;
 	ps->healthy = adopted && was_healthy;
 	ps->state = PS_WAITING;
@@ -549,6 +597,7 @@ plugsup_stop(struct plugsup *ps, void (*done)(void *arg), void *arg)
 		event_msg(ps, "PluginDeregistered", "plugin %s deregistered",
 		    ps->id);
 	set_health(ps, false);
+	tell_csimgr(ps, true, NULL);	/* forget a failed streak */
 	finish_stop(ps);
 }
 

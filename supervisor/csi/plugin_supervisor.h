@@ -6,8 +6,10 @@
  * GetPluginInfo (a name is required) and registers the plugin (a monolith
  * as controller and as node); then it heartbeats on an interval and
  * reports a health change only after two probes agree, so one slow probe
- * does not flap. It deregisters every type it registered when the task
- * stops or ends.
+ * does not flap; the CSI manager hears of it too. A socket older than
+ * the task's launch is a dead run's leftover: not probed as the
+ * plugin's, and not where its timing starts. It deregisters every type
+ * it registered when the task stops or ends.
  *
  * Must not: start, stop or signal the task (the task runner does), or
  * fingerprint beyond GetPluginInfo (the CSI manager does).
@@ -21,6 +23,7 @@
 struct event_base;
 struct regclient;
 struct csi_client;
+struct csimgr;
 struct watcher;
 struct plugsup;
 
@@ -41,13 +44,15 @@ struct plugsup_conf {
 /*
  * What a plugin supervisor uses, all owned by the caller and outliving
  * it: the loop, the registry link it registers on, the CSI client it
- * probes with, and the inotify watcher for the socket's directory.
+ * probes with, the inotify watcher for the socket's directory, and the
+ * CSI manager it tells of heartbeat health changes (may be NULL).
  */
 struct plugsup_deps {
 	struct event_base *base;
 	struct regclient *registry;
 	struct csi_client *csi;
 	struct watcher *watcher;
+	struct csimgr *csimgr;
 };
 
 struct plugsup_ops {
@@ -69,6 +74,9 @@ struct plugsup_ops {
 struct plugsup *plugsup_new(const struct plugsup_deps *deps,
     const struct plugsup_conf *conf, const struct plugsup_ops *ops,
     void *arg);
+/* The task is about to be launched: a socket older than now is a dead
+ * run's leftover. */
+void plugsup_launching(struct plugsup *ps);
 /*
  * The task runs: probe at once. adopted: it ran before a supervisor
  * restart, and was_healthy is the health last reported, so that adopting

@@ -415,7 +415,8 @@ allocs_plugsup(void *ctx, const struct plugsup_conf *conf,
 	struct supervisor *sv = ctx;
 
 	return plugsup_new(&(struct plugsup_deps){ sv->base,
-	    sv->registry.client, sv->csi, sv->watcher }, conf, ops, arg);
+	    sv->registry.client, sv->csi, sv->watcher, sv->csimgr }, conf,
+	    ops, arg);
 }
 
 static void

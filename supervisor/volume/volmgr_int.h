@@ -236,6 +236,8 @@ void volmgr_call_orphan(struct vcall *c);
 /* volmgr_plugins.c: the plugin's instances and the requests' parts */
 bool controller_of(struct volmgr *vm, const char *plugin,
     struct volmgr_plugin *out);
+/* A controller instance not healthy: true, and the unit waits (ended). */
+bool controller_sick(struct unit *u, const char *plugin);
 /* The pub's node instance; false (and the unit ended) when none. */
 bool node_or_end(struct unit *u, struct volmgr_plugin *out);
 void mount_type(struct unit *u, const struct volmgr_plugin *node);

@@ -99,7 +99,7 @@ controller_publish(struct unit *u)
 	void *ptrs[CTX_MAX];
 	struct capbuf cb;
 
-	if (!node_or_end(u, &node))
+	if (!node_or_end(u, &node) || controller_sick(u, p->plugin))
 		return;
 	if (!controller_of(u->job->vm, p->plugin, &ctl) ||
 	    !ctl.fp->publish_unpublish) {

@@ -79,6 +79,8 @@ validate(struct unit *u)
 
 	spec_context(s, &u->created_ctx);
 	/* Without a controller service, nothing to ask. */
+	if (controller_sick(u, s->plugin))
+		return;
 	if (!controller_of(u->job->vm, s->plugin, &ctl)) {
 		put_volume(u, s->external_id, &u->created_ctx);
 		return;
@@ -150,6 +152,8 @@ create(struct unit *u)
 	struct volmgr_plugin ctl;
 	struct capbuf cb;
 
+	if (controller_sick(u, s->plugin))
+		return;
 	if (!controller_of(u->job->vm, s->plugin, &ctl)) {
 		unit_fail(u, VOLMGR_FAILED, "plugin %s has no healthy "
 		    "controller instance", s->plugin);
@@ -246,6 +250,8 @@ delete_volume(struct unit *u, const Berth__VolumeReply *vr)
 		unit_end(u);
 		return;
 	}
+	if (controller_sick(u, vr->volume->plugin_id))
+		return;
 	if (!controller_of(u->job->vm, vr->volume->plugin_id, &ctl) ||
 	    !ctl.fp->create_delete) {
 		forget_volume(u);

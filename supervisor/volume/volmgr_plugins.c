@@ -53,14 +53,43 @@ controller_of(struct volmgr *vm, const char *plugin,
 	    plugin, out);
 }
 
+/*
+ * The plugin has a controller instance that is not healthy (yet, or no
+ * more): the unit waits for it (fails VOLMGR_RETRY, saying why, and
+ * ends) rather than going on as if the plugin had no controller.
+ */
+bool
+controller_sick(struct unit *u, const char *plugin)
+{
+	struct volmgr_plugin ctl;
+
+	if (!find(u->job->vm, BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_CONTROLLER,
+	    plugin, &ctl) || (ctl.conn != NULL && ctl.fp != NULL &&
+	    ctl.fp->done && ctl.fp->healthy))
+		return false;
+	unit_fail(u, VOLMGR_RETRY, "plugin %s: its controller instance (alloc "
+	    "%s) is %s", plugin, ctl.alloc != NULL ? ctl.alloc : "?",
+	    ctl.fp != NULL && ctl.fp->done ? ctl.fp->health :
+	    "not fingerprinted yet");
+	unit_end(u);
+	return true;
+}
+
 bool
 node_or_end(struct unit *u, struct volmgr_plugin *out)
 {
 	if (healthy(u->job->vm, BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE,
 	    u->pub->plugin, out))
 		return true;
-	unit_fail(u, VOLMGR_RETRY, "plugin %s: no healthy node instance yet",
-	    u->pub->plugin);
+	/* Waits (the caller retries) rather than calling a sick plugin. */
+	if (out->fp != NULL && out->fp->done &&
+	    out->fp->health[0] != '\0')
+		unit_fail(u, VOLMGR_RETRY, "plugin %s: its node instance "
+		    "(alloc %s) is %s", u->pub->plugin, out->alloc,
+		    out->fp->health);
+	else
+		unit_fail(u, VOLMGR_RETRY, "plugin %s: no healthy node "
+		    "instance yet", u->pub->plugin);
 	unit_end(u);
 	return false;
 }

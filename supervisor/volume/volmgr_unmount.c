@@ -97,7 +97,7 @@ controller_unpublish(struct unit *u)
 
 	p->staged = false;
 	have_ctl = controller_of(u->job->vm, p->plugin, &ctl);
-	if (!node_or_end(u, &node))
+	if (!node_or_end(u, &node) || controller_sick(u, p->plugin))
 		return;
 	if (!have_ctl || !ctl.fp->publish_unpublish ||
 	    volume_shared(u->job->vm, p, false)) {

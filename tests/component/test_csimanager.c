@@ -5,8 +5,10 @@
  * once, late, out of order, never, or closes) and sends plugin event
  * notices; and the real sample plugin (berth-csi-hostpath), two of them
  * with different node ids, to fingerprint. It checks what the manager
- * follows and what it reports: fingerprinting, healthy, unhealthy, the
- * newest alloc active, the plugin gone, gaps, resyncs, a subscription
+ * follows and what it reports: fingerprinting, healthy, unhealthy, a
+ * failed heartbeat streak and its end, provider and version across a
+ * switch, the newest alloc active, the plugin gone, gaps, resyncs, a
+ * subscription
  * that ends, and a registry link that closes; and that running out of
  * memory while following ends the process instead of leaving a plugin
  * unfollowed.
@@ -34,7 +36,7 @@
 /* One row of the fake registry's plugin table. */
 struct row {
 	Berth__PluginType type;
-	char name[64], alloc[64], endpoint[300];
+	char name[64], alloc[64], endpoint[300], version[80];
 	bool active, used;
 };
 
@@ -67,7 +69,7 @@ instance_of(const struct row *r, Berth__PluginInstance *pi)
 	pi->alloc = (char *)r->alloc;
 	pi->endpoint = (char *)r->endpoint;
 	pi->provider = "hostpath.csi.berth.dev";
-	pi->provider_version = "test";
+	pi->provider_version = (char *)r->version;
 	pi->active = r->active;
 }
 
@@ -197,6 +199,9 @@ add_row(Berth__PluginType type, const char *name, const char *alloc,
 	snprintf(fx.rows[free_i].alloc, sizeof(fx.rows[0].alloc), "%s", alloc);
 	snprintf(fx.rows[free_i].endpoint, sizeof(fx.rows[0].endpoint), "%s",
 	    endpoint);
+	/* Each alloc its own version, as after an update. */
+	snprintf(fx.rows[free_i].version, sizeof(fx.rows[0].version),
+	    "1.0-%s", alloc);
 }
 
 /* Remove a row; the newest remaining one (the last added) is promoted. */
@@ -495,12 +500,19 @@ START_TEST(test_newest_active_then_gone)
 	ck_assert_str_eq(csi_inst_fingerprint(in)->node_id, "node-2");
 	ck_assert_str_eq(csi_inst_endpoint(in), fx.ep[1]);
 	ck_assert_uint_eq(followed(), 1);
-	/* a2 goes: a1 is promoted. */
+	/* The update's provider and version, as registered. */
+	ck_assert_str_eq(csi_inst_fingerprint(in)->provider,
+	    "hostpath.csi.berth.dev");
+	ck_assert_str_eq(csi_inst_fingerprint(in)->version, "1.0-a2");
+	/* a2 goes: a1 is promoted, with its own provider and version. */
 	del_row(NODE, "hp", "a2");
 	notice(DEREGISTERED, NODE, "hp", "a2");
 	notice(PROMOTED, NODE, "hp", "a1");
 	in = wait_follows(NODE, "hp", "a1", 1);
 	ck_assert_str_eq(csi_inst_fingerprint(in)->node_id, "node-1");
+	ck_assert_str_eq(csi_inst_fingerprint(in)->provider,
+	    "hostpath.csi.berth.dev");
+	ck_assert_str_eq(csi_inst_fingerprint(in)->version, "1.0-a1");
 	/* a1 goes too: nothing left. */
 	del_row(NODE, "hp", "a1");
 	notice(DEREGISTERED, NODE, "hp", "a1");
@@ -563,6 +575,69 @@ START_TEST(test_unhealthy_then_healthy)
 	notice(REGISTERED, NODE, "hp", "a2");
 	wait_follows(NODE, "hp", "a2", 1);
 	ck_assert_int_eq(events_of("PluginHealthy", "hp"), 1);
+}
+END_TEST
+
+/*
+ * The plugin supervisor's heartbeat streak failed: the instance is
+ * unhealthy at once, through every reader's view, and stays so while
+ * its fingerprint would pass (resyncs refresh it) until the heartbeat
+ * passes again. A streak on an alloc not followed yet is kept: promoted,
+ * that alloc is not shown healthy.
+ */
+START_TEST(test_heartbeat_streak)
+{
+	const struct csi_fingerprint *fp;
+	struct csi_inst *in;
+
+	setup_with(5000, 300);
+	plugin_start(0);
+	plugin_start(1);
+	start_following();
+	add_row(NODE, "hp", "a1", fx.ep[0]);
+	add_row(CTRL, "hp", "a1", fx.ep[0]);
+	notice(REGISTERED, NODE, "hp", "a1");
+	notice(REGISTERED, CTRL, "hp", "a1");
+	wait_follows(CTRL, "hp", "a1", 1);
+	in = wait_follows(NODE, "hp", "a1", 1);
+	fp = csi_inst_fingerprint(in);
+	ck_assert_int_eq(events_of("PluginHealthy", "hp"), 2);
+	/* Another plugin's, or another alloc's, streak changes nothing. */
+	csimgr_heartbeat(fx.m, "other", "a1", false, "2 probes in a row "
+	    "failed");
+	ck_assert(fp->healthy);
+	csimgr_heartbeat(fx.m, "hp", "a1", false, "2 probes in a row failed; "
+	    "the last: Probe: DEADLINE_EXCEEDED: deadline exceeded");
+	/* At once, for both types (a monolith heartbeats once). */
+	ck_assert(fp->done && !fp->healthy);
+	ck_assert_str_eq(fp->health, "unhealthy: its heartbeat failed: 2 "
+	    "probes in a row failed; the last: Probe: DEADLINE_EXCEEDED: "
+	    "deadline exceeded");
+	ck_assert(!csi_inst_fingerprint(csimgr_find(fx.m, CTRL,
+	    "hp"))->healthy);
+	ck_assert_int_eq(events_of("PluginUnhealthy", "hp"), 2);
+	/* Resyncs fingerprint the plugin, which answers: still unhealthy. */
+	idle(1000);
+	ck_assert(fp->done && !fp->healthy);
+	ck_assert_int_eq(events_of("PluginUnhealthy", "hp"), 2);
+	ck_assert_int_eq(events_of("PluginHealthy", "hp"), 2);
+	/* The heartbeat passes again: healthy once fingerprinted. */
+	csimgr_heartbeat(fx.m, "hp", "a1", true, NULL);
+	in = wait_follows(NODE, "hp", "a1", 1);
+	ck_assert(strncmp(csi_inst_fingerprint(in)->health, "healthy: ", 9) ==
+	    0);
+	wait_follows(CTRL, "hp", "a1", 1);
+	ck_assert_int_eq(events_of("PluginHealthy", "hp"), 4);
+	/* a2's streak failed before it was followed; promoted, it shows so. */
+	csimgr_heartbeat(fx.m, "hp", "a2", false, "2 probes in a row failed");
+	ck_assert(csi_inst_fingerprint(in)->healthy);
+	add_row(NODE, "hp", "a2", fx.ep[1]);
+	notice(REGISTERED, NODE, "hp", "a2");
+	in = wait_follows(NODE, "hp", "a2", 0);
+	ck_assert_str_eq(csi_inst_fingerprint(in)->health, "unhealthy: its "
+	    "heartbeat failed: 2 probes in a row failed");
+	csimgr_heartbeat(fx.m, "hp", "a2", true, NULL);
+	wait_follows(NODE, "hp", "a2", 1);
 }
 END_TEST
 
@@ -733,6 +808,7 @@ main(void)
 	tcase_add_test(tc, test_newest_active_then_gone);
 	tcase_add_test(tc, test_stale_fingerprint_dropped);
 	tcase_add_test(tc, test_unhealthy_then_healthy);
+	tcase_add_test(tc, test_heartbeat_streak);
 	tcase_add_test(tc, test_gap);
 	tcase_add_test(tc, test_periodic_resync);
 	tcase_add_test(tc, test_lookups_late_out_of_order_never);

@@ -5,8 +5,9 @@
  * that answers registrations at once, late, out of order, with an error,
  * never, or closes. Every state is passed through: waiting for the
  * socket, GetPluginInfo, registering, running with heartbeats (healthy,
- * unhealthy after failed probes, healthy again), the health timeout, and
- * stopping with its deregistrations.
+ * unhealthy after failed probes, healthy again), the health timeout, a
+ * dead run's leftover socket (not where the timing starts), and stopping
+ * with its deregistrations.
  */
 #include <signal.h>
 #include <stdint.h>
@@ -14,6 +15,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 
 #include <check.h>
 
@@ -187,6 +191,7 @@ setup_with(unsigned reg_timeout_ms, int64_t health_timeout_ms)
 	deps.registry = fx.rc;
 	deps.csi = fx.csi;
 	deps.watcher = fx.watcher;
+	deps.csimgr = NULL;
 	conf.alloc = "a1";
 	conf.task = "plugin";
 	conf.id = "hp";
@@ -393,6 +398,52 @@ START_TEST(test_socket_appears_late)
 }
 END_TEST
 
+/* A dead run left its socket: a socket that nothing accepts on. */
+static void
+leave_socket(const char *path)
+{
+	struct sockaddr_un sun = { .sun_family = AF_UNIX };
+	int fd;
+
+	ck_assert_uint_lt(strlen(path), sizeof(sun.sun_path));
+	memcpy(sun.sun_path, path, strlen(path));
+	ck_assert_int_ge(fd = socket(AF_UNIX, SOCK_STREAM, 0), 0);
+	ck_assert_int_eq(bind(fd, (struct sockaddr *)&sun, sizeof(sun)), 0);
+	close(fd);
+}
+
+/*
+ * Restarted over a dead run's socket: that socket is not the plugin's,
+ * and "healthy N ms after its socket appeared" counts from the socket
+ * the new run made, not from the leftover (here a second older).
+ */
+START_TEST(test_restart_timing_from_new_socket)
+{
+	const char *msg = NULL, *at;
+	long long t0;
+	double ms;
+
+	setup();
+	leave_socket(fx.sock);
+	idle(1000);
+	plugsup_launching(fx.ps);
+	plugsup_start(fx.ps, false, false);
+	idle(300);
+	ck_assert(!fx.healthy);
+	ck_assert_int_eq(fx.nevents, 0);
+	t0 = now_ms();
+	plugin_start();
+	ck_assert(fake_run_until(fx.base, is_healthy, NULL, 10000));
+	ck_assert_int_eq(events_of("PluginHealthy", &msg), 1);
+	ck_assert_ptr_nonnull(at = strstr(msg, "; healthy "));
+	ck_assert_ptr_nonnull(strstr(msg, "ms after its socket appeared"));
+	ms = strtod(at + 10, NULL);
+	/* Not more than since the plugin started (the coarse clock that
+	 * stamps inodes may lag by a tick). */
+	ck_assert_msg(ms <= (double)(now_ms() - t0) + 20, "%s", msg);
+}
+END_TEST
+
 /* Never healthy: a restart is asked once, and probing ends. */
 START_TEST(test_health_timeout)
 {
@@ -575,6 +626,7 @@ main(void)
 	tcase_add_test(tc, test_register_heartbeat_stop);
 	tcase_add_test(tc, test_unhealthy_after_failed_heartbeats);
 	tcase_add_test(tc, test_socket_appears_late);
+	tcase_add_test(tc, test_restart_timing_from_new_socket);
 	tcase_add_test(tc, test_health_timeout);
 	tcase_add_test(tc, test_registry_error);
 	tcase_add_test(tc, test_registry_late_out_of_order);

@@ -648,7 +648,7 @@ START_TEST(test_plugin_never_healthy_is_restarted)
 	ck_assert_ptr_nonnull(csi = csi_client_new(base));
 	ck_assert_ptr_nonnull(w = watcher_new(base));
 	deps.plugsup_new = real_plugsup;
-	deps.plugsup_ctx = &(struct plugsup_deps){ base, rc, csi, w };
+	deps.plugsup_ctx = &(struct plugsup_deps){ base, rc, csi, w, NULL };
 	ck_assert_int_eq(alloc_parse(json, strlen(json), &p, &probs), 0);
 	alloc_problems_free(&probs);
 	tr = trun_new(&deps, p, &p->tasks[0], NULL, stopped, NULL);

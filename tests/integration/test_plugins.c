@@ -3,8 +3,9 @@
  * manager, end to end: the real three processes in spawn mode, the real
  * sample plugin (berth-csi-hostpath) run as exec and as privileged tasks
  * from allocation files, judged from what the supervisor's API reports:
- * its typed events (task and plugin events) and the CSI manager's view of
- * the registry (GET /v1/plugin/<id>).
+ * its typed events (task and plugin events), the CSI manager's view of
+ * the registry (GET /v1/plugin/<id>, /v1/plugins), /v1/health and
+ * /v1/metrics.
  */
 #include <signal.h>
 #include <stdio.h>
@@ -14,6 +15,7 @@
 
 #include <check.h>
 
+#include "http.h"
 #include "svtest.h"
 
 /* A string field of a JSON object, "" when absent. */
@@ -42,6 +44,141 @@ hostpath_alloc(struct berth *b, const char *file, const char *alloc,
 	/* Renamed into place, as an operator's tool would. */
 	berth_alloc(b, file, text);
 }
+
+/* GET /v1/metrics: its text, or "" when it does not answer 200. */
+static void
+metrics_text(struct berth *b, char *buf, size_t n)
+{
+	struct http_response resp;
+	char why[600];
+
+	buf[0] = '\0';
+	if (http_request(b->sock, "GET", "/v1/metrics", NULL, 0, 5000, &resp,
+	    why, sizeof(why)) != 0)
+		return;
+	if (resp.status == 200)
+		snprintf(buf, n, "%s", resp.body);
+	http_response_free(&resp);
+}
+
+/* Plugin id in GET /v1/plugins, or NULL (json_decref the list). */
+static json_t *
+listed_plugin(struct berth *b, const char *id, json_t **list)
+{
+	json_t *p;
+	size_t i;
+
+	*list = sv_get(b, "/v1/plugins");
+	ck_assert_ptr_nonnull(*list);
+	json_array_foreach(json_object_get(*list, "plugins"), i, p)
+		if (strcmp(jstr(p, "id"), id) == 0)
+			return p;
+	return NULL;
+}
+
+/*
+ * What an operator sees of plugin hp (a monolith of alloc a1) within ms:
+ * /v1/plugins, /v1/plugin/hp with both instances, /v1/health and
+ * berth_plugin_healthy all agree on healthy, and say why when not.
+ */
+static void
+wait_seen(struct berth *b, bool healthy, int ms)
+{
+	char metrics[65536], line[200];
+	json_t *list, *p, *h;
+	int i, status = 0;
+	bool ok = false;
+
+	snprintf(line, sizeof(line), "berth_plugin_healthy{plugin=\"hp\","
+	    "type=\"node\",alloc=\"a1\"} %d\n", healthy);
+	for (i = 0; i < ms / 100 && !ok; i++) {
+		if (i > 0)
+			usleep(100000);
+		p = listed_plugin(b, "hp", &list);
+		ok = p != NULL && json_is_true(json_object_get(p, "healthy")) ==
+		    healthy;
+		json_decref(list);
+		h = sv_api(b, "GET", "/v1/health", NULL, &status);
+		ok = ok && status == (healthy ? 200 : 503) && (healthy ||
+		    strstr(jstr(h, "error"), "plugin hp (alloc a1) is "
+		    "unhealthy: its heartbeat failed: 2 probes in a row "
+		    "failed") != NULL);
+		json_decref(h);
+		metrics_text(b, metrics, sizeof(metrics));
+		ok = ok && strstr(metrics, line) != NULL;
+	}
+	ck_assert_msg(ok, "plugin hp not seen %s within %d ms: health %d, "
+	    "metrics:\n%s", healthy ? "healthy" : "unhealthy", ms, status,
+	    metrics);
+	json_decref(wait_instance(b, "hp", "node", "a1", healthy, 1));
+	json_decref(wait_instance(b, "hp", "controller", "a1", healthy, 1));
+	p = sv_get(b, "/v1/plugin/hp");
+	ck_assert_ptr_nonnull(p);
+	ck_assert(json_is_true(json_object_get(p, "healthy")) == healthy);
+	json_array_foreach(json_object_get(p, "instances"), i, h)
+		ck_assert_msg(healthy ? strncmp(jstr(h, "health"), "healthy: ",
+		    9) == 0 : strstr(jstr(h, "health"), "its heartbeat "
+		    "failed") != NULL, "%s", jstr(h, "health"));
+	/* What GetPluginInfo said, whatever the health. */
+	ck_assert_str_eq(jstr(p, "provider"), "hostpath.csi.berth.dev");
+	ck_assert_str_eq(jstr(p, "version"), "0.1.0");
+	json_decref(p);
+}
+
+/*
+ * A frozen plugin fails its heartbeats: unhealthy everywhere an operator
+ * looks (plugin list and status, /v1/health, the metrics), and volume
+ * work waits for it with a clear error, at once; healthy again
+ * everywhere once it runs again, and volume work goes through.
+ */
+#define VOLUME "{\"plugin_id\": \"hp\", \"access_mode\": " \
+    "\"single-node-writer\", \"attachment_mode\": \"file-system\"}"
+
+START_TEST(frozen_plugin_unhealthy_everywhere)
+{
+	struct berth b;
+	int64_t t0;
+	json_t *j;
+	int status;
+	pid_t pid;
+
+	berth_config(&b, "300ms", NULL);
+	berth_start(&b);
+	hostpath_alloc(&b, "a1.json", "a1", "hp", "monolith", "10s", NULL);
+	json_decref(wait_instance(&b, "hp", "node", "a1", true, 10000));
+	json_decref(wait_instance(&b, "hp", "controller", "a1", true, 10000));
+	wait_seen(&b, true, 1000);
+	ck_assert_int_eq(task_pids(&b, &pid), 1);
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	wait_event(&b, "PluginUnhealthy", "a1/plugin", "2 probes in a row "
+	    "failed", 10000);
+	wait_seen(&b, false, 2000);
+	/* Volume work waits for it, saying why, instead of calling it. */
+	t0 = http_now_ms();
+	j = sv_api(&b, "PUT", "/v1/volume/v9/create", VOLUME, &status);
+	ck_assert_int_eq(status, 503);
+	ck_assert_msg(strstr(jstr(j, "error"), "plugin hp: its controller "
+	    "instance (alloc a1) is unhealthy: its heartbeat failed") != NULL,
+	    "%s", jstr(j, "error"));
+	json_decref(j);
+	ck_assert_int_lt(http_now_ms() - t0, 2000);
+	/* Resyncs come and go (2 s here): still unhealthy. */
+	usleep(2500000);
+	wait_seen(&b, false, 100);
+	ck_assert_int_eq(kill(pid, SIGCONT), 0);
+	wait_event(&b, "PluginHealthy", "a1/plugin", "healthy again", 10000);
+	wait_seen(&b, true, 10000);
+	j = sv_api(&b, "PUT", "/v1/volume/v9/create", VOLUME, &status);
+	ck_assert_msg(status == 200, "%d %s", status, jstr(j, "error"));
+	json_decref(j);
+	j = sv_api(&b, "DELETE", "/v1/volume/v9", NULL, &status);
+	ck_assert_msg(status == 200, "%d %s", status, jstr(j, "error"));
+	json_decref(j);
+	remove_alloc(&b, "a1.json");
+	wait_event(&b, "AllocStopped", "a1", NULL, 10000);
+	berth_stop(&b);
+}
+END_TEST
 
 /* Optional fields left out, unknown capability types: healthy anyway. */
 START_TEST(minimal_plugin_is_healthy_and_fingerprinted)
@@ -162,10 +299,12 @@ START_TEST(crash_gives_event_and_restart)
 }
 END_TEST
 
-/* Two allocs of one plugin: the newer is active; stop it, the older is. */
+/* Two allocs of one plugin: the newer is active; stop it, the older is,
+ * with the provider and version it registered. */
 START_TEST(newer_alloc_stopped_older_active_at_once)
 {
 	struct berth b;
+	json_t *p, *list;
 
 	berth_config(&b, "1s", NULL);
 	berth_start(&b);
@@ -175,11 +314,21 @@ START_TEST(newer_alloc_stopped_older_active_at_once)
 	json_decref(wait_instance(&b, "hp", "node", "new", false, 10000));
 	json_decref(wait_instance(&b, "hp", "controller", "new", false,
 	    10000));
+	p = sv_get(&b, "/v1/plugin/hp");
+	ck_assert_str_eq(jstr(p, "provider"), "hostpath.csi.berth.dev");
+	ck_assert_str_eq(jstr(p, "version"), "0.1.0");
+	json_decref(p);
 	remove_alloc(&b, "new.json");
-	json_decref(wait_instance(&b, "hp", "node", "old", false, 10000));
-	json_decref(wait_instance(&b, "hp", "controller", "old", false,
+	json_decref(wait_instance(&b, "hp", "node", "old", true, 10000));
+	json_decref(wait_instance(&b, "hp", "controller", "old", true,
 	    10000));
 	wait_event(&b, "AllocStopped", "new", NULL, 10000);
+	/* Promoted back: provider and version as the old alloc registered. */
+	p = listed_plugin(&b, "hp", &list);
+	ck_assert_ptr_nonnull(p);
+	ck_assert_str_eq(jstr(p, "provider"), "hostpath.csi.berth.dev");
+	ck_assert_str_eq(jstr(p, "version"), "0.1.0");
+	json_decref(list);
 	/* A monolith deregisters both: then no instance is left of either. */
 	remove_alloc(&b, "old.json");
 	ck_assert_ptr_null(wait_instance(&b, "hp", "node", NULL, false,
@@ -282,6 +431,110 @@ START_TEST(privileged_plugin_through_the_mounter)
 }
 END_TEST
 
+/* A small file's text ("" when it cannot be read). */
+static void
+read_file(const char *path, char *buf, size_t n)
+{
+	FILE *f = fopen(path, "r");
+	size_t got = 0;
+
+	if (f != NULL) {
+		got = fread(buf, 1, n - 1, f);
+		fclose(f);
+	}
+	buf[got] = '\0';
+}
+
+/* The message of the last PluginHealthy event of alloc/task who. */
+static void
+last_healthy(struct berth *b, const char *who, char *buf, size_t n)
+{
+	json_t *all = sv_get(b, "/v1/events?index=0"), *e;
+	char subject[200];
+	size_t i;
+
+	ck_assert_ptr_nonnull(all);
+	buf[0] = '\0';
+	json_array_foreach(json_object_get(all, "events"), i, e) {
+		snprintf(subject, sizeof(subject), "%s/%s", jstr(e, "alloc"),
+		    jstr(e, "task"));
+		if (strcmp(jstr(e, "type"), "PluginHealthy") == 0 &&
+		    strcmp(subject, who) == 0)
+			snprintf(buf, n, "%s", jstr(e, "message"));
+	}
+	json_decref(all);
+}
+
+/*
+ * A privileged plugin killed (so that it leaves its socket) is started
+ * again over no socket: the mounter removed the dead run's before the
+ * start (the plugin's wrapper tells on its stderr whether one was
+ * there). Its timing counts from the socket the new run made: no more
+ * than since the kill.
+ */
+START_TEST(restarted_plugin_over_no_leftover_socket)
+{
+	struct berth b;
+	char extra[600], path[1024], text[2048], msg[1400], log[4096];
+	int64_t killed;
+	double sock_ms;
+	const char *at;
+	pid_t first, second;
+	char *defs = harness_tmpdir("plugindefs");
+
+	snprintf(path, sizeof(path), "%s/wrap.sh", defs);
+	snprintf(text, sizeof(text), "#!/bin/sh\ns=${CSI_ENDPOINT#unix://}\n"
+	    "if [ -e \"$s\" ]; then echo \"start: a socket was left\" >&2; "
+	    "else echo \"start: no socket left\" >&2; fi\nexec %s \"$@\"\n",
+	    harness_bin("berth-csi-hostpath"));
+	harness_write(path, text);
+	snprintf(path, sizeof(path), "%s/hostpath.conf", defs);
+	/* By the shell: a script cannot be run from a descriptor. */
+	snprintf(text, sizeof(text), "exec /bin/sh\narg %s/wrap.sh\n"
+	    "arg --node-id\narg n9\narg --state-dir\narg %s/state\n"
+	    "arg --mode\narg node\n", defs, defs);
+	harness_write(path, text);
+	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"", defs);
+	berth_config(&b, "1s", extra);
+	berth_start(&b);
+	snprintf(path, sizeof(path), "%s/p.json", b.allocs);
+	harness_write(path, "{\"id\": \"p\", \"tasks\": [{\"name\": "
+	    "\"plugin\", \"driver\": \"privileged\", \"config\": {\"plugin\": "
+	    "\"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", \"type\": "
+	    "\"node\"}}]}");
+	json_decref(wait_instance(&b, "hp", "node", "p", true, 10000));
+	ck_assert_int_eq(task_pids(&b, &first), 1);
+	killed = http_now_ms();
+	ck_assert_int_eq(kill(first, SIGKILL), 0);
+	wait_event(&b, "Terminated", "p/plugin", NULL, 5000);
+	for (int i = 0; i < 100 && count_events(&b, "PluginHealthy",
+	    "p/plugin", NULL) < 2; i++)
+		usleep(100000);
+	ck_assert_int_eq(count_events(&b, "PluginHealthy", "p/plugin", NULL),
+	    2);
+	ck_assert_int_eq(task_pids(&b, &second), 2);
+	ck_assert_int_ne(first, second);
+	snprintf(path, sizeof(path), "%s/data/csi/plugins/p/hostpath.stderr",
+	    b.dir);
+	read_file(path, log, sizeof(log));
+	ck_assert_msg(strstr(log, "a socket was left") == NULL &&
+	    strstr(log, "start: no socket left") != NULL && strstr(strstr(log,
+	    "start: no socket left") + 1, "start: no socket left") != NULL,
+	    "%s", log);
+	last_healthy(&b, "p/plugin", msg, sizeof(msg));
+	ck_assert_ptr_nonnull(at = strstr(msg, "; healthy "));
+	ck_assert_ptr_nonnull(strstr(msg, "ms after its socket appeared"));
+	sock_ms = strtod(at + 10, NULL);
+	/* The socket is the new run's: younger than the kill. */
+	ck_assert_msg(sock_ms <= (double)(http_now_ms() - killed), "%s", msg);
+	remove_alloc(&b, "p.json");
+	wait_event(&b, "AllocStopped", "p", NULL, 10000);
+	berth_stop(&b);
+	harness_rmtree(defs);
+	free(defs);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -291,9 +544,11 @@ main(void)
 	tcase_add_test(tc, minimal_plugin_is_healthy_and_fingerprinted);
 	tcase_add_test(tc, health_timeout_restarts_the_task);
 	tcase_add_test(tc, one_slow_probe_does_not_flap);
+	tcase_add_test(tc, frozen_plugin_unhealthy_everywhere);
 	tcase_add_test(tc, crash_gives_event_and_restart);
 	tcase_add_test(tc, newer_alloc_stopped_older_active_at_once);
 	tcase_add_test(tc, supervisor_sigkill_readopts_plugins);
 	tcase_add_test(tc, privileged_plugin_through_the_mounter);
+	tcase_add_test(tc, restarted_plugin_over_no_leftover_socket);
 	return harness_run("plugins", tc);
 }
