@@ -262,12 +262,12 @@ static void
 plugin_start(int i)
 {
 	char state[300], node_id[16];
-	char *argv[] = { (char *)harness_bin("berth-csi-hostpath"),
-	    "--node-id", node_id, "--state-dir", state, NULL };
+	char *argv[] = { (char *)harness_bin("berth-csi-hostpath"), "--strict",
+	    "--endpoint", fx.ep[i], "--node-id", node_id, "--state-dir", state,
+	    NULL };
 
 	snprintf(state, sizeof(state), "%s/state%d", fx.dir, i);
 	snprintf(node_id, sizeof(node_id), "node-%d", i + 1);
-	setenv("CSI_ENDPOINT", fx.ep[i], 1);
 	proc_start(&fx.plugin[i], argv, -1);
 	fx.up[i] = true;
 	ck_assert_msg(proc_wait_log(&fx.plugin[i], "listening on", 10000),

@@ -156,11 +156,11 @@ static void
 plugin_start(void)
 {
 	char ep[300];
-	char *argv[] = { (char *)harness_bin("berth-csi-hostpath"),
-	    "--node-id", "node-1", "--state-dir", fx.state, NULL };
+	char *argv[] = { (char *)harness_bin("berth-csi-hostpath"), "--strict",
+	    "--endpoint", ep, "--node-id", "node-1", "--state-dir", fx.state,
+	    NULL };
 
 	snprintf(ep, sizeof(ep), "unix://%s", fx.sock);
-	setenv("CSI_ENDPOINT", ep, 1);
 	proc_start(&fx.plugin, argv, -1);
 	fx.plugin_up = true;
 	ck_assert_msg(proc_wait_log(&fx.plugin, "listening on", 10000),
