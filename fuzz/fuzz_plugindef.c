@@ -5,8 +5,9 @@
  * Beyond "no crash": an accepted definition has an absolute exec path,
  * at most LAUNCH_ARGS NUL-terminated arguments, grants no capability
  * but the mounter's own, and keeps no host namespace but those of
- * LAUNCH_NS, and no argument with "${", which nothing would expand. "The mounter's own" is production's mounter_caps
- * (mounter/sandbox.c, linked in), never a copy that could drift.
+ * LAUNCH_NS, and no argument with "${", which nothing would expand.
+ * "The mounter's own" is production's mounter_caps (mounter/sandbox.c,
+ * linked in), never a copy that could drift.
  */
 #include <stdlib.h>
 

@@ -84,7 +84,7 @@ expand(char *val, const char *ep)
 	for (i = 0; i < 2; i++, at = 0)	/* ep + 7: past "unix://" */
 		while ((p = strstr(val + at, ph[i])) != NULL) {
 			at = (size_t)(p - val) + strlen(ep + 7 * i);
-			if (snprintf(out, sizeof(out), "%.*s%s%s", (int)(p - val),
+			if (snprintf(out, LAUNCH_STR, "%.*s%s%s", (int)(p - val),
 			    val, ep + 7 * i, p + strlen(ph[i])) >= LAUNCH_STR)
 				return -1;
 			memcpy(val, out, sizeof(out));

@@ -362,7 +362,7 @@ launch(struct trun *tr)
 		layout_abs(dir, sizeof(dir), tr->d->data_dir, rel);
 		spec.dir = dir;
 		spec.command = tr->t->command;
-		/* A plugin's {csi_endpoint}: the socket its supervisor watches. */
+		/* A plugin's {csi_endpoint}: the socket its plugsup watches. */
 		if (tr->ps != NULL)
 			args = alloc_task_args(tr->t, tr->socket);
 		spec.args = args != NULL ? args : tr->t->args;
