@@ -114,12 +114,11 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 	*what = "making the namespace a slave copy";
 	if (mount(NULL, "/", NULL, MS_REC | MS_SLAVE, NULL) < 0)
 		return errno;
-	for (i = 0; i < 2; i++) {
-		*what = "attaching a shared mount";
+	*what = "attaching a shared mount";
+	for (i = 0; i < 2; i++)
 		if (move_mount(trees[i], "", dirs[i], "",
 		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			return errno;
-	}
 	*what = "redirecting output";
 	umask(007);	/* its socket: the socket dir's group only */
 	if (chdir("/") < 0 || dup2(fds[1], STDOUT_FILENO) < 0 ||

@@ -43,9 +43,9 @@ struct plugindef {
 	uint32_t hostns;		/* LAUNCH_NS bits kept the host's */
 };
 
-/* Parse buf; 0, or -1 with why set ("line 3: ..."). */
-int plugindef_parse(const char *buf, size_t len, struct plugindef *d,
-    char *why, size_t n);
+/* Parse buf, ep ("unix://...") for {csi_endpoint}; 0, or -1 with why set. */
+int plugindef_parse(const char *buf, size_t len, const char *ep,
+    struct plugindef *d, char *why, size_t n);
 
 /*
  * launcher.c: fixed-size messages on a SOCK_SEQPACKET socketpair, checked
@@ -175,10 +175,7 @@ verb_fn volume_cleanup;
 /* plugin.c */
 verb_fn plugin_start, plugin_adopt, plugin_signal;
 
-/*
- * sandbox.c: the mounter's confinement. The capabilities it keeps
- * (SECURITY.md says why each).
- */
+/* sandbox.c: the capabilities the mounter keeps (SECURITY.md: why). */
 extern const cap_value_t mounter_caps[];
 extern const int mounter_ncaps;
 /* The seccomp allow-list; main() keeps only mounter_caps first. */

@@ -149,8 +149,8 @@ root_only(const struct stat *st)
 
 /* The definition, and its executable opened once: what was checked runs. */
 static Berth__ErrorCode
-load_def(struct mounter *m, const char *name, struct plugindef *d, int *exe,
-    char *why)
+load_def(struct mounter *m, const char *name, const char *ep,
+    struct plugindef *d, int *exe, char *why)
 {
 	struct open_how how = { .flags = O_PATH | O_CLOEXEC };
 	char file[MREQ_IDENT + 8], buf[PLUGINDEF_MAX + 1], sub[192];
@@ -176,7 +176,7 @@ load_def(struct mounter *m, const char *name, struct plugindef *d, int *exe,
 		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "plugin "
 		    "definition %s must be a non-empty file owned by root, not "
 		    "group- or world-writable", file);
-	if (plugindef_parse(buf, (size_t)got, d, sub, sizeof(sub)) < 0)
+	if (plugindef_parse(buf, (size_t)got, ep, d, sub, sizeof(sub)) < 0)
 		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "plugin "
 		    "definition %s %s", file, sub);
 	*exe = (int)syscall(SYS_openat2, AT_FDCWD, d->args[0], &how,
@@ -220,22 +220,15 @@ open_log(int dir, const char *rel, const char *name, int *fd, char *why)
 
 static Berth__ErrorCode
 launch(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
-    const int fds[3], pid_t *pid, int *pidfd, char *why)
+    const char *ep, const int fds[3], pid_t *pid, int *pidfd, char *why)
 {
 	static struct launch_req lr;
 	struct pollfd pfd = { .fd = m->launcher_fd, .events = POLLIN };
-	char sock[MREQ_PATH], abs[MREQ_PATH];
 	struct launch_msg msg;
 	int r;
 
-	if (layout_plugin_socket(sock, sizeof(sock), rq->alloc) < 0 ||
-	    layout_abs(abs, sizeof(abs), m->data_dir, sock) < 0 ||
-	    strlen(abs) > BERTH_SOCKET_PATH_MAX)
-		return fail(why, BERTH__ERROR_CODE__ERROR_BAD_REQUEST, "the "
-		    "socket path for alloc %s is over %d bytes", rq->alloc,
-		    BERTH_SOCKET_PATH_MAX);
 	memset(&lr, 0, sizeof(lr));
-	snprintf(lr.endpoint, LAUNCH_STR, "CSI_ENDPOINT=unix://%s", abs);
+	snprintf(lr.endpoint, LAUNCH_STR, "CSI_ENDPOINT=%s", ep);
 	memcpy(lr.root, rq->path, sizeof(lr.root));
 	memcpy(lr.sockdir, rq->path2, sizeof(lr.sockdir));
 	lr.def = *d;
@@ -262,7 +255,7 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 {
 	Berth__ErrorCode code;
 	struct plugindef d;
-	char name[MREQ_IDENT + 8];
+	char name[MREQ_IDENT + 8], sock[MREQ_PATH], ep[LAUNCH_STR];
 	int fds[3] = { -1, -1, -1 }, i, pidfd = -1, dir = -1;
 	uint64_t start = 0;
 	pid_t pid = -1;
@@ -271,8 +264,15 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	if (find(m, 0, 0) == NULL)
 		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "at most "
 		    "%d plugins at once; stop one first", PLUGIN_MAX);
+	if (layout_plugin_socket(sock, sizeof(sock), rq->alloc) < 0 ||
+	    layout_abs(ep + 7, sizeof(ep) - 7, m->data_dir, sock) < 0 ||
+	    strlen(ep + 7) > BERTH_SOCKET_PATH_MAX)
+		return fail(why, BERTH__ERROR_CODE__ERROR_BAD_REQUEST, "the "
+		    "socket path for alloc %s is over %d bytes", rq->alloc,
+		    BERTH_SOCKET_PATH_MAX);
+	memcpy(ep, "unix://", 7);
 	/* dir: the descriptor checked, so a swap after the check is moot. */
-	if ((code = load_def(m, rq->def, &d, &fds[0], why)) != OK ||
+	if ((code = load_def(m, rq->def, ep, &d, &fds[0], why)) != OK ||
 	    (code = volume_shared_root(m, rq->path, NULL, why)) != OK ||
 	    (code = volume_shared_root(m, rq->path2, &dir, why)) != OK)
 		goto out;
@@ -282,7 +282,7 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		if ((code = open_log(dir, rq->path2, name, &fds[i], why)) != OK)
 			goto out;
 	}
-	if ((code = launch(m, rq, &d, fds, &pid, &pidfd, why)) != OK)
+	if ((code = launch(m, rq, &d, ep, fds, &pid, &pidfd, why)) != OK)
 		goto out;
 	if (start_time_of(m, pid, &start) < 0 || record(m, pid, start, '+') < 0)
 		log_warn("plugin_start: cannot record pid %ld for adoption",

@@ -1,24 +1,26 @@
 /*
- * plugindef.c: reading a privileged plugin's definition.
- *
- * Owns: the definition format and its parser. The mounter runs no parser
- * more complex than protobuf-c's, so a definition is not JSON but a few
- * lines, one setting each, no quoting, no escapes, no expansion:
+ * plugindef.c: a privileged plugin's definition, its format and parser.
+ * The mounter runs no parser more complex than protobuf-c's, so a
+ * definition is not JSON but a few lines, one setting each, no quoting,
+ * no escapes, no variables:
  *
  *	# comment
  *	exec /usr/libexec/csi/hostpath-plugin	(once: absolute path)
- *	arg --nodeid=node-1			(0 to 31 times, in order)
+ *	arg --endpoint={csi_endpoint}		(0 to 31 times, in order)
  *	cap CAP_SYS_ADMIN			(0 or more)
  *	hostns uts				(0 or more: uts, ipc, cgroup)
  *
  * Only printable ASCII; at most PLUGINDEF_MAX bytes; an argument is the
- * rest of its line after "arg ", so it may hold spaces. A capability can
- * be granted only if the mounter holds it itself (see sandbox.c). A
- * plugin gets its own UTS, IPC and cgroup namespaces unless "hostns"
- * names one: root's decision, never the supervisor's.
+ * rest of its line after "arg ", so it may hold spaces; in it
+ * {csi_endpoint} becomes "unix://" and the plugin's socket path,
+ * {csi_socket} the path, and '$' then a name is refused (nothing expands
+ * it). A capability can be granted only if the mounter holds it itself
+ * (see sandbox.c). A plugin gets its own UTS, IPC and cgroup namespaces
+ * unless "hostns" names one: root's decision, never the supervisor's.
  * Must not: read anything but the one file; the caller (plugin.c) checks
  * who owns it. fuzz/fuzz_plugindef.c includes this file.
  */
+#include <ctype.h>
 #include <stdarg.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -63,9 +65,31 @@ setting(const char *s, size_t len, const char *key, char *val)
 		return 0;
 	if (len - k - 1 >= LAUNCH_STR)
 		return -1;
-	memcpy(val, s + k + 1, len - k - 1);
-	val[len - k - 1] = '\0';
+	snprintf(val, LAUNCH_STR, "%.*s", (int)(len - k - 1), s + k + 1);
 	return 1;
+}
+
+/* Replace val's placeholders: 0; -1: too long; -2: has "$NAME" or "${". */
+static int
+expand(char *val, const char *ep)
+{
+	static const char *const ph[2] = { "{csi_endpoint}", "{csi_socket}" };
+	char out[LAUNCH_STR], *p;
+	size_t at = 0;
+	int i;
+
+	for (p = val; (p = strchr(p, '$')) != NULL; p++)
+		if (p[1] == '{' || p[1] == '_' || isalpha((unsigned char)p[1]))
+			return -2;
+	for (i = 0; i < 2; i++, at = 0)	/* ep + 7: past "unix://" */
+		while ((p = strstr(val + at, ph[i])) != NULL) {
+			at = (size_t)(p - val) + strlen(ep + 7 * i);
+			if (snprintf(out, LAUNCH_STR, "%.*s%s%s", (int)(p - val),
+			    val, ep + 7 * i, p + strlen(ph[i])) >= LAUNCH_STR)
+				return -1;
+			memcpy(val, out, sizeof(out));
+		}
+	return 0;
 }
 
 static bool
@@ -81,20 +105,14 @@ dotdot(const char *p)
 static uint32_t
 hostns(const char *name)
 {
-	static const struct { const char *name; uint32_t flag; } ns[] = {
-		{ "uts", CLONE_NEWUTS }, { "ipc", CLONE_NEWIPC },
-		{ "cgroup", CLONE_NEWCGROUP },
-	};
-	size_t i;
-
-	for (i = 0; i < sizeof(ns) / sizeof(ns[0]); i++)
-		if (strcmp(name, ns[i].name) == 0)
-			return ns[i].flag;
-	return 0;
+	return strcmp(name, "uts") == 0 ? CLONE_NEWUTS :
+	    strcmp(name, "ipc") == 0 ? CLONE_NEWIPC :
+	    strcmp(name, "cgroup") == 0 ? CLONE_NEWCGROUP : 0;
 }
 
 static int
-line(const char *s, size_t len, struct plugindef *d, char *why, size_t n)
+line(const char *s, size_t len, const char *ep, struct plugindef *d,
+    char *why, size_t n)
 {
 	char val[LAUNCH_STR];
 	uint32_t ns;
@@ -103,9 +121,12 @@ line(const char *s, size_t len, struct plugindef *d, char *why, size_t n)
 	if (len == 0 || s[0] == '#')
 		return 0;
 	if ((r = setting(s, len, "arg", val)) != 0) {
+		if (r > 0 && (r = expand(val, ep)) == -2)
+			return bad(why, n, "'%.40s': nothing expands variables;"
+			    " write {csi_endpoint} or {csi_socket}", val);
 		if (r < 0 || d->nargs >= LAUNCH_ARGS)
-			return bad(why, n, "at most %d arguments of %d bytes",
-			    LAUNCH_ARGS - 1, LAUNCH_STR - 1);
+			return bad(why, n, "at most %d arguments of %d bytes "
+			    "once expanded", LAUNCH_ARGS - 1, LAUNCH_STR - 1);
 		memcpy(d->args[d->nargs++], val, sizeof(val));
 	} else if ((r = setting(s, len, "exec", val)) != 0) {
 		if (r < 0 || d->args[0][0] != '\0' || val[0] != '/' ||
@@ -132,8 +153,8 @@ line(const char *s, size_t len, struct plugindef *d, char *why, size_t n)
 }
 
 int
-plugindef_parse(const char *buf, size_t len, struct plugindef *d, char *why,
-    size_t n)
+plugindef_parse(const char *buf, size_t len, const char *ep,
+    struct plugindef *d, char *why, size_t n)
 {
 	char sub[200];
 	size_t i, start = 0;
@@ -152,7 +173,7 @@ plugindef_parse(const char *buf, size_t len, struct plugindef *d, char *why,
 				    (unsigned char)buf[i]);
 			continue;
 		}
-		if (line(buf + start, i - start, d, sub, sizeof(sub)) < 0)
+		if (line(buf + start, i - start, ep, d, sub, sizeof(sub)) < 0)
 			return bad(why, n, "line %d: %s", lineno, sub);
 		start = i + 1;
 		lineno++;

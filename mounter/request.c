@@ -233,10 +233,9 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 			[BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_INT] = SIGINT,
 			[BERTH__PLUGIN_SIGNAL__PLUGIN_SIGNAL_HUP] = SIGHUP,
 		};
-		const Berth__SignalPlugin *r = env->signal_plugin;
 		unsigned s;
+		BODY(Berth__SignalPlugin, r, signal_plugin);
 
-		TRY(known(r, "signal_plugin", why));
 		TRY(handle(rq, r->handle, why));
 		s = (unsigned)r->signal;
 		if (s == 0 || s >= sizeof(sigs) / sizeof(sigs[0]))

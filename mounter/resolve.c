@@ -46,12 +46,9 @@ res_split(const char *rel, char *parent, size_t n)
 {
 	const char *slash = strrchr(rel, '/');
 
-	if (slash == NULL) {
-		snprintf(parent, n, ".");
-		return rel;
-	}
-	snprintf(parent, n, "%.*s", (int)(slash - rel), rel);
-	return slash + 1;
+	snprintf(parent, n, "%.*s", slash ? (int)(slash - rel) : 1,
+	    slash ? rel : ".");
+	return slash ? slash + 1 : rel;
 }
 
 /*
@@ -186,8 +183,7 @@ res_unmount_all(int dirfd, const char *name)
 	if (fchdir(dirfd) < 0)
 		return -errno;
 	for (n = 0; n < UNMOUNT_MAX; n++) {
-		r = res_is_mount(dirfd, name);
-		if (r == 0 || r == -ENOENT)
+		if ((r = res_is_mount(dirfd, name)) == 0 || r == -ENOENT)
 			return n;
 		if (r < 0)
 			return r;

@@ -198,10 +198,8 @@ sandbox_plugin_filter(void)
 		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM), i ?
 		    SCMP_SYS(clone) : SCMP_SYS(unshare), 1, SCMP_A0(
 		    SCMP_CMP_MASKED_EQ, CLONE_NEWUSER, CLONE_NEWUSER));
-	if (r == 0)
-		r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
-		    SCMP_SYS(clone3), 0);
-	if (r == 0)
+	if (r == 0 && (r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(ENOSYS),
+	    SCMP_SYS(clone3), 0)) == 0)
 		r = seccomp_load(ctx);
 	seccomp_release(ctx);
 	return r;

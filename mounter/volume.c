@@ -15,7 +15,6 @@
 
 #include "mounter.h"
 
-
 static int
 attach(int src, int dst, const struct mount_attr *attr)
 {
@@ -45,9 +44,7 @@ volume_shared_root(struct mounter *m, const char *rel, int *fdp, char *why)
 		*fdp = fd;
 	else
 		close(fd);
-	if (r == 1)
-		return OK;
-	return r < 0 ? fail_errno(why, -r, "checking", rel) :
+	return r == 1 ? OK : r < 0 ? fail_errno(why, -r, "checking", rel) :
 	    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is not a shared "
 	    "mount yet: prepare the plugin first", rel);
 }
@@ -115,8 +112,7 @@ volume_prepare_plugin(struct mounter *m, const struct mreq *rq,
 	/* Its socket dir holds no mount but its own self-bind. */
 	if ((code = volume_shared_root(m, rq->path2, &fd, why)) != OK)
 		return code;
-	/* A dead run's socket would be taken for the new run's. */
-	if (unlinkat(fd, "csi.sock", 0) < 0 && errno != ENOENT)
+	if (unlinkat(fd, "csi.sock", 0) < 0 && errno != ENOENT) /* a dead run's */
 		log_warn("prepare_plugin: removing %s/csi.sock", rq->path2);
 	return give(fd, rq->path2, NULL, rq->uid, rq->gid, 02750, why);
 }

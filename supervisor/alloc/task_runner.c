@@ -350,7 +350,8 @@ static void
 launch(struct trun *tr)
 {
 	struct task_spec spec = { 0 };
-	char dir[4096], rel[512], type[16];
+	char dir[4096], rel[512], type[16], **args = NULL;
+	size_t i;
 
 	spec.alloc = tr->a->id;
 	spec.task = tr->t->name;
@@ -361,7 +362,10 @@ launch(struct trun *tr)
 		layout_abs(dir, sizeof(dir), tr->d->data_dir, rel);
 		spec.dir = dir;
 		spec.command = tr->t->command;
-		spec.args = tr->t->args;
+		/* A plugin's {csi_endpoint}: the socket its plugsup watches. */
+		if (tr->ps != NULL)
+			args = alloc_task_args(tr->t, tr->socket);
+		spec.args = args != NULL ? args : tr->t->args;
 		spec.nargs = tr->t->nargs;
 		spec.env = tr->t->env;
 		spec.nenv = tr->t->nenv;
@@ -379,6 +383,10 @@ launch(struct trun *tr)
 	tr->state = TR_STARTING;
 	tr->proc = tr->d->driver->start(tr->d->driver_ctx, &spec, on_started,
 	    on_exited, tr);
+	/* The driver has started the task with them, or failed to. */
+	for (i = 0; args != NULL && i < tr->t->nargs; i++)
+		free(args[i]);
+	free(args);
 }
 
 static void

@@ -37,6 +37,7 @@ struct walk {
 	bool volumes_absent;	/* then no mount can name a volume */
 	struct alloc_task *task;	/* the task being walked */
 	enum alloc_driver driver;	/* its driver, read ahead; 0: unknown */
+	bool csi;			/* it has a csi_plugin, read ahead */
 	char path[1024];
 	size_t pathlen;
 	const char *volume_id;	/* a volume spec's, from the API's path */
@@ -554,12 +555,40 @@ exec_command(struct walk *w, json_t *v, void *dst)
 		problem(w, "is longer than %d bytes", PATH_MAX - 1);
 }
 
+/* "$NAME" or "${": what a shell would expand, and berth does not. */
+static bool
+shell_var(const char *s)
+{
+	for (; (s = strchr(s, '$')) != NULL; s++)
+		if (s[1] == '{' || s[1] == '_' || (s[1] >= 'a' && s[1] <= 'z') ||
+		    (s[1] >= 'A' && s[1] <= 'Z'))
+			return true;
+	return false;
+}
+
+/*
+ * A plugin's endpoint comes as a placeholder, replaced when it starts,
+ * never as a variable that nothing would expand (the argument would reach
+ * the plugin as written). Other tasks have no endpoint to put there.
+ */
 static void
 exec_arg(struct walk *w, json_t *v, size_t i, void *ctx)
 {
 	struct alloc_task *t = ctx;
+	char q[QUOTE_BUF];
+	const char *s;
 
-	t->args[i] = take_text(w, v);
+	if ((s = t->args[i] = take_text(w, v)) == NULL)
+		return;
+	if (w->csi && shell_var(s))
+		problem(w, "%s would reach the plugin as written: nothing "
+		    "expands variables; for its socket write "
+		    ALLOC_CSI_ENDPOINT " (unix://PATH) or " ALLOC_CSI_SOCKET
+		    " (PATH)", quoted(q, s, strlen(s)));
+	else if (!w->csi && (strstr(s, ALLOC_CSI_ENDPOINT) != NULL ||
+	    strstr(s, ALLOC_CSI_SOCKET) != NULL))
+		problem(w, "names the plugin socket, but the task has no "
+		    "\"csi_plugin\" block");
 }
 
 static void
@@ -918,6 +947,7 @@ alloc_task(struct walk *w, json_t *v, size_t i, void *ctx)
 	d = json_object_get(v, "driver");
 	w->driver = json_is_string(d) ? name_value(drivers,
 	    json_string_value(d), json_string_length(d)) : 0;
+	w->csi = json_object_get(v, "csi_plugin") != NULL;
 	walk_fields(w, v, task_fields, NFIELDS(task_fields), t);
 	/* The mounter starts a privileged process only as a CSI plugin. */
 	if (w->driver == ALLOC_DRIVER_PRIVILEGED &&
@@ -1088,6 +1118,39 @@ walk_alloc(struct walk *w, json_t *root)
 	w->volumes_absent = vols == NULL;
 	w->a->ns = xstrdup(ALLOC_DEFAULT_NAMESPACE);
 	walk_fields(w, root, alloc_fields, NFIELDS(alloc_fields), w->a);
+}
+
+/* s with each ph replaced by to, newly allocated. */
+static char *
+replace(const char *s, const char *ph, const char *to)
+{
+	char *out = xstrdup(""), *o;
+	const char *p;
+
+	for (; (p = strstr(s, ph)) != NULL; s = p + strlen(ph)) {
+		xasprintf(&o, "%s%.*s%s", out, (int)(p - s), s, to);
+		free(out);
+		out = o;
+	}
+	xasprintf(&o, "%s%s", out, s);
+	free(out);
+	return o;
+}
+
+char **
+alloc_task_args(const struct alloc_task *t, const char *socket)
+{
+	char **v = xcalloc(t->nargs + 1, sizeof(*v)), *ep, *s;
+	size_t i;
+
+	xasprintf(&ep, "unix://%s", socket);
+	for (i = 0; i < t->nargs; i++) {
+		s = replace(t->args[i], ALLOC_CSI_ENDPOINT, ep);
+		v[i] = replace(s, ALLOC_CSI_SOCKET, socket);
+		free(s);
+	}
+	free(ep);
+	return v;
 }
 
 static void

@@ -98,6 +98,17 @@ struct alloc_task {
 	size_t nmounts;
 };
 
+/*
+ * In a plugin task's args (an exec task with a csi_plugin): its endpoint,
+ * "unix://" and the socket path, and that path alone. A plugin's args
+ * holding "$NAME" or "${" are refused, as nothing expands them.
+ */
+#define ALLOC_CSI_ENDPOINT "{csi_endpoint}"
+#define ALLOC_CSI_SOCKET "{csi_socket}"
+
+/* t's args with the placeholders replaced: t->nargs, NULL-ended, owned. */
+char **alloc_task_args(const struct alloc_task *t, const char *socket);
+
 struct alloc_volume {
 	char *name;		/* the request's name, the key in "volumes" */
 	char *source;		/* the registered volume's id */

@@ -535,6 +535,97 @@ START_TEST(restarted_plugin_over_no_leftover_socket)
 }
 END_TEST
 
+/*
+ * The endpoint as a flag, as most plugins take it: strict mode reads it
+ * from --endpoint only, so health proves {csi_endpoint} became the socket
+ * the plugin supervisor watches. $CSI_ENDPOINT is refused, with why.
+ */
+START_TEST(exec_plugin_endpoint_placeholder)
+{
+	struct berth b;
+	char path[1024], text[1024];
+	json_t *in;
+
+	berth_config(&b, "1s", NULL);
+	berth_start(&b);
+	hostpath_alloc(&b, "a1.json", "a1", "strict", "node", "10s",
+	    ", \"--strict\", \"--endpoint={csi_endpoint}\"");
+	wait_event(&b, "PluginHealthy", "a1/plugin", "plugin strict "
+	    "(hostpath.csi.berth.dev", 10000);
+	in = wait_instance(&b, "strict", "node", "a1", true, 10000);
+	ck_assert_msg(strncmp(jstr(in, "health"), "healthy: node id n1, ",
+	    21) == 0, "%s", jstr(in, "health"));
+	json_decref(in);
+	snprintf(path, sizeof(path), "%s/v.json", b.allocs);
+	snprintf(text, sizeof(text), "{\"id\": \"v\", \"tasks\": [{"
+	    "\"name\": \"plugin\", \"driver\": \"exec\", \"config\": {"
+	    "\"command\": \"%s\", \"args\": [\"--strict\", "
+	    "\"--endpoint=$CSI_ENDPOINT\"]}, \"csi_plugin\": {\"id\": "
+	    "\"v\", \"type\": \"node\"}}]}",
+	    harness_bin("berth-csi-hostpath"));
+	harness_write(path, text);
+	wait_log(&b, "tasks[0].config.args[1]: \"--endpoint=$CSI_ENDPOINT\" "
+	    "would reach the plugin as written: nothing expands variables; "
+	    "for its socket write {csi_endpoint} (unix://PATH) or "
+	    "{csi_socket} (PATH)", 10000);
+	ck_assert_int_eq(count_events(&b, NULL, "v/plugin", NULL), 0);
+	remove_alloc(&b, "a1.json");
+	wait_event(&b, "AllocStopped", "a1", NULL, 10000);
+	berth_stop(&b);
+}
+END_TEST
+
+/* The same for a privileged plugin: root's definition, the mounter's path. */
+START_TEST(privileged_plugin_endpoint_placeholder)
+{
+	struct berth b;
+	char extra[600], path[1024], text[2048];
+	json_t *in;
+	char *defs = harness_tmpdir("plugindefs");
+
+	snprintf(path, sizeof(path), "%s/strict.conf", defs);
+	snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n9\n"
+	    "arg --state-dir\narg %s/state\narg --mode\narg node\n"
+	    "arg --strict\narg --endpoint={csi_endpoint}\n",
+	    harness_bin("berth-csi-hostpath"), defs);
+	harness_write(path, text);
+	snprintf(path, sizeof(path), "%s/var.conf", defs);
+	snprintf(text, sizeof(text), "exec %s\narg --strict\n"
+	    "arg --endpoint=${CSI_ENDPOINT}\n",
+	    harness_bin("berth-csi-hostpath"));
+	harness_write(path, text);
+	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"", defs);
+	berth_config(&b, "1s", extra);
+	berth_start(&b);
+	snprintf(path, sizeof(path), "%s/p.json", b.allocs);
+	harness_write(path, "{\"id\": \"p\", \"tasks\": [{\"name\": "
+	    "\"plugin\", \"driver\": \"privileged\", \"config\": {\"plugin\": "
+	    "\"strict\"}, \"csi_plugin\": {\"id\": \"hp\", \"type\": "
+	    "\"node\"}}]}");
+	wait_event(&b, "PluginHealthy", "p/plugin", "plugin hp "
+	    "(hostpath.csi.berth.dev", 10000);
+	in = wait_instance(&b, "hp", "node", "p", true, 10000);
+	ck_assert_msg(strncmp(jstr(in, "health"), "healthy: node id n9, ",
+	    21) == 0, "%s", jstr(in, "health"));
+	json_decref(in);
+	snprintf(path, sizeof(path), "%s/q.json", b.allocs);
+	harness_write(path, "{\"id\": \"q\", \"tasks\": [{\"name\": "
+	    "\"plugin\", \"driver\": \"privileged\", \"config\": {\"plugin\": "
+	    "\"var\"}, \"csi_plugin\": {\"id\": \"q\", \"type\": "
+	    "\"node\"}}]}");
+	wait_event(&b, NULL, "q/plugin", "plugin definition var.conf line 3: "
+	    "'--endpoint=${CSI_ENDPOINT}': nothing expands variables; write "
+	    "{csi_endpoint} or {csi_socket}", 10000);
+	remove_alloc(&b, "q.json");
+	remove_alloc(&b, "p.json");
+	wait_event(&b, "AllocStopped", "p", NULL, 10000);
+	berth_stop(&b);
+	harness_rmtree(defs);
+	free(defs);
+}
+END_TEST
+
+
 int
 main(void)
 {
@@ -550,5 +641,7 @@ main(void)
 	tcase_add_test(tc, supervisor_sigkill_readopts_plugins);
 	tcase_add_test(tc, privileged_plugin_through_the_mounter);
 	tcase_add_test(tc, restarted_plugin_over_no_leftover_socket);
+	tcase_add_test(tc, exec_plugin_endpoint_placeholder);
+	tcase_add_test(tc, privileged_plugin_endpoint_placeholder);
 	return harness_run("plugins", tc);
 }

@@ -356,6 +356,56 @@ START_TEST(csi_plugin_refusals)
 }
 END_TEST
 
+/* A plugin's endpoint as a placeholder, replaced; never as a variable. */
+#define PLUGIN_ARGS(args) DOC("{'name':'p','driver':'exec','config':{" \
+	"'command':'/x','args':[" args "]},'csi_plugin':{'id':'p'," \
+	"'type':'node'}}", "")
+#define SOCK "/var/lib/berth/csi/plugins/a1/csi.sock"
+
+START_TEST(csi_plugin_endpoint_args)
+{
+	static const char *const vars[] = {
+		"$CSI_ENDPOINT", "${CSI_ENDPOINT}", "${X}", "--e=$x", "a $_",
+	};
+	struct alloc *a;
+	char **v, doc[256], want[512];
+	size_t i;
+
+	a = parse_ok(PLUGIN_ARGS("'--endpoint={csi_endpoint}',"
+	    "'--csi-address={csi_socket}','{csi_socket}{csi_socket}',"
+	    "'{csi_Endpoint}','50$','$1 $$'"));
+	ck_assert_str_eq(a->tasks[0].args[0], "--endpoint={csi_endpoint}");
+	v = alloc_task_args(&a->tasks[0], SOCK);
+	ck_assert_str_eq(v[0], "--endpoint=unix://" SOCK);
+	ck_assert_str_eq(v[1], "--csi-address=" SOCK);
+	ck_assert_str_eq(v[2], SOCK SOCK);
+	ck_assert_str_eq(v[3], "{csi_Endpoint}");
+	ck_assert_str_eq(v[4], "50$");
+	ck_assert_str_eq(v[5], "$1 $$");
+	ck_assert_ptr_null(v[6]);
+	for (i = 0; i < 6; i++)
+		free(v[i]);
+	free(v);
+	alloc_free(a);
+	for (i = 0; i < sizeof(vars) / sizeof(vars[0]); i++) {
+		snprintf(doc, sizeof(doc), PLUGIN_ARGS("'-v','%s'"), vars[i]);
+		snprintf(want, sizeof(want), "tasks[0].config.args[1]: \"%s\" "
+		    "would reach the plugin as written: nothing expands "
+		    "variables; for its socket write {csi_endpoint} "
+		    "(unix://PATH) or {csi_socket} (PATH)", vars[i]);
+		refused(doc, want);
+	}
+	/* Other tasks: a shell's variables are theirs; no socket to name. */
+	a = parse_ok(DOC("{'name':'s','driver':'exec','config':{'command':"
+	    "'/bin/sh','args':['-c','echo $HOME ${X}']}}", ""));
+	alloc_free(a);
+	refused(DOC("{'name':'s','driver':'exec','config':{'command':'/x',"
+	    "'args':['--endpoint={csi_endpoint}']}}", ""),
+	    "tasks[0].config.args[0]: names the plugin socket, but the task "
+	    "has no \"csi_plugin\" block");
+}
+END_TEST
+
 /* One plugin instance per type and id in an alloc; a monolith is both. */
 START_TEST(csi_plugin_pairs)
 {
@@ -1044,6 +1094,7 @@ main(void)
 	tcase_add_test(tc, task_refusals);
 	tcase_add_test(tc, env_refusals);
 	tcase_add_test(tc, csi_plugin_refusals);
+	tcase_add_test(tc, csi_plugin_endpoint_args);
 	tcase_add_test(tc, csi_plugin_pairs);
 	tcase_add_test(tc, mount_refusals);
 	tcase_add_test(tc, volume_refusals);

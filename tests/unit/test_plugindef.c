@@ -12,10 +12,14 @@
 /* check.h's old fail() alias; the mounter has a fail() of its own. */
 #undef fail
 
+/* What the mounter derives for a plugin: "unix://" and its socket path. */
+#define SOCK "/var/lib/berth/csi/plugins/a-1/csi.sock"
+#define EP "unix://" SOCK
+
 static int
 parse(const char *text, struct plugindef *d, char *why)
 {
-	return plugindef_parse(text, strlen(text), d, why, 256);
+	return plugindef_parse(text, strlen(text), EP, d, why, 256);
 }
 
 START_TEST(accepts_a_definition)
@@ -85,8 +89,61 @@ START_TEST(refuses_what_it_does_not_know)
 	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++)
 		ck_assert_msg(parse(bad[i], &d, why) < 0, "accepted '%s'",
 		    bad[i]);
-	ck_assert_int_eq(plugindef_parse("exec /a\0b\n", 10, &d, why, 256), -1);
+	ck_assert_int_eq(plugindef_parse("exec /a\0b\n", 10, EP, &d, why,
+	    256), -1);
 	ck_assert_str_eq(why, "line 1: byte 0x00 is not printable ASCII");
+}
+END_TEST
+
+START_TEST(replaces_the_endpoint_placeholders)
+{
+	struct plugindef d;
+	char why[256];
+
+	ck_assert_int_eq(parse("exec /a\narg --endpoint={csi_endpoint}\n"
+	    "arg --csi-address={csi_socket}\narg {csi_endpoint},"
+	    "{csi_endpoint}\narg {csi_Endpoint} {csi_socket\n"
+	    "arg 50% off #1\narg $\narg a$1 $$ $-\n", &d, why), 0);
+	ck_assert_int_eq(d.nargs, 8);
+	ck_assert_str_eq(d.args[1], "--endpoint=" EP);
+	ck_assert_str_eq(d.args[2], "--csi-address=" SOCK);
+	ck_assert_str_eq(d.args[3], EP "," EP);
+	/* Only the exact placeholders; other text stays as written. */
+	ck_assert_str_eq(d.args[4], "{csi_Endpoint} {csi_socket");
+	ck_assert_str_eq(d.args[5], "50% off #1");
+	ck_assert_str_eq(d.args[6], "$");
+	ck_assert_str_eq(d.args[7], "a$1 $$ $-");
+	/* A result over LAUNCH_STR is refused, never cut. */
+	ck_assert_int_eq(parse("exec /a\narg {csi_endpoint}{csi_endpoint}"
+	    "{csi_endpoint}{csi_endpoint}{csi_endpoint}{csi_endpoint}\n", &d,
+	    why), -1);
+	ck_assert_msg(strstr(why, "line 2: ") == why &&
+	    strstr(why, "once expanded") != NULL, "why: %s", why);
+}
+END_TEST
+
+START_TEST(refuses_shell_variables)
+{
+	static const char *bad[] = {
+		"arg --endpoint=$CSI_ENDPOINT", "arg --endpoint=${CSI_ENDPOINT}",
+		"arg ${X}", "arg $x", "arg $_", "arg a $HOME b", "arg $$ $PWD",
+	};
+	struct plugindef d;
+	char why[256], text[128];
+	size_t i;
+
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(text, sizeof(text), "exec /a\narg --v=5\n%s\n",
+		    bad[i]);
+		ck_assert_msg(parse(text, &d, why) < 0, "accepted '%s'", bad[i]);
+		ck_assert_msg(strncmp(why, "line 3: '", 9) == 0 &&
+		    strstr(why, bad[i] + 4) != NULL &&
+		    strstr(why, "nothing expands variables") != NULL &&
+		    strstr(why, "{csi_endpoint}") != NULL, "why: %s", why);
+	}
+	/* The placeholder is not a way around it. */
+	ck_assert_int_eq(parse("exec /a\narg {csi_endpoint}$X\n", &d, why),
+	    -1);
 }
 END_TEST
 
@@ -123,6 +180,8 @@ main(void)
 	tcase_add_test(tc, accepts_a_definition);
 	tcase_add_test(tc, refuses_what_it_does_not_know);
 	tcase_add_test(tc, host_namespaces_only_by_name);
+	tcase_add_test(tc, replaces_the_endpoint_placeholders);
+	tcase_add_test(tc, refuses_shell_variables);
 	tcase_add_test(tc, bounds_arguments_and_size);
 	return harness_run("plugindef", tc);
 }
