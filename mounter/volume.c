@@ -112,7 +112,7 @@ volume_prepare_plugin(struct mounter *m, const struct mreq *rq,
 	/* Its socket dir holds no mount but its own self-bind. */
 	if ((code = volume_shared_root(m, rq->path2, &fd, why)) != OK)
 		return code;
-	if (unlinkat(fd, "csi.sock", 0) < 0 && errno != ENOENT) /* a dead run's */
+	if (unlinkat(fd, "csi.sock", 0) < 0 && errno != ENOENT) /* stale */
 		log_warn("prepare_plugin: removing %s/csi.sock", rq->path2);
 	return give(fd, rq->path2, NULL, rq->uid, rq->gid, 02750, why);
 }
