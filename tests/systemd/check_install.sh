@@ -46,7 +46,7 @@ want "$tmpfilesdir/berth.conf"
 if command -v scdoc >/dev/null 2>&1; then
 	for p in man8/berth-supervisor.8 man8/berth-mounter.8 \
 	    man8/berth-registry.8 man1/berthctl.1 man5/berth.json.5 \
-	    man5/berth-plugins.d.5; do
+	    man5/berth-plugins.d.5 man5/berth-alloc.5 man5/berth-volume.5; do
 		want "$mandir/$p"
 	done
 fi

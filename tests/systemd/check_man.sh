@@ -13,7 +13,8 @@ if [ $# -eq 0 ]; then
 fi
 fail=0
 for want in berth-supervisor.8 berth-mounter.8 berth-registry.8 \
-    berthctl.1 berth.json.5 berth-plugins.d.5; do
+    berthctl.1 berth.json.5 berth-plugins.d.5 berth-alloc.5 \
+    berth-volume.5; do
 	page=$mandir/$want
 	if [ ! -s "$page" ]; then
 		echo "check_man: $want was not built" >&2
