@@ -95,8 +95,9 @@ controller_publish(struct unit *u)
 	    CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
 	struct volmgr_plugin node, ctl;
 	struct vpub *p = u->pub;
-	struct kv_entry e[CTX_MAX];
-	void *ptrs[CTX_MAX];
+	struct kv_entry e[CTX_MAX], es[CTX_MAX];
+	void *ptrs[CTX_MAX], *ps[CTX_MAX];
+	struct kvs sec;
 	struct capbuf cb;
 
 	if (!node_or_end(u, &node))
@@ -106,6 +107,8 @@ controller_publish(struct unit *u)
 		prepare_stage(u, NULL);
 		return;
 	}
+	if (!secrets_load(u, &p->srefs, "controller_publish", &sec))
+		return;
 	req.volume_id = p->external_id;
 	req.node_id = (char *)node.fp->node_id;
 	req.volume_capability = pub_capability(&cb, p);
@@ -114,8 +117,13 @@ controller_publish(struct unit *u)
 	req.volume_context = kv_entries(&p->vctx,
 	    &csi__v1__controller_publish_volume_request__volume_context_entry__descriptor,
 	    e, ptrs);
+	req.n_secrets = sec.n;
+	req.secrets = kv_entries(&sec,
+	    &csi__v1__controller_publish_volume_request__secrets_entry__descriptor,
+	    es, ps);
 	u->st.mount = MS_CPUBLISH;
 	csi_send(u, ctl.conn, CSI_CONTROLLER_PUBLISH_VOLUME, &req.base);
+	secrets_wipe(&sec);
 }
 
 static void
@@ -171,9 +179,10 @@ stage(struct unit *u, bool mounted)
 	    CSI__V1__NODE_STAGE_VOLUME_REQUEST__INIT;
 	struct vpub *p = u->pub;
 	struct volmgr_plugin node;
-	struct kv_entry e1[CTX_MAX], e2[CTX_MAX];
-	void *p1[CTX_MAX], *p2[CTX_MAX];
+	struct kv_entry e1[CTX_MAX], e2[CTX_MAX], es[CTX_MAX];
+	void *p1[CTX_MAX], *p2[CTX_MAX], *ps[CTX_MAX];
 	char path[BERTH_PATH_BUF];
+	struct kvs sec;
 	struct capbuf cb;
 
 	/* Staged before (by another alloc, or before a restart): never a
@@ -185,7 +194,8 @@ stage(struct unit *u, bool mounted)
 		prepare_publish(u);
 		return;
 	}
-	if (!node_or_end(u, &node))
+	if (!node_or_end(u, &node) ||
+	    !secrets_load(u, &p->srefs, "stage", &sec))
 		return;
 	csi_path(u, true, path, sizeof(path));
 	req.volume_id = p->external_id;
@@ -199,8 +209,13 @@ stage(struct unit *u, bool mounted)
 	req.volume_context = kv_entries(&p->vctx,
 	    &csi__v1__node_stage_volume_request__volume_context_entry__descriptor,
 	    e2, p2);
+	req.n_secrets = sec.n;
+	req.secrets = kv_entries(&sec,
+	    &csi__v1__node_stage_volume_request__secrets_entry__descriptor,
+	    es, ps);
 	u->st.mount = MS_STAGE;
 	csi_send(u, node.conn, CSI_NODE_STAGE_VOLUME, &req.base);
+	secrets_wipe(&sec);
 }
 
 static void
@@ -239,9 +254,10 @@ publish(struct unit *u, bool mounted)
 	    CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
 	struct vpub *p = u->pub;
 	struct volmgr_plugin node;
-	struct kv_entry e1[CTX_MAX], e2[CTX_MAX];
-	void *p1[CTX_MAX], *p2[CTX_MAX];
+	struct kv_entry e1[CTX_MAX], e2[CTX_MAX], es[CTX_MAX];
+	void *p1[CTX_MAX], *p2[CTX_MAX], *ps[CTX_MAX];
 	char stage[BERTH_PATH_BUF], target[BERTH_PATH_BUF];
+	struct kvs sec;
 	struct capbuf cb;
 
 	if (mounted) {
@@ -250,7 +266,8 @@ publish(struct unit *u, bool mounted)
 		published(u);
 		return;
 	}
-	if (!node_or_end(u, &node))
+	if (!node_or_end(u, &node) ||
+	    !secrets_load(u, &p->srefs, "publish", &sec))
 		return;
 	if (node.fp->stage_unstage)
 		csi_path(u, true, stage, sizeof(stage));
@@ -268,8 +285,13 @@ publish(struct unit *u, bool mounted)
 	req.volume_context = kv_entries(&p->vctx,
 	    &csi__v1__node_publish_volume_request__volume_context_entry__descriptor,
 	    e2, p2);
+	req.n_secrets = sec.n;
+	req.secrets = kv_entries(&sec,
+	    &csi__v1__node_publish_volume_request__secrets_entry__descriptor,
+	    es, ps);
 	u->st.mount = MS_PUBLISH;
 	csi_send(u, node.conn, CSI_NODE_PUBLISH_VOLUME, &req.base);
+	secrets_wipe(&sec);
 }
 
 /* r: the reply to the call the unit waited on; NULL to start. */
