@@ -1009,6 +1009,33 @@ volume_attachment_mode(struct walk *w, json_t *v, void *dst)
 	vol->attachment_mode = take_enum(w, v, attachment_modes);
 }
 
+static const struct field request_secret_fields[] = {
+	IDENT("stage", false, struct alloc_volume, stage_secret),
+	IDENT("publish", false, struct alloc_volume, publish_secret),
+};
+
+/*
+ * The secrets this alloc's stage and publish get, by name, in place of
+ * the volume's: one name for both, or {"stage": ..., "publish": ...}.
+ * Only these: the calls that undo a controller publish or a create come
+ * when the alloc may be gone, so theirs are the volume's alone.
+ */
+static void
+volume_secrets(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume *vol = dst;
+
+	if (json_is_string(v)) {
+		if ((vol->stage_secret = take_ident(w, v)) != NULL)
+			vol->publish_secret = copy(vol->stage_secret,
+			    strlen(vol->stage_secret));
+		return;
+	}
+	if (object_of(w, v))
+		walk_fields(w, v, request_secret_fields,
+		    NFIELDS(request_secret_fields), dst);
+}
+
 static const struct field volume_fields[] = {
 	FN("type", true, volume_type),
 	IDENT("source", true, struct alloc_volume, source),
@@ -1016,6 +1043,7 @@ static const struct field volume_fields[] = {
 	FN("attachment_mode", true, volume_attachment_mode),
 	BOOL("read_only", struct alloc_volume, read_only),
 	FN("mount_options", false, volume_mount_options),
+	FN("secrets", false, volume_secrets),
 };
 
 static bool
@@ -1130,6 +1158,8 @@ alloc_free(struct alloc *a)
 		free(a->volumes[i].source);
 		free(a->volumes[i].fs_type);
 		strv_free(a->volumes[i].mount_flags, a->volumes[i].nflags);
+		free(a->volumes[i].stage_secret);
+		free(a->volumes[i].publish_secret);
 	}
 	free(a->volumes);
 	free(a->id);

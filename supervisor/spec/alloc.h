@@ -112,6 +112,9 @@ struct alloc_volume {
 	char *fs_type;		/* NULL when not given */
 	char **mount_flags;
 	size_t nflags;
+	/* The secrets this alloc's stage and publish get, by name, in
+	 * place of the volume's; NULL: the volume's. */
+	char *stage_secret, *publish_secret;
 };
 
 /* Tasks and volumes are in document order. */

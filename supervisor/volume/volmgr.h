@@ -72,7 +72,7 @@ struct volmgr_deps {
 	struct regclient *registry;
 	struct mclient *mounter;
 	const char *data_dir;		/* the config's: CSI paths are under it */
-	const char *secrets_dir;	/* the config's: secrets' values; copied */
+	const char *secrets_dir;	/* the config's: the secrets' values */
 	/* The active instance of a plugin (CSI_NODE or CSI_CONTROLLER):
 	 * false when there is none. volmgr_csimgr_find() asks the CSI
 	 * manager. */

@@ -8,6 +8,7 @@
  * undone by an unmount job, volmgr_unmount.c).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "alloc.h"
 #include "layout.h"
@@ -171,6 +172,23 @@ prepare_stage(struct unit *u, const ProtobufCMessage *reply)
 	prepare_volume(u, true);
 }
 
+/* The secret references for a stage or publish: the alloc's request's
+ * when it names one (in one, cleared by the caller), else the volume's. */
+static const struct kvs *
+call_refs(struct unit *u, const char *call, struct kvs *one)
+{
+	const struct alloc_volume *r = u->pub->req;
+	const char *name = NULL;
+
+	if (r != NULL)
+		name = strcmp(call, "stage") == 0 ? r->stage_secret :
+		    r->publish_secret;
+	if (name == NULL)
+		return &u->pub->srefs;
+	kvs_add(one, call, name);
+	return one;
+}
+
 /* mounted: the staging path is a mount point already. */
 static void
 stage(struct unit *u, bool mounted)
@@ -182,7 +200,8 @@ stage(struct unit *u, bool mounted)
 	struct kv_entry e1[CTX_MAX], e2[CTX_MAX], es[CTX_MAX];
 	void *p1[CTX_MAX], *p2[CTX_MAX], *ps[CTX_MAX];
 	char path[BERTH_PATH_BUF];
-	struct kvs sec;
+	struct kvs sec, one = { 0 };
+	bool loaded;
 	struct capbuf cb;
 
 	/* Staged before (by another alloc, or before a restart): never a
@@ -194,8 +213,11 @@ stage(struct unit *u, bool mounted)
 		prepare_publish(u);
 		return;
 	}
-	if (!node_or_end(u, &node) ||
-	    !secrets_load(u, &p->srefs, "stage", &sec))
+	if (!node_or_end(u, &node))
+		return;
+	loaded = secrets_load(u, call_refs(u, "stage", &one), "stage", &sec);
+	kvs_clear(&one);
+	if (!loaded)
 		return;
 	csi_path(u, true, path, sizeof(path));
 	req.volume_id = p->external_id;
@@ -257,7 +279,8 @@ publish(struct unit *u, bool mounted)
 	struct kv_entry e1[CTX_MAX], e2[CTX_MAX], es[CTX_MAX];
 	void *p1[CTX_MAX], *p2[CTX_MAX], *ps[CTX_MAX];
 	char stage[BERTH_PATH_BUF], target[BERTH_PATH_BUF];
-	struct kvs sec;
+	struct kvs sec, one = { 0 };
+	bool loaded;
 	struct capbuf cb;
 
 	if (mounted) {
@@ -266,8 +289,12 @@ publish(struct unit *u, bool mounted)
 		published(u);
 		return;
 	}
-	if (!node_or_end(u, &node) ||
-	    !secrets_load(u, &p->srefs, "publish", &sec))
+	if (!node_or_end(u, &node))
+		return;
+	loaded = secrets_load(u, call_refs(u, "publish", &one), "publish",
+	    &sec);
+	kvs_clear(&one);
+	if (!loaded)
 		return;
 	if (node.fp->stage_unstage)
 		csi_path(u, true, stage, sizeof(stage));

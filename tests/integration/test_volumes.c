@@ -838,7 +838,7 @@ api_text(struct berth *b, const char *path)
 
 /* The value in no API answer, no log line and no file of berth's. */
 static void
-secret_nowhere(struct berth *b, const char *value)
+secret_nowhere(struct berth *b, const char *value, int notes_holding)
 {
 	static const char *paths[] = { "/v1/volume/static",
 		"/v1/volumes", "/v1/allocation/a", "/v1/allocations",
@@ -859,25 +859,27 @@ secret_nowhere(struct berth *b, const char *value)
 	 * plugin's logs, the run dir. */
 	snprintf(skip, sizeof(skip), "%s/secrets", b->dir);
 	snprintf(notes, sizeof(notes), "%s/hpstate/received", b->dir);
-	ck_assert_int_eq(files_holding(notes, NULL, value), 2);
-	ck_assert_int_eq(files_holding(b->dir, skip, value), 2);
+	ck_assert_int_eq(files_holding(notes, NULL, value), notes_holding);
+	ck_assert_int_eq(files_holding(b->dir, skip, value), notes_holding);
 }
 
 /*
- * A static volume names its secret for every call: root's file holds a
- * random value, which reaches the plugin at stage and publish (as its
- * test-only notes show) and nowhere else: not the registry's database,
+ * A static volume names its secret for every call, and an alloc names
+ * its own for publish: root's files hold random values, which reach the
+ * plugin at stage (the volume's) and publish (the alloc's), as its
+ * test-only notes show, and nowhere else: not the registry's database,
  * not a log, an event, a metric or an API answer. A missing secret and
  * one others may read are refused, naming the secret only.
  */
 START_TEST(a_secret_reaches_the_plugin_and_nothing_else)
 {
-	char path[1024], extra[1200], value[64], text[256], out[8192];
-	char got[2048];
+	char path[1024], extra[1200], value[64], own[64], text[256];
+	char out[8192], got[2048], *dump;
 	struct berth b;
 	json_t *j;
 
 	canary_value(value, sizeof(value));
+	canary_value(own, sizeof(own));
 	berth_setup(&b, NULL);
 	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s/defs\", "
 	    "\"secrets_dir\": \"%s/secrets\"", b.dir, b.dir);
@@ -889,6 +891,8 @@ START_TEST(a_secret_reaches_the_plugin_and_nothing_else)
 	    "userKey=%s\n", value);
 	put_secret(&b, "ceph-user", text, 0400);
 	put_secret(&b, "too-open", text, 0644);
+	snprintf(text, sizeof(text), "userKey=%s\n", own);
+	put_secret(&b, "alloc-own", text, 0600);
 	snprintf(path, sizeof(path), "%s/hpstate", b.dir);
 	ck_assert_int_eq(mkdir(path, 0700), 0);
 	snprintf(path, sizeof(path), "%s/hpstate/received", b.dir);
@@ -930,7 +934,8 @@ START_TEST(a_secret_reaches_the_plugin_and_nothing_else)
 
 	put_alloc(&b, "a", "{\"id\": \"a\", \"volumes\": {\"data\": {\"type\": "
 	    "\"csi\", \"source\": \"static\", \"access_mode\": "
-	    "\"single-node-writer\", \"attachment_mode\": \"file-system\"}}, "
+	    "\"single-node-writer\", \"attachment_mode\": \"file-system\", "
+	    "\"secrets\": {\"publish\": \"alloc-own\"}}}, "
 	    "\"tasks\": [{\"name\": \"t\", \"driver\": \"exec\", \"config\": "
 	    "{\"command\": \"/bin/sh\", \"args\": [\"-c\", \"sleep 600\"]}, "
 	    "\"kill_timeout\": \"1s\", \"volume_mounts\": [{\"volume\": "
@@ -943,22 +948,32 @@ START_TEST(a_secret_reaches_the_plugin_and_nothing_else)
 	    "NodeStageVolume.disk-1", b.dir);
 	read_text(path, got, sizeof(got));
 	ck_assert_msg(strstr(got, text) != NULL, "stage got:\n%s", got);
+	/* The alloc names its own for publish, in place of the volume's. */
+	snprintf(text, sizeof(text), "secret userKey=%s\n", own);
 	snprintf(path, sizeof(path), "%s/hpstate/received/"
 	    "NodePublishVolume.disk-1", b.dir);
 	read_text(path, got, sizeof(got));
 	ck_assert_msg(strstr(got, text) != NULL, "publish got:\n%s", got);
-	/* Found where it is (the plugin's two notes), so that not finding
-	 * it elsewhere means something. */
-	secret_nowhere(&b, value);
+	ck_assert_msg(strstr(got, value) == NULL, "publish got:\n%s", got);
+	/* Shown by name in the alloc's status. */
+	dump = api_text(&b, "/v1/allocation/a");
+	ck_assert_msg(strstr(dump, "\"publish\":\"alloc-own\"") != NULL ||
+	    strstr(dump, "\"publish\": \"alloc-own\"") != NULL, "%s", dump);
+	free(dump);
+	/* Found where it is (the plugin's note), so that not finding it
+	 * elsewhere means something. */
+	secret_nowhere(&b, value, 1);
+	secret_nowhere(&b, own, 1);
 
 	stop_alloc(&b, "a");
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "delete",
 	    "static"), 0);
 	stop_alloc(&b, "plugin");
 	nothing_left(&b);
-	ck_assert_int_eq(count(&b, value), 0);
+	ck_assert_int_eq(count(&b, value) + count(&b, own), 0);
 	snprintf(path, sizeof(path), "%s/secrets", b.dir);
-	ck_assert_int_eq(files_holding(b.dir, path, value), 2);
+	ck_assert_int_eq(files_holding(b.dir, path, value), 1);
+	ck_assert_int_eq(files_holding(b.dir, path, own), 1);
 	berth_stop(&b);
 }
 END_TEST
