@@ -46,7 +46,9 @@ secret_open(const char *dir, const char *name, bool mine, const char **why)
 		*why = "its path is too long";
 		return -1;
 	}
-	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+	/* Never a symlink; a FIFO planted there must not block the loop. */
+	if ((fd = open(path, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) < 0) {
 		*why = errno == ENOENT ? "no such secret" : strerror(errno);
 		return -1;
 	}
