@@ -43,6 +43,7 @@ static const struct key keys[] = {
 	STR("alloc_dir", alloc_dir, "/etc/berth/allocs.d", CHECK_ABS_DIR),
 	STR("plugins_dir", plugins_dir, "/etc/berth/plugins.d", CHECK_ABS_DIR),
 	STR("sysfs_root", sysfs_root, "/sys", CHECK_ABS_DIR),
+	STR("secrets_dir", secrets_dir, "/etc/berth/secrets", CHECK_ABS_DIR),
 	STR("api_group", api_group, "berth-api", CHECK_ANY),
 	DUR("plugin_heartbeat", plugin_heartbeat_ms, "30s"),
 	DUR("plugin_resync", plugin_resync_ms, "30s"),

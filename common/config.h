@@ -24,6 +24,9 @@ struct berth_config {
 	char *alloc_dir;	/* allocation documents; /etc/berth/allocs.d */
 	char *plugins_dir;	/* privileged plugins; /etc/berth/plugins.d */
 	char *sysfs_root;	/* where devices are read from; /sys */
+	char *secrets_dir;	/* CSI secrets, one file each; readable by
+				   the supervisor's user alone;
+				   /etc/berth/secrets */
 	char *api_group;	/* may use api.sock; berth-api; "": the
 				   supervisor's group */
 	/* Durations, in milliseconds. */

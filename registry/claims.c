@@ -60,6 +60,8 @@ row_volume(struct arena *a, sqlite3_stmt *st)
 		v->fs_type = spec->fs_type;
 		v->n_mount_flags = spec->n_mount_flags;
 		v->mount_flags = spec->mount_flags;
+		v->n_secrets = spec->n_secrets;
+		v->secrets = spec->secrets;
 	} else {
 		log_warnx("row_volume: volume %s/%s has an unreadable spec",
 		    v->namespace_, v->id);
@@ -162,6 +164,8 @@ claims_put_volume(struct registry *r, struct op *op)
 	spec.fs_type = in->fs_type;
 	spec.n_mount_flags = in->n_mount_flags;
 	spec.mount_flags = in->mount_flags;
+	spec.n_secrets = in->n_secrets;
+	spec.secrets = in->secrets;
 	if (external_taken(r, op, in) != 0)
 		return -1;
 	len = berth__volume__get_packed_size(&spec);

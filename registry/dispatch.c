@@ -184,6 +184,14 @@ check_volume(struct check *ck, const Berth__Volume *v)
 		if (!text(ck, "a mount flag", v->mount_flags[i], REG_TEXT_MAX,
 		    false))
 			return false;
+	/* Names of secrets, by the call that gets them; never values. */
+	if (v->n_secrets > REG_CONTEXT_MAX)
+		return bad(ck, "%zu secret references, over the bound of %d",
+		    v->n_secrets, REG_CONTEXT_MAX);
+	for (i = 0; i < v->n_secrets; i++)
+		if (!text(ck, "secret call", v->secrets[i]->key, REG_TEXT_MAX,
+		    false) || !ident(ck, "secret name", v->secrets[i]->value))
+			return false;
 	/* With its claims, a volume must still fit one reply. */
 	if (berth__volume__get_packed_size(v) > REG_BLOB_MAX)
 		return bad(ck, "the volume record is %zu bytes, over the "

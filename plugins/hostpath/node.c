@@ -328,11 +328,15 @@ struct any_entry {
  * Tests only, and only when <state-dir>/received/ exists: what the CO
  * asked, in <state-dir>/received/<rpc>.<volume>, replaced by each call:
  * "fs_type X", one "flag X" per mount flag, one "context K=V" per volume
- * context entry. The directory is made by the test, never by the plugin.
+ * context entry, one "secret K=V" per secret (so that a test can see a
+ * secret's value arrived: this file is the one place the plugin writes
+ * one, and only for tests). The directory is made by the test, never by
+ * the plugin.
  */
 static void
 note_received(struct hostpath *hp, const char *rpc, const char *volume,
-    const Csi__V1__VolumeCapability *cap, size_t nctx, void *const *ctx)
+    const Csi__V1__VolumeCapability *cap, size_t nctx, void *const *ctx,
+    size_t nsec, void *const *sec)
 {
 	const Csi__V1__VolumeCapability__MountVolume *m = cap->mount;
 	char path[4200];
@@ -351,6 +355,10 @@ note_received(struct hostpath *hp, const char *rpc, const char *volume,
 		dprintf(fd, "context %s=%s\n",
 		    ((const struct any_entry *)ctx[i])->key,
 		    ((const struct any_entry *)ctx[i])->value);
+	for (i = 0; i < nsec; i++)
+		dprintf(fd, "secret %s=%s\n",
+		    ((const struct any_entry *)sec[i])->key,
+		    ((const struct any_entry *)sec[i])->value);
 	close(fd);
 }
 
@@ -438,7 +446,8 @@ node_stage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	}
 	note_received(hp, "NodeStageVolume", req->volume_id,
 	    req->volume_capability, req->n_volume_context,
-	    (void *const *)req->volume_context);
+	    (void *const *)req->volume_context, req->n_secrets,
+	    (void *const *)req->secrets);
 	if ((vol = volume_open(hp, req->volume_id, "NodeStageVolume", r)) < 0)
 		return;
 	if (hp->strict && !stage_claim(hp, vol, req->volume_id,
@@ -535,7 +544,8 @@ node_publish_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	}
 	note_received(hp, "NodePublishVolume", req->volume_id,
 	    req->volume_capability, req->n_volume_context,
-	    (void *const *)req->volume_context);
+	    (void *const *)req->volume_context, req->n_secrets,
+	    (void *const *)req->secrets);
 	if ((vol = volume_open(hp, req->volume_id, "NodePublishVolume",
 	    r)) < 0)
 		return;

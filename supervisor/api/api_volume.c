@@ -10,13 +10,18 @@
  *	 "attachment_mode": "file-system",
  *	 "mount_options": {"fs_type": "ext4", "mount_flags": ["noatime"]},
  *	 "context": {"key": "value"},		(register)
+ *	 "secrets": {"stage": "ceph-user", "create": "ceph-admin"},
+ *						(or one name for every call)
  *	 "capacity_min": 1048576,		(create, bytes)
  *	 "parameters": {"key": "value"}}	(create)
  *
  * The mount options and the context are kept with the volume and passed
  * at stage and publish, the options merged with the alloc's. A GET shows
  * the fs_type and how many mount flags there are, never the flags: they
- * may hold secrets (Nomad redacts them too).
+ * may hold secrets (Nomad redacts them too). Secrets are named, never
+ * given: the names are kept and shown, the values live in root's files
+ * (the config's secrets_dir, or systemd's credentials) and are read by
+ * the volume manager just before each plugin call that takes them.
  *
  * Every field is checked (alloc_volume_spec_parse(), alloc.c), unknown
  * ones refused, every problem listed, before the volume
@@ -123,6 +128,19 @@ mount_options_json(const Berth__Volume *v)
 	return o;
 }
 
+/* The secrets by call: their names only, never a value (which the
+ * supervisor reads only at the call). */
+static json_t *
+secrets_json(const Berth__Volume *v)
+{
+	json_t *o = api_object();
+
+	for (size_t i = 0; o != NULL && i < v->n_secrets; i++)
+		api_set(o, v->secrets[i]->key, api_pack("s",
+		    v->secrets[i]->value));
+	return o;
+}
+
 static json_t *
 volume_json(const Berth__VolumeReply *vr)
 {
@@ -149,6 +167,8 @@ volume_json(const Berth__VolumeReply *vr)
 	    "modify_index", (json_int_t)v->modify_index);
 	if (o != NULL)
 		api_set(o, "mount_options", mount_options_json(v));
+	if (o != NULL && v->n_secrets > 0)
+		api_set(o, "secrets", secrets_json(v));
 	if (o != NULL && v->n_capabilities > 0)
 		api_set(o, "capabilities", api_pack("[{s:s, s:s}]",
 		    "access_mode",
@@ -287,6 +307,7 @@ put_volume(struct api_call *c, bool create)
 	struct alloc_problems pr;
 	struct volmgr_param params[ALLOC_MAX_PARAMS];
 	struct volmgr_param ctx[ALLOC_MAX_CONTEXT];
+	struct volmgr_param secrets[ALLOC_SECRET_CALLS];
 	struct volmgr_spec s;
 	struct pending *p;
 	size_t i;
@@ -332,6 +353,12 @@ put_volume(struct api_call *c, bool create)
 	}
 	s.context = ctx;
 	s.ncontext = as->ncontext;
+	s.secrets = secrets;
+	for (i = 0; i < ALLOC_SECRET_CALLS; i++)
+		if (as->secrets[i] != NULL) {
+			secrets[s.nsecrets].key = alloc_secret_calls[i];
+			secrets[s.nsecrets++].value = as->secrets[i];
+		}
 	p = keep(c, s.ns, create ? "created" : "registered");
 	if (create)
 		volmgr_create(c->d->volmgr, &s, on_done, p);

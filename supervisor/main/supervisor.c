@@ -89,7 +89,8 @@ make_volmgr_deps(struct supervisor *sv, struct volmgr_deps *d)
 {
 	*d = (struct volmgr_deps){ .base = sv->base,
 	    .registry = sv->registry.client, .mounter = sv->mounter.mclient,
-	    .data_dir = sv->cfg.data_dir, .find_plugin = volmgr_csimgr_find,
+	    .data_dir = sv->cfg.data_dir, .secrets_dir = sv->cfg.secrets_dir,
+	    .find_plugin = volmgr_csimgr_find,
 	    .plugins_ctx = sv->csimgr, .node_plugin_type = node_plugin_type,
 	    .allocs_ctx = sv };
 	return d;

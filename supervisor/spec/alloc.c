@@ -1039,6 +1039,33 @@ volume_attachment_mode(struct walk *w, json_t *v, void *dst)
 	vol->attachment_mode = take_enum(w, v, attachment_modes);
 }
 
+static const struct field request_secret_fields[] = {
+	IDENT("stage", false, struct alloc_volume, stage_secret),
+	IDENT("publish", false, struct alloc_volume, publish_secret),
+};
+
+/*
+ * The secrets this alloc's stage and publish get, by name, in place of
+ * the volume's: one name for both, or {"stage": ..., "publish": ...}.
+ * Only these: the calls that undo a controller publish or a create come
+ * when the alloc may be gone, so theirs are the volume's alone.
+ */
+static void
+volume_secrets(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume *vol = dst;
+
+	if (json_is_string(v)) {
+		if ((vol->stage_secret = take_ident(w, v)) != NULL)
+			vol->publish_secret = copy(vol->stage_secret,
+			    strlen(vol->stage_secret));
+		return;
+	}
+	if (object_of(w, v))
+		walk_fields(w, v, request_secret_fields,
+		    NFIELDS(request_secret_fields), dst);
+}
+
 static const struct field volume_fields[] = {
 	FN("type", true, volume_type),
 	IDENT("source", true, struct alloc_volume, source),
@@ -1046,6 +1073,7 @@ static const struct field volume_fields[] = {
 	FN("attachment_mode", true, volume_attachment_mode),
 	BOOL("read_only", struct alloc_volume, read_only),
 	FN("mount_options", false, volume_mount_options),
+	FN("secrets", false, volume_secrets),
 };
 
 static bool
@@ -1193,6 +1221,8 @@ alloc_free(struct alloc *a)
 		free(a->volumes[i].source);
 		free(a->volumes[i].fs_type);
 		strv_free(a->volumes[i].mount_flags, a->volumes[i].nflags);
+		free(a->volumes[i].stage_secret);
+		free(a->volumes[i].publish_secret);
 	}
 	free(a->volumes);
 	free(a->id);
@@ -1366,6 +1396,56 @@ spec_params(struct walk *w, json_t *v, void *dst)
 	each_member(w, v, spec_param, s);
 }
 
+const char *const alloc_secret_calls[ALLOC_SECRET_CALLS + 1] = { "create",
+	"delete", "validate", "controller_publish", "controller_unpublish",
+	"stage", "publish", NULL };
+
+static void
+spec_secret(struct walk *w, const char *key, json_t *v, size_t i, void *ctx)
+{
+	struct alloc_volume_spec *s = ctx;
+	size_t c;
+
+	(void)i;
+	for (c = 0; c < ALLOC_SECRET_CALLS; c++)
+		if (strcmp(alloc_secret_calls[c], key) == 0)
+			break;
+	if (c == ALLOC_SECRET_CALLS) {
+		problem(w, "is not a call that takes secrets (create, delete, "
+		    "validate, controller_publish, controller_unpublish, "
+		    "stage, publish)");
+		return;
+	}
+	s->secrets[c] = take_ident(w, v);
+}
+
+/*
+ * The secrets the plugin's calls get, by name: one name for every call,
+ * or an object naming one per call (as Kubernetes' per-operation secret
+ * references). The values are read from root's files at each call.
+ */
+static void
+spec_secrets(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume_spec *s = dst;
+	char *name;
+
+	if (json_is_string(v)) {
+		if ((name = take_ident(w, v)) == NULL)
+			return;
+		for (size_t c = 0; c < ALLOC_SECRET_CALLS; c++)
+			s->secrets[c] = copy(name, strlen(name));
+		free(name);
+		return;
+	}
+	if (!json_is_object(v)) {
+		problem(w, "must be a secret's name or an object of them by "
+		    "call, not %s", type_name(v));
+		return;
+	}
+	each_member(w, v, spec_secret, s);
+}
+
 /* vol comes first in struct alloc_volume_spec: the volume checks'
  * dst (a struct alloc_volume) is the spec itself. */
 #define SPEC_COMMON							\
@@ -1374,7 +1454,8 @@ spec_params(struct walk *w, json_t *v, void *dst)
 	IDENT("plugin_id", true, struct alloc_volume_spec, plugin),	\
 	FN("access_mode", true, volume_access_mode),			\
 	FN("attachment_mode", false, volume_attachment_mode),		\
-	FN("mount_options", false, volume_mount_options)
+	FN("mount_options", false, volume_mount_options),		\
+	FN("secrets", false, spec_secrets)
 
 static const struct field register_fields[] = {
 	SPEC_COMMON,
@@ -1410,6 +1491,8 @@ alloc_volume_spec_free(struct alloc_volume_spec *s)
 		free(s->context[i].value);
 	}
 	free(s->context);
+	for (i = 0; i < ALLOC_SECRET_CALLS; i++)
+		free(s->secrets[i]);
 	free(s);
 }
 

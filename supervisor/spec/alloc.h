@@ -51,6 +51,11 @@
 /* A volume spec's "parameters" (PUT /v1/volume/<id>/create). */
 #define ALLOC_MAX_PARAMS	32
 #define ALLOC_MAX_CONTEXT	32	/* volume context entries */
+/* The plugin calls a volume's secrets are named for: "create",
+ * "delete", "validate", "controller_publish", "controller_unpublish",
+ * "stage", "publish"; NULL-terminated. */
+#define ALLOC_SECRET_CALLS	7
+extern const char *const alloc_secret_calls[ALLOC_SECRET_CALLS + 1];
 #define ALLOC_PARAM_KEY_MAX_LEN		128	/* bytes */
 #define ALLOC_PARAM_VALUE_MAX_LEN	1024	/* bytes */
 /* Problems listed; more are counted in dropped and summed up in a line. */
@@ -118,6 +123,9 @@ struct alloc_volume {
 	char *fs_type;		/* NULL when not given */
 	char **mount_flags;
 	size_t nflags;
+	/* The secrets this alloc's stage and publish get, by name, in
+	 * place of the volume's; NULL: the volume's. */
+	char *stage_secret, *publish_secret;
 };
 
 /* Tasks and volumes are in document order. */
@@ -183,6 +191,9 @@ struct alloc_volume_spec {
 	size_t nparams;
 	struct alloc_param *context;	/* register only, document order */
 	size_t ncontext;
+	/* The secret each plugin call gets, by name (never its value);
+	 * NULL: none. Indexed as alloc_secret_calls. */
+	char *secrets[ALLOC_SECRET_CALLS];
 };
 
 /*

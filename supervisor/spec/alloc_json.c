@@ -154,6 +154,16 @@ volume(const struct alloc_volume *v, bool *ok)
 	put(o, "attachment_mode", json_string(alloc_attachment_mode_name(
 	    v->attachment_mode)), ok);
 	put(o, "read_only", json_boolean(v->read_only), ok);
+	if (v->stage_secret != NULL || v->publish_secret != NULL) {
+		/* Names only: an alloc never holds a secret's value. */
+		opts = xnonnull(json_object(), "volume: json_object");
+		if (v->stage_secret != NULL)
+			put(opts, "stage", json_string(v->stage_secret), ok);
+		if (v->publish_secret != NULL)
+			put(opts, "publish", json_string(v->publish_secret),
+			    ok);
+		put(o, "secrets", opts, ok);
+	}
 	if (v->fs_type == NULL && v->nflags == 0)
 		return o;
 	opts = xnonnull(json_object(), "volume: json_object");

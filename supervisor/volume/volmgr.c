@@ -82,6 +82,7 @@ unit_free(struct unit *u)
 		volmgr_call_orphan(u->call);
 	free(u->created_id);
 	kvs_clear(&u->created_ctx);
+	kvs_clear(&u->srefs);
 	spec_free(&u->spec);
 	free(u);
 }
@@ -273,6 +274,8 @@ volmgr_new(const struct volmgr_deps *d)
 
 	vm->d = *d;
 	vm->d.data_dir = xstrdup(d->data_dir != NULL ? d->data_dir : "");
+	vm->d.secrets_dir = xstrdup(d->secrets_dir != NULL ? d->secrets_dir :
+	    "/etc/berth/secrets");
 	TAILQ_INIT(&vm->pubs);
 	TAILQ_INIT(&vm->units);
 	TAILQ_INIT(&vm->waiting);
@@ -328,6 +331,7 @@ volmgr_free(struct volmgr *vm)
 	vm->dying = true;
 	if (vm->inflight == 0) {
 		free((char *)vm->d.data_dir);
+		free((char *)vm->d.secrets_dir);
 		free(vm);
 	}
 }

@@ -65,13 +65,14 @@ struct volmgr_plugin {
 
 /*
  * What the volume manager uses, and nothing more. The links and the
- * lookups must outlive the manager; data_dir is copied.
+ * lookups must outlive the manager; data_dir and secrets_dir are copied.
  */
 struct volmgr_deps {
 	struct event_base *base;
 	struct regclient *registry;
 	struct mclient *mounter;
 	const char *data_dir;		/* the config's: CSI paths are under it */
+	const char *secrets_dir;	/* the config's: the secrets' values */
 	/* The active instance of a plugin (CSI_NODE or CSI_CONTROLLER):
 	 * false when there is none. volmgr_csimgr_find() asks the CSI
 	 * manager. */
@@ -133,6 +134,11 @@ struct volmgr_spec {
 	size_t nparams;
 	const struct volmgr_param *context;	/* register: the context */
 	size_t ncontext;
+	/* The secrets the plugin's calls get, by reference: key the call
+	 * ("create", "stage", ...), value the secret's name. Kept with
+	 * the volume; the values are read from files at each call. */
+	const struct volmgr_param *secrets;
+	size_t nsecrets;
 };
 
 /*

@@ -37,6 +37,7 @@ call_back(struct volmgr *vm)
 	if (vm->dying) {
 		if (vm->inflight == 0) {
 			free((char *)vm->d.data_dir);
+			free((char *)vm->d.secrets_dir);
 			free(vm);
 		}
 		return false;

@@ -59,6 +59,7 @@ struct vpub {
 	char type[16];
 	char *external_id;
 	struct kvs vctx, pctx;
+	struct kvs srefs;		/* secret references: call = name */
 	char *fs_type;			/* the volume's mount options */
 	char *flags[FLAGS_MAX];
 	size_t nflags;
@@ -151,6 +152,7 @@ struct unit {
 	struct volmgr_spec spec;
 	char *created_id;
 	struct kvs created_ctx;		/* the volume context to keep */
+	struct kvs srefs;		/* the volume's secret references */
 };
 
 struct job {
@@ -209,6 +211,15 @@ bool stage_shared(struct volmgr *vm, const struct vpub *me);
 bool volume_shared(struct volmgr *vm, const struct vpub *me,
     bool same_alloc);
 void take_volume(struct vpub *p, const Berth__Volume *v);
+
+/* volmgr_secrets.c: a call's secrets, by the volume's references (key
+ * the call, one of alloc_secret_calls, value the secret's name) */
+/* The secret that refs names for call, into out (empty when it names none);
+ * false, the unit failed and ended, when it cannot be read. Wipe out
+ * with secrets_wipe() once the call is sent. */
+bool secrets_load(struct unit *u, const struct kvs *refs, const char *call,
+    struct kvs *out);
+void secrets_wipe(struct kvs *k);
 
 /* volmgr_records.c */
 void put_record(struct unit *u);

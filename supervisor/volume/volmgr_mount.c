@@ -8,6 +8,7 @@
  * undone by an unmount job, volmgr_unmount.c).
  */
 #include <stdio.h>
+#include <string.h>
 
 #include "alloc.h"
 #include "layout.h"
@@ -95,8 +96,9 @@ controller_publish(struct unit *u)
 	    CSI__V1__CONTROLLER_PUBLISH_VOLUME_REQUEST__INIT;
 	struct volmgr_plugin node, ctl;
 	struct vpub *p = u->pub;
-	struct kv_entry e[CTX_MAX];
-	void *ptrs[CTX_MAX];
+	struct kv_entry e[CTX_MAX], es[CTX_MAX];
+	void *ptrs[CTX_MAX], *ps[CTX_MAX];
+	struct kvs sec;
 	struct capbuf cb;
 
 	if (!node_or_end(u, &node) || controller_sick(u, p->plugin))
@@ -106,6 +108,8 @@ controller_publish(struct unit *u)
 		prepare_stage(u, NULL);
 		return;
 	}
+	if (!secrets_load(u, &p->srefs, "controller_publish", &sec))
+		return;
 	req.volume_id = p->external_id;
 	req.node_id = (char *)node.fp->node_id;
 	req.volume_capability = pub_capability(&cb, p);
@@ -114,8 +118,13 @@ controller_publish(struct unit *u)
 	req.volume_context = kv_entries(&p->vctx,
 	    &csi__v1__controller_publish_volume_request__volume_context_entry__descriptor,
 	    e, ptrs);
+	req.n_secrets = sec.n;
+	req.secrets = kv_entries(&sec,
+	    &csi__v1__controller_publish_volume_request__secrets_entry__descriptor,
+	    es, ps);
 	u->st.mount = MS_CPUBLISH;
 	csi_send(u, ctl.conn, CSI_CONTROLLER_PUBLISH_VOLUME, &req.base);
+	secrets_wipe(&sec);
 }
 
 static void
@@ -163,6 +172,23 @@ prepare_stage(struct unit *u, const ProtobufCMessage *reply)
 	prepare_volume(u, true);
 }
 
+/* The secret references for a stage or publish: the alloc's request's
+ * when it names one (in one, cleared by the caller), else the volume's. */
+static const struct kvs *
+call_refs(struct unit *u, const char *call, struct kvs *one)
+{
+	const struct alloc_volume *r = u->pub->req;
+	const char *name = NULL;
+
+	if (r != NULL)
+		name = strcmp(call, "stage") == 0 ? r->stage_secret :
+		    r->publish_secret;
+	if (name == NULL)
+		return &u->pub->srefs;
+	kvs_add(one, call, name);
+	return one;
+}
+
 /* mounted: the staging path is a mount point already. */
 static void
 stage(struct unit *u, bool mounted)
@@ -171,9 +197,11 @@ stage(struct unit *u, bool mounted)
 	    CSI__V1__NODE_STAGE_VOLUME_REQUEST__INIT;
 	struct vpub *p = u->pub;
 	struct volmgr_plugin node;
-	struct kv_entry e1[CTX_MAX], e2[CTX_MAX];
-	void *p1[CTX_MAX], *p2[CTX_MAX];
+	struct kv_entry e1[CTX_MAX], e2[CTX_MAX], es[CTX_MAX];
+	void *p1[CTX_MAX], *p2[CTX_MAX], *ps[CTX_MAX];
 	char path[BERTH_PATH_BUF];
+	struct kvs sec, one = { 0 };
+	bool loaded;
 	struct capbuf cb;
 
 	/* Staged before (by another alloc, or before a restart): never a
@@ -187,6 +215,10 @@ stage(struct unit *u, bool mounted)
 	}
 	if (!node_or_end(u, &node))
 		return;
+	loaded = secrets_load(u, call_refs(u, "stage", &one), "stage", &sec);
+	kvs_clear(&one);
+	if (!loaded)
+		return;
 	csi_path(u, true, path, sizeof(path));
 	req.volume_id = p->external_id;
 	req.staging_target_path = path;
@@ -199,8 +231,13 @@ stage(struct unit *u, bool mounted)
 	req.volume_context = kv_entries(&p->vctx,
 	    &csi__v1__node_stage_volume_request__volume_context_entry__descriptor,
 	    e2, p2);
+	req.n_secrets = sec.n;
+	req.secrets = kv_entries(&sec,
+	    &csi__v1__node_stage_volume_request__secrets_entry__descriptor,
+	    es, ps);
 	u->st.mount = MS_STAGE;
 	csi_send(u, node.conn, CSI_NODE_STAGE_VOLUME, &req.base);
+	secrets_wipe(&sec);
 }
 
 static void
@@ -239,9 +276,11 @@ publish(struct unit *u, bool mounted)
 	    CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
 	struct vpub *p = u->pub;
 	struct volmgr_plugin node;
-	struct kv_entry e1[CTX_MAX], e2[CTX_MAX];
-	void *p1[CTX_MAX], *p2[CTX_MAX];
+	struct kv_entry e1[CTX_MAX], e2[CTX_MAX], es[CTX_MAX];
+	void *p1[CTX_MAX], *p2[CTX_MAX], *ps[CTX_MAX];
 	char stage[BERTH_PATH_BUF], target[BERTH_PATH_BUF];
+	struct kvs sec, one = { 0 };
+	bool loaded;
 	struct capbuf cb;
 
 	if (mounted) {
@@ -251,6 +290,11 @@ publish(struct unit *u, bool mounted)
 		return;
 	}
 	if (!node_or_end(u, &node))
+		return;
+	loaded = secrets_load(u, call_refs(u, "publish", &one), "publish",
+	    &sec);
+	kvs_clear(&one);
+	if (!loaded)
 		return;
 	if (node.fp->stage_unstage)
 		csi_path(u, true, stage, sizeof(stage));
@@ -268,8 +312,13 @@ publish(struct unit *u, bool mounted)
 	req.volume_context = kv_entries(&p->vctx,
 	    &csi__v1__node_publish_volume_request__volume_context_entry__descriptor,
 	    e2, p2);
+	req.n_secrets = sec.n;
+	req.secrets = kv_entries(&sec,
+	    &csi__v1__node_publish_volume_request__secrets_entry__descriptor,
+	    es, ps);
 	u->st.mount = MS_PUBLISH;
 	csi_send(u, node.conn, CSI_NODE_PUBLISH_VOLUME, &req.base);
+	secrets_wipe(&sec);
 }
 
 /* r: the reply to the call the unit waited on; NULL to start. */

@@ -1,7 +1,7 @@
 /*
  * volmgr_operator.c: the operator's volumes: register one that exists
- * with its mount options and context (asking the controller to validate
- * it when there is one), create one
+ * with its mount options, context and secret references (asking the
+ * controller to validate it when there is one), create one
  * on the plugin's controller then register it, delete one no alloc
  * claims. Each is one unit that goes through enum op_state. Must not:
  * touch a volume an alloc uses.
@@ -17,6 +17,7 @@ put_volume(struct unit *u, const char *external_id, const struct kvs *ctx)
 	Berth__Volume v = BERTH__VOLUME__INIT;
 	Berth__VolumeCapability vc = BERTH__VOLUME_CAPABILITY__INIT, *vcs[1];
 	Berth__KeyValue kv[CTX_MAX], *kvp[CTX_MAX];
+	Berth__KeyValue sk[CTX_MAX], *skp[CTX_MAX];
 	const struct volmgr_spec *s = &u->spec;
 
 	v.namespace_ = (char *)s->ns;
@@ -40,6 +41,15 @@ put_volume(struct unit *u, const char *external_id, const struct kvs *ctx)
 	v.fs_type = (char *)(s->fs_type != NULL ? s->fs_type : "");
 	v.n_mount_flags = s->nflags;
 	v.mount_flags = (char **)s->flags;
+	/* The secrets' names only: their values are never stored. */
+	for (size_t i = 0; i < s->nsecrets; i++) {
+		berth__key_value__init(&sk[i]);
+		sk[i].key = (char *)s->secrets[i].key;
+		sk[i].value = (char *)s->secrets[i].value;
+		skp[i] = &sk[i];
+	}
+	v.n_secrets = s->nsecrets;
+	v.secrets = skp;
 	u->st.op = OS_PUT;
 	call_registry(u, regclient_put_volume(u->job->vm->d.registry, &v,
 	    on_registry, reg_ticket(u)));
@@ -52,6 +62,15 @@ spec_capability(const struct volmgr_spec *s, struct capbuf *cb,
 {
 	caps[0] = capability(cb, s->access, s->attachment, s->fs_type,
 	    s->flags, s->nflags);
+}
+
+/* The spec's secret references, as secrets_load() takes them. */
+static void
+spec_secrets(const struct volmgr_spec *s, struct kvs *k)
+{
+	kvs_clear(k);
+	for (size_t i = 0; i < s->nsecrets; i++)
+		kvs_add(k, s->secrets[i].key, s->secrets[i].value);
 }
 
 /* ---- register ---- */
@@ -74,8 +93,9 @@ validate(struct unit *u)
 	struct volmgr_plugin ctl;
 	struct capbuf cb;
 
-	struct kv_entry e[CTX_MAX];
-	void *ptrs[CTX_MAX];
+	struct kv_entry e[CTX_MAX], es[CTX_MAX];
+	void *ptrs[CTX_MAX], *ps[CTX_MAX];
+	struct kvs sec;
 
 	spec_context(s, &u->created_ctx);
 	/* Without a controller service, nothing to ask. */
@@ -85,6 +105,9 @@ validate(struct unit *u)
 		put_volume(u, s->external_id, &u->created_ctx);
 		return;
 	}
+	spec_secrets(s, &u->srefs);
+	if (!secrets_load(u, &u->srefs, "validate", &sec))
+		return;
 	spec_capability(s, &cb, caps);
 	req.volume_id = (char *)s->external_id;
 	req.n_volume_capabilities = 1;
@@ -93,8 +116,13 @@ validate(struct unit *u)
 	req.volume_context = kv_entries(&u->created_ctx,
 	    &csi__v1__validate_volume_capabilities_request__volume_context_entry__descriptor,
 	    e, ptrs);
+	req.n_secrets = sec.n;
+	req.secrets = kv_entries(&sec,
+	    &csi__v1__validate_volume_capabilities_request__secrets_entry__descriptor,
+	    es, ps);
 	u->st.op = OS_VALIDATE;
 	csi_send(u, ctl.conn, CSI_VALIDATE_VOLUME_CAPABILITIES, &req.base);
+	secrets_wipe(&sec);
 }
 
 static void
@@ -146,9 +174,9 @@ create(struct unit *u)
 	Csi__V1__CapacityRange range = CSI__V1__CAPACITY_RANGE__INIT;
 	const struct volmgr_spec *s = &u->spec;
 	Csi__V1__VolumeCapability *caps[1];
-	struct kv_entry e[CTX_MAX];
-	void *ptrs[CTX_MAX];
-	struct kvs params = { 0 };
+	struct kv_entry e[CTX_MAX], es[CTX_MAX];
+	void *ptrs[CTX_MAX], *ps[CTX_MAX];
+	struct kvs params = { 0 }, sec;
 	struct volmgr_plugin ctl;
 	struct capbuf cb;
 
@@ -166,6 +194,9 @@ create(struct unit *u)
 		unit_end(u);
 		return;
 	}
+	spec_secrets(s, &u->srefs);
+	if (!secrets_load(u, &u->srefs, "create", &sec))
+		return;
 	spec_capability(s, &cb, caps);
 	req.name = (char *)s->id;
 	req.n_volume_capabilities = 1;
@@ -180,9 +211,14 @@ create(struct unit *u)
 	req.parameters = kv_entries(&params,
 	    &csi__v1__create_volume_request__parameters_entry__descriptor, e,
 	    ptrs);
+	req.n_secrets = sec.n;
+	req.secrets = kv_entries(&sec,
+	    &csi__v1__create_volume_request__secrets_entry__descriptor, es,
+	    ps);
 	u->st.op = OS_CREATE;
 	csi_send(u, ctl.conn, CSI_CREATE_VOLUME, &req.base);
 	kvs_clear(&params);
+	secrets_wipe(&sec);
 }
 
 static void
@@ -235,7 +271,10 @@ static void
 delete_volume(struct unit *u, const Berth__VolumeReply *vr)
 {
 	Csi__V1__DeleteVolumeRequest req = CSI__V1__DELETE_VOLUME_REQUEST__INIT;
+	struct kv_entry es[CTX_MAX];
+	void *ps[CTX_MAX];
 	struct volmgr_plugin ctl;
+	struct kvs sec;
 
 	if (vr->volume == NULL) {
 		unit_fail(u, VOLMGR_FAILED, "volume %s/%s: not registered",
@@ -257,11 +296,22 @@ delete_volume(struct unit *u, const Berth__VolumeReply *vr)
 		forget_volume(u);
 		return;
 	}
+	kvs_clear(&u->srefs);
+	for (size_t i = 0; i < vr->volume->n_secrets; i++)
+		kvs_add(&u->srefs, vr->volume->secrets[i]->key,
+		    vr->volume->secrets[i]->value);
+	if (!secrets_load(u, &u->srefs, "delete", &sec))
+		return;
 	req.volume_id = vr->volume->external_id != NULL &&
 	    vr->volume->external_id[0] != '\0' ? vr->volume->external_id :
 	    vr->volume->id;
+	req.n_secrets = sec.n;
+	req.secrets = kv_entries(&sec,
+	    &csi__v1__delete_volume_request__secrets_entry__descriptor, es,
+	    ps);
 	u->st.op = OS_DELETE;
 	csi_send(u, ctl.conn, CSI_DELETE_VOLUME, &req.base);
+	secrets_wipe(&sec);
 }
 
 void
@@ -327,6 +377,7 @@ spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s)
 	d->flags = strv_copy(s->flags, s->nflags);
 	d->params = params_copy(s->params, s->nparams);
 	d->context = params_copy(s->context, s->ncontext);
+	d->secrets = params_copy(s->secrets, s->nsecrets);
 }
 
 void
@@ -351,5 +402,10 @@ spec_free(struct volmgr_spec *s)
 	}
 	free((char **)s->flags);
 	free((struct volmgr_param *)s->params);
+	for (size_t i = 0; i < s->nsecrets; i++) {
+		free((char *)s->secrets[i].key);
+		free((char *)s->secrets[i].value);
+	}
 	free((struct volmgr_param *)s->context);
+	free((struct volmgr_param *)s->secrets);
 }

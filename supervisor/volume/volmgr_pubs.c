@@ -85,6 +85,7 @@ pub_free(struct volmgr *vm, struct vpub *p)
 	free(p->external_id);
 	kvs_clear(&p->vctx);
 	kvs_clear(&p->pctx);
+	kvs_clear(&p->srefs);
 	take_options(p, NULL);
 	free(p);
 }
@@ -193,7 +194,8 @@ take_options(struct vpub *p, const Berth__Volume *v)
 		p->flags[p->nflags++] = xstrdup(v->mount_flags[i]);
 }
 
-/* The registry's volume: the provider's id, its context and options. */
+/* The registry's volume: the provider's id, its context, options and
+ * secret references. */
 void
 take_volume(struct vpub *p, const Berth__Volume *v)
 {
@@ -203,5 +205,8 @@ take_volume(struct vpub *p, const Berth__Volume *v)
 	kvs_clear(&p->vctx);
 	for (size_t i = 0; i < v->n_context; i++)
 		kvs_add(&p->vctx, v->context[i]->key, v->context[i]->value);
+	kvs_clear(&p->srefs);
+	for (size_t i = 0; i < v->n_secrets; i++)
+		kvs_add(&p->srefs, v->secrets[i]->key, v->secrets[i]->value);
 	take_options(p, v);
 }

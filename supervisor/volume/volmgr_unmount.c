@@ -93,6 +93,9 @@ controller_unpublish(struct unit *u)
 	    CSI__V1__CONTROLLER_UNPUBLISH_VOLUME_REQUEST__INIT;
 	struct volmgr_plugin node, ctl;
 	struct vpub *p = u->pub;
+	struct kv_entry es[CTX_MAX];
+	void *ps[CTX_MAX];
+	struct kvs sec;
 	bool have_ctl;
 
 	p->staged = false;
@@ -104,10 +107,17 @@ controller_unpublish(struct unit *u)
 		release(u);
 		return;
 	}
+	if (!secrets_load(u, &p->srefs, "controller_unpublish", &sec))
+		return;
 	req.volume_id = p->external_id;
 	req.node_id = (char *)node.fp->node_id;
+	req.n_secrets = sec.n;
+	req.secrets = kv_entries(&sec,
+	    &csi__v1__controller_unpublish_volume_request__secrets_entry__descriptor,
+	    es, ps);
 	u->st.unmount = US_CUNPUBLISH;
 	csi_send(u, ctl.conn, CSI_CONTROLLER_UNPUBLISH_VOLUME, &req.base);
+	secrets_wipe(&sec);
 }
 
 /* The last user of the staging path unstages it. */

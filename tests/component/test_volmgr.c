@@ -1578,6 +1578,93 @@ START_TEST(test_volume_options_when_alloc_names_none)
 }
 END_TEST
 
+/* ---- secrets, named by the volume, read at each call ---- */
+
+/* Whether what the plugin noted rpc was asked holds text. */
+static bool
+received_has(const char *rpc, const char *text)
+{
+	char path[700], got[2048];
+	ssize_t n;
+	int fd;
+
+	snprintf(path, sizeof(path), "%s/received/%s.%s", fx.state, rpc, VOL);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	n = read(fd, got, sizeof(got) - 1);
+	close(fd);
+	got[n > 0 ? n : 0] = '\0';
+	return strstr(got, text) != NULL;
+}
+
+/* Registered naming secrets; systemd's credentials dir holds "creds"
+ * (the supervisor's config dir holds none in these tests). */
+static void
+register_with_secrets(const struct volmgr_param *refs, size_t n)
+{
+	struct volmgr_spec s = spec();
+	char path[700];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "%s/received", fx.state);
+	mkdirs(path);
+	snprintf(path, sizeof(path), "%s/creds", fx.dir);
+	mkdirs(path);
+	setenv("CREDENTIALS_DIRECTORY", path, 1);
+	snprintf(path, sizeof(path), "%s/creds/ceph-user", fx.dir);
+	ck_assert_ptr_nonnull(f = fopen(path, "w"));
+	fprintf(f, "userID=admin\nuserKey=AQBx-key\n");
+	fclose(f);
+	fake_peer_handler(fx.reg, on_reg_keeping, NULL);
+	fx.registered = false;
+	s.secrets = refs;
+	s.nsecrets = n;
+	start(NULL, NULL);
+	volmgr_register(fx.vm, &s, done, (void *)0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_ptr_nonnull(kept);
+	/* The registry gets the names, never a value. */
+	ck_assert_uint_eq(kept->n_secrets, n);
+	for (size_t i = 0; i < n; i++)
+		ck_assert_str_eq(kept->secrets[i]->value, refs[i].value);
+}
+
+/* Stage and publish get the secret's key=value pairs from the file. */
+START_TEST(test_secrets_reach_stage_and_publish)
+{
+	static const struct volmgr_param refs[] = { { "stage", "ceph-user" },
+	    { "publish", "ceph-user" } };
+
+	register_with_secrets(refs, 2);
+	mount_job(&alloc1, 1);
+	ck_assert_msg(wait_job(1) == VOLMGR_OK, "%s", fx.why[1]);
+	ck_assert(received_has("NodeStageVolume",
+	    "secret userID=admin\nsecret userKey=AQBx-key\n"));
+	ck_assert(received_has("NodePublishVolume",
+	    "secret userID=admin\nsecret userKey=AQBx-key\n"));
+	unsetenv("CREDENTIALS_DIRECTORY");
+	berth__volume__free_unpacked(kept, NULL);
+	kept = NULL;
+}
+END_TEST
+
+/* A secret that is not there fails that call, named, before it is made. */
+START_TEST(test_missing_secret_fails_the_call)
+{
+	static const struct volmgr_param refs[] = { { "stage", "gone" } };
+
+	register_with_secrets(refs, 1);
+	mount_job(&alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_FAILED);
+	ck_assert_msg(strstr(fx.why[1], "stage: secret \"gone\": no such "
+	    "secret") != NULL, "%s", fx.why[1]);
+	ck_assert(!received_has("NodeStageVolume", "fs_type"));
+	unsetenv("CREDENTIALS_DIRECTORY");
+	berth__volume__free_unpacked(kept, NULL);
+	kept = NULL;
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1623,5 +1710,7 @@ main(void)
 	tcase_add_test(tc, test_create_needs_controller);
 	tcase_add_test(tc, test_options_merged_and_context_passed);
 	tcase_add_test(tc, test_volume_options_when_alloc_names_none);
+	tcase_add_test(tc, test_secrets_reach_stage_and_publish);
+	tcase_add_test(tc, test_missing_secret_fails_the_call);
 	return harness_run("volmgr", tc);
 }

@@ -10,6 +10,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -23,6 +24,7 @@
 #include <check.h>
 #include <sqlite3.h>
 
+#include "http.h"
 #include "svtest.h"
 
 static void
@@ -744,6 +746,238 @@ START_TEST(mount_options_and_context_reach_the_plugin)
 }
 END_TEST
 
+/* ---- secrets, by reference: the value reaches the plugin only ---- */
+
+/* A value no test text holds by chance: "canary-" and 32 hex digits. */
+static void
+canary_value(char *buf, size_t n)
+{
+	unsigned char r[16];
+	int fd;
+
+	ck_assert_int_ge(fd = open("/dev/urandom", O_RDONLY | O_CLOEXEC), 0);
+	ck_assert_int_eq(read(fd, r, sizeof(r)), (ssize_t)sizeof(r));
+	close(fd);
+	ck_assert_uint_ge(n, 8 + 2 * sizeof(r));
+	strcpy(buf, "canary-");
+	for (size_t i = 0; i < sizeof(r); i++)
+		snprintf(buf + 7 + 2 * i, 3, "%02x", r[i]);
+}
+
+/* Root's secret file, owned by the supervisor's user, of that mode. */
+static void
+put_secret(struct berth *b, const char *name, const char *text, mode_t mode)
+{
+	struct passwd *pw = getpwnam("berth");
+	char path[1024];
+
+	ck_assert_ptr_nonnull(pw);
+	snprintf(path, sizeof(path), "%s/secrets/%s", b->dir, name);
+	harness_write(path, text);
+	ck_assert_int_eq(chown(path, pw->pw_uid, pw->pw_gid), 0);
+	ck_assert_int_eq(chmod(path, mode), 0);
+}
+
+/* How many files under dir hold text, but for the skipped directory's. */
+static int
+files_holding(const char *dir, const char *skip, const char *text)
+{
+	char path[2048], *buf;
+	struct dirent *e;
+	struct stat st;
+	int n = 0, fd;
+	ssize_t got;
+	DIR *d;
+
+	if (skip != NULL && strcmp(dir, skip) == 0)
+		return 0;
+	if ((d = opendir(dir)) == NULL)
+		return 0;
+	while ((e = readdir(d)) != NULL) {
+		if (strcmp(e->d_name, ".") == 0 || strcmp(e->d_name, "..") == 0)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s", dir, e->d_name);
+		if (lstat(path, &st) < 0)
+			continue;
+		if (S_ISDIR(st.st_mode)) {
+			n += files_holding(path, skip, text);
+			continue;
+		}
+		if (!S_ISREG(st.st_mode) ||
+		    (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+			continue;
+		buf = calloc(1, st.st_size + 1);
+		ck_assert_ptr_nonnull(buf);
+		got = read(fd, buf, st.st_size);
+		close(fd);
+		/* Binary files (the database) too: search the bytes. */
+		if (got > 0 && memmem(buf, got, text, strlen(text)) != NULL) {
+			fprintf(stderr, "the secret is in %s\n", path);
+			n++;
+		}
+		free(buf);
+	}
+	closedir(d);
+	return n;
+}
+
+/* The raw body of an API answer, whatever its type. */
+static char *
+api_text(struct berth *b, const char *path)
+{
+	struct http_response resp;
+	char why[600], *text;
+
+	ck_assert_msg(http_request(b->sock, "GET", path, NULL, 0, 5000, &resp,
+	    why, sizeof(why)) == 0, "%s: %s", path, why);
+	ck_assert_msg(resp.status == 200, "%s: %d", path, resp.status);
+	text = strdup(resp.body != NULL ? resp.body : "");
+	http_response_free(&resp);
+	return text;
+}
+
+/* The value in no API answer, no log line and no file of berth's. */
+static void
+secret_nowhere(struct berth *b, const char *value, int notes_holding)
+{
+	static const char *paths[] = { "/v1/volume/static",
+		"/v1/volumes", "/v1/allocation/a", "/v1/allocations",
+		"/v1/events?index=0&timeout=0", "/v1/metrics", "/v1/plugins",
+		"/v1/status", NULL };
+	char skip[1024], notes[1024], *text;
+
+	for (size_t i = 0; paths[i] != NULL; i++) {
+		text = api_text(b, paths[i]);
+		ck_assert_msg(strstr(text, value) == NULL, "%s shows it: %s",
+		    paths[i], text);
+		free(text);
+	}
+	/* The supervisor's log, its helpers' with it. */
+	ck_assert_int_eq(count(b, value), 0);
+	/* Every file but root's secrets and the plugin's test-only notes:
+	 * the registry's database and journal, every task's and the
+	 * plugin's logs, the run dir. */
+	snprintf(skip, sizeof(skip), "%s/secrets", b->dir);
+	snprintf(notes, sizeof(notes), "%s/hpstate/received", b->dir);
+	ck_assert_int_eq(files_holding(notes, NULL, value), notes_holding);
+	ck_assert_int_eq(files_holding(b->dir, skip, value), notes_holding);
+}
+
+/*
+ * A static volume names its secret for every call, and an alloc names
+ * its own for publish: root's files hold random values, which reach the
+ * plugin at stage (the volume's) and publish (the alloc's), as its
+ * test-only notes show, and nowhere else: not the registry's database,
+ * not a log, an event, a metric or an API answer. A missing secret and
+ * one others may read are refused, naming the secret only.
+ */
+START_TEST(a_secret_reaches_the_plugin_and_nothing_else)
+{
+	char path[1024], extra[1200], value[64], own[64], text[256];
+	char out[8192], got[2048], *dump;
+	struct berth b;
+	json_t *j;
+
+	canary_value(value, sizeof(value));
+	canary_value(own, sizeof(own));
+	berth_setup(&b, NULL);
+	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s/defs\", "
+	    "\"secrets_dir\": \"%s/secrets\"", b.dir, b.dir);
+	berth_reconfig(&b, "1s", extra);
+	snprintf(path, sizeof(path), "%s/secrets", b.dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_int_eq(chown(path, getpwnam("berth")->pw_uid, 0), 0);
+	snprintf(text, sizeof(text), "# for the test\nuserID=admin\n"
+	    "userKey=%s\n", value);
+	put_secret(&b, "ceph-user", text, 0400);
+	put_secret(&b, "too-open", text, 0644);
+	snprintf(text, sizeof(text), "userKey=%s\n", own);
+	put_secret(&b, "alloc-own", text, 0600);
+	snprintf(path, sizeof(path), "%s/hpstate", b.dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/hpstate/received", b.dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/hpstate/volumes", b.dir);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	snprintf(path, sizeof(path), "%s/hpstate/volumes/disk-1", b.dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	berth_start(&b);
+	plugin_up(&b);
+
+	/* validate asks for it: missing, and readable by others. */
+	ck_assert_int_ne(register_volume(&b, "bad", "{\"plugin_id\": \"hp\", "
+	    "\"external_id\": \"disk-1\", \"access_mode\": "
+	    "\"single-node-writer\", \"secrets\": \"nope\"}", out,
+	    sizeof(out)), 200);
+	ck_assert_msg(strstr(out, "validate: secret \\\"nope\\\": no such "
+	    "secret") != NULL, "%s", out);
+	ck_assert_int_ne(register_volume(&b, "bad", "{\"plugin_id\": \"hp\", "
+	    "\"external_id\": \"disk-1\", \"access_mode\": "
+	    "\"single-node-writer\", \"secrets\": {\"validate\": "
+	    "\"too-open\"}}", out, sizeof(out)), 200);
+	ck_assert_msg(strstr(out, "readable by others") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, value) == NULL, "%s", out);
+
+	ck_assert_msg(register_volume(&b, "static", "{\"plugin_id\": \"hp\", "
+	    "\"external_id\": \"disk-1\", \"access_mode\": "
+	    "\"single-node-writer\", \"secrets\": \"ceph-user\"}", out,
+	    sizeof(out)) == 200, "register: %s", out);
+	/* Shown by name, for each call. */
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "status",
+	    "static"), 0);
+	ck_assert_ptr_nonnull(j = json_loads(out, 0, NULL));
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j,
+	    "secrets"), "stage")), "ceph-user");
+	ck_assert_str_eq(json_string_value(json_object_get(json_object_get(j,
+	    "secrets"), "publish")), "ceph-user");
+	json_decref(j);
+
+	put_alloc(&b, "a", "{\"id\": \"a\", \"volumes\": {\"data\": {\"type\": "
+	    "\"csi\", \"source\": \"static\", \"access_mode\": "
+	    "\"single-node-writer\", \"attachment_mode\": \"file-system\", "
+	    "\"secrets\": {\"publish\": \"alloc-own\"}}}, "
+	    "\"tasks\": [{\"name\": \"t\", \"driver\": \"exec\", \"config\": "
+	    "{\"command\": \"/bin/sh\", \"args\": [\"-c\", \"sleep 600\"]}, "
+	    "\"kill_timeout\": \"1s\", \"volume_mounts\": [{\"volume\": "
+	    "\"data\", \"destination\": \"data\"}]}]}");
+	wait_event(&b, "Started", "a/t", NULL, 15000);
+	track_tasks(&b);
+	snprintf(text, sizeof(text), "secret userID=admin\nsecret userKey=%s\n",
+	    value);
+	snprintf(path, sizeof(path), "%s/hpstate/received/"
+	    "NodeStageVolume.disk-1", b.dir);
+	read_text(path, got, sizeof(got));
+	ck_assert_msg(strstr(got, text) != NULL, "stage got:\n%s", got);
+	/* The alloc names its own for publish, in place of the volume's. */
+	snprintf(text, sizeof(text), "secret userKey=%s\n", own);
+	snprintf(path, sizeof(path), "%s/hpstate/received/"
+	    "NodePublishVolume.disk-1", b.dir);
+	read_text(path, got, sizeof(got));
+	ck_assert_msg(strstr(got, text) != NULL, "publish got:\n%s", got);
+	ck_assert_msg(strstr(got, value) == NULL, "publish got:\n%s", got);
+	/* Shown by name in the alloc's status. */
+	dump = api_text(&b, "/v1/allocation/a");
+	ck_assert_msg(strstr(dump, "\"publish\":\"alloc-own\"") != NULL ||
+	    strstr(dump, "\"publish\": \"alloc-own\"") != NULL, "%s", dump);
+	free(dump);
+	/* Found where it is (the plugin's note), so that not finding it
+	 * elsewhere means something. */
+	secret_nowhere(&b, value, 1);
+	secret_nowhere(&b, own, 1);
+
+	stop_alloc(&b, "a");
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "delete",
+	    "static"), 0);
+	stop_alloc(&b, "plugin");
+	nothing_left(&b);
+	ck_assert_int_eq(count(&b, value) + count(&b, own), 0);
+	snprintf(path, sizeof(path), "%s/secrets", b.dir);
+	ck_assert_int_eq(files_holding(b.dir, path, value), 1);
+	ck_assert_int_eq(files_holding(b.dir, path, own), 1);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -756,5 +990,6 @@ main(void)
 	tcase_add_test(tc, a_volume_staged_per_usage_before_an_upgrade_is_kept);
 	tcase_add_test(tc, a_plugin_dying_mid_stage_is_waited_for);
 	tcase_add_test(tc, mount_options_and_context_reach_the_plugin);
+	tcase_add_test(tc, a_secret_reaches_the_plugin_and_nothing_else);
 	return harness_run("volumes", tc);
 }
