@@ -48,7 +48,7 @@
 #define REG_TIMEOUT_MS	400
 #define WAIT_MS		10000
 #define MAXHOLD		8
-#define MAXJOBS		4
+#define MAXJOBS		8
 
 #define B(x) BERTH__ENVELOPE__BODY_##x
 
@@ -409,6 +409,7 @@ is_ready(void *arg)
 static enum volmgr_status
 wait_job(int i)
 {
+	ck_assert_int_lt(i, MAXJOBS);
 	ck_assert_msg(fake_run_until(fx.base, is_done, (void *)(intptr_t)i,
 	    WAIT_MS), "job %d did not finish", i);
 	ck_assert_int_eq(fx.done[i], 1);
