@@ -11,8 +11,8 @@
 
 #include "table.h"
 
-/* The narrowest a column is cut to, "..." and a letter or two. */
-#define MIN_COL	5
+/* The narrowest a column is cut to: the widest are cut first. */
+#define MIN_COL	1
 
 size_t
 table_width(void)
