@@ -6,11 +6,13 @@
  * A new route is one line in the table below; a route whose handler is
  * NULL answers 501 (none now). HEAD is served wherever GET is.
  *
- * Every answer of ours is JSON. One kind is not: a request evhttp cannot
- * parse (a malformed request line or header, headers or a body over the
- * limits) is answered by libevent 2.1 itself, with its HTML error page
- * (evhttp_send_error), before any callback of ours runs; 2.1 has no hook
- * for it (evhttp_set_errorcb came in 2.2).
+ * Every answer of ours is JSON, 405 for each of evhttp's nine methods
+ * that a path does not take. One kind is not: a request evhttp cannot
+ * parse (a malformed request line or header, a method it does not know,
+ * headers or a body over the limits) is answered by libevent 2.1 itself,
+ * with its HTML error page (evhttp_send_error: 400, 501, 413), before any
+ * callback of ours runs; 2.1 has no hook for it (evhttp_set_errorcb came
+ * in 2.2).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -73,7 +75,8 @@ static const struct {
 	{ EVHTTP_REQ_GET, "GET" }, { EVHTTP_REQ_POST, "POST" },
 	{ EVHTTP_REQ_HEAD, "HEAD" }, { EVHTTP_REQ_PUT, "PUT" },
 	{ EVHTTP_REQ_DELETE, "DELETE" }, { EVHTTP_REQ_OPTIONS, "OPTIONS" },
-	{ EVHTTP_REQ_PATCH, "PATCH" },
+	{ EVHTTP_REQ_PATCH, "PATCH" }, { EVHTTP_REQ_TRACE, "TRACE" },
+	{ EVHTTP_REQ_CONNECT, "CONNECT" },
 };
 
 static const char *
@@ -558,7 +561,8 @@ api_new(const struct api_deps *d, int fd, gid_t group)
 	api_conns_init(api);
 	evhttp_set_allowed_methods(api->http, EVHTTP_REQ_GET |
 	    EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
-	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH |
+	    EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
 	evhttp_set_max_body_size(api->http, API_HARD_MAX_BODY);
 	evhttp_set_max_headers_size(api->http, 16 * 1024);
 	evhttp_set_timeout(api->http, 60);

@@ -1131,6 +1131,12 @@ START_TEST(head_is_get_without_the_body)
 	    "\r\n", out, sizeof(out));
 	ck_assert_msg(strncmp(out, "HTTP/1.1 405 ", 13) == 0, "%s", out);
 	ck_assert_msg(strstr(out, "Allow: GET, HEAD\r\n") != NULL, "%s", out);
+	/* Each method evhttp knows is ours to refuse, in JSON. */
+	raw(&b, "TRACE /v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+	    "\r\n", out, sizeof(out));
+	ck_assert_msg(strncmp(out, "HTTP/1.1 405 ", 13) == 0 && strstr(out,
+	    "\r\n\r\n{\"code\":405,\"error\":\"TRACE is not allowed") !=
+	    NULL, "%s", out);
 	api_down(&b);
 }
 END_TEST
