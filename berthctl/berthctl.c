@@ -772,7 +772,8 @@ alloc_failed(const char *id, json_t *a)
 	    json_object_get(a, "reason") != NULL ? str(a, "reason") :
 	    "no reason given");
 	if (json_is_string(retry))
-		fprintf(stderr, " (next retry at %s)", json_string_value(retry));
+		fprintf(stderr, " (next retry at %s)",
+		    json_string_value(retry));
 	fprintf(stderr, "\n");
 	json_decref(a);
 	exit(EXIT_FAIL);
@@ -1003,92 +1004,92 @@ cmd_events(const char *arg)
 
 static const struct cmd cmds[] = {
 	{ "status", NULL, NULL, NULL, 0,
-	    "the supervisor, its helpers, counts",
-	    "The supervisor's version, uptime and pid, each helper's pid and\n"
-	    "readiness, and counts of allocations, tasks and plugin instances.\n",
-	    cmd_status },
+	"the supervisor, its helpers, counts",
+	"The supervisor's version, uptime and pid, each helper's pid and\n"
+	"readiness, and counts of allocations, tasks and plugin instances.\n",
+	cmd_status },
 	{ "version", NULL, NULL, NULL, 0,
-	    "berthctl's version, and the supervisor's",
-	    "berthctl's own version, and the supervisor's when it answers\n"
-	    "within 3 seconds (else why not). Exit 0 either way.\n",
-	    cmd_version },
+	"berthctl's version, and the supervisor's",
+	"berthctl's own version, and the supervisor's when it answers\n"
+	"within 3 seconds (else why not). Exit 0 either way.\n",
+	cmd_version },
 	{ "plugin", "list", NULL, NULL, 0,
-	    "every CSI plugin with its instances and health",
-	    "Every CSI plugin: its provider name, version, health, and how many\n"
-	    "instances and tasks serve it.\n",
-	    cmd_plugin_list },
+	"every CSI plugin with its instances and health",
+	"Every CSI plugin: its provider name, version, health, and how many\n"
+	"instances and tasks serve it.\n",
+	cmd_plugin_list },
 	{ "plugin", "status", "ID", "[--wait-healthy [--timeout D]]",
 	    O_WAIT_HEALTHY | O_TIMEOUT,
-	    "one plugin; --wait-healthy waits for it",
-	    "One plugin: its instances per allocation and their health, and its\n"
-	    "tasks. With --wait-healthy, wait until it is healthy (at most\n"
-	    "--timeout, 2m by default) and exit 1 if it is not.\n",
-	    cmd_plugin_status },
+	"one plugin; --wait-healthy waits for it",
+	"One plugin: its instances per allocation and their health, and its\n"
+	"tasks. With --wait-healthy, wait until it is healthy (at most\n"
+	"--timeout, 2m by default) and exit 1 if it is not.\n",
+	cmd_plugin_status },
 	{ "volume", "list", NULL, NULL, 0,
-	    "every registered volume",
-	    "Every registered volume: its namespace, plugin, access and\n"
-	    "attachment modes, and how many allocations claim it.\n",
-	    cmd_volume_list },
+	"every registered volume",
+	"Every registered volume: its namespace, plugin, access and\n"
+	"attachment modes, and how many allocations claim it.\n",
+	cmd_volume_list },
 	{ "volume", "status", "ID", NULL, 0,
-	    "one volume and its claims",
-	    "One volume of the namespace \"default\": its plugin, external id,\n"
-	    "capabilities, context, mount options (flags only counted: they may\n"
-	    "hold secrets) and claims.\n",
-	    cmd_volume_status },
+	"one volume and its claims",
+	"One volume of the namespace \"default\": its plugin, external id,\n"
+	"capabilities, context, mount options (flags only counted: they may\n"
+	"hold secrets) and claims.\n",
+	cmd_volume_status },
 	{ "volume", "register", "FILE", NULL, 0,
-	    "register an existing volume",
-	    "Register an existing volume described by FILE (JSON; - reads\n"
-	    "standard input): \"id\", \"plugin_id\", \"external_id\",\n"
-	    "\"access_mode\", \"attachment_mode\", and optionally \"namespace\",\n"
-	    "\"mount_options\" and \"context\". See berthctl(1).\n",
-	    cmd_volume_register },
+	"register an existing volume",
+	"Register an existing volume described by FILE (JSON; - reads\n"
+	"standard input): \"id\", \"plugin_id\", \"external_id\",\n"
+	"\"access_mode\", \"attachment_mode\", and optionally \"namespace\",\n"
+	"\"mount_options\" and \"context\". See berthctl(1).\n",
+	cmd_volume_register },
 	{ "volume", "create", "FILE", NULL, 0,
-	    "create a volume through its plugin",
-	    "Create the volume FILE describes (JSON, as for register, without\n"
-	    "\"external_id\") through its controller plugin, then register it.\n",
-	    cmd_volume_create },
+	"create a volume through its plugin",
+	"Create the volume FILE describes (JSON, as for register, without\n"
+	"\"external_id\") through its controller plugin, then register it.\n",
+	cmd_volume_create },
 	{ "volume", "delete", "ID", NULL, 0,
-	    "delete a volume through its plugin",
-	    "Delete a volume of the namespace \"default\" through its\n"
-	    "controller plugin, and deregister it. A claimed volume is refused.\n",
-	    cmd_volume_delete },
+	"delete a volume through its plugin",
+	"Delete a volume of the namespace \"default\" through its\n"
+	"controller plugin, and deregister it. A claimed volume is refused.\n",
+	cmd_volume_delete },
 	{ "alloc", "run", "FILE", "[--wait [--timeout D]]", O_WAIT | O_TIMEOUT,
-	    "submit an allocation; --wait waits until it runs",
-	    "Submit the allocation document FILE (JSON; - reads standard\n"
-	    "input). With --wait, wait until every task runs and every plugin\n"
-	    "task is healthy, showing what it waits for, at most --timeout (2m\n"
-	    "by default). A failed allocation ends the wait at once: its reason\n"
-	    "is printed and the exit status is 1.\n",
-	    cmd_alloc_run },
+	"submit an allocation; --wait waits until it runs",
+	"Submit the allocation document FILE (JSON; - reads standard\n"
+	"input). With --wait, wait until every task runs and every plugin\n"
+	"task is healthy, showing what it waits for, at most --timeout (2m\n"
+	"by default). A failed allocation ends the wait at once: its reason\n"
+	"is printed and the exit status is 1.\n",
+	cmd_alloc_run },
 	{ "alloc", "stop", "ID", NULL, 0,
-	    "stop an allocation",
-	    "Stop an allocation's tasks and release its volumes.\n",
-	    cmd_alloc_stop },
+	"stop an allocation",
+	"Stop an allocation's tasks and release its volumes.\n",
+	cmd_alloc_stop },
 	{ "alloc", "list", NULL, NULL, 0,
-	    "every allocation with its state",
-	    "Every allocation: its state (pending, running, complete, failed),\n"
-	    "its number of tasks, and why it failed.\n",
-	    cmd_alloc_list },
+	"every allocation with its state",
+	"Every allocation: its state (pending, running, complete, failed),\n"
+	"its number of tasks, and why it failed.\n",
+	cmd_alloc_list },
 	{ "alloc", "status", "ID", NULL, 0,
-	    "one allocation, its tasks and events",
-	    "One allocation: its state (and the failing step, reason and next\n"
-	    "retry when it failed), its tasks, and their recent events.\n",
-	    cmd_alloc_status },
+	"one allocation, its tasks and events",
+	"One allocation: its state (and the failing step, reason and next\n"
+	"retry when it failed), its tasks, and their recent events.\n",
+	cmd_alloc_status },
 	{ "driver", "list", NULL, NULL, 0,
-	    "every task driver with its health",
-	    "Every task driver: detected, healthy, and what it runs.\n",
-	    cmd_driver_list },
+	"every task driver with its health",
+	"Every task driver: detected, healthy, and what it runs.\n",
+	cmd_driver_list },
 	{ "device", "list", NULL, NULL, 0,
-	    "every device with its health",
-	    "Every device plugin's devices, by type, vendor and name, with\n"
-	    "their health.\n",
-	    cmd_device_list },
+	"every device with its health",
+	"Every device plugin's devices, by type, vendor and name, with\n"
+	"their health.\n",
+	cmd_device_list },
 	{ "events", NULL, NULL, "[-f] [--index N]", O_FOLLOW | O_INDEX,
-	    "the event log; -f follows it",
-	    "The event log (plugins, health, allocations, tasks) after index N\n"
-	    "(0 by default). With -f (--follow), keep following new events\n"
-	    "until interrupted.\n",
-	    cmd_events },
+	"the event log; -f follows it",
+	"The event log (plugins, health, allocations, tasks) after index N\n"
+	"(0 by default). With -f (--follow), keep following new events\n"
+	"until interrupted.\n",
+	cmd_events },
 };
 #define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
 
@@ -1157,7 +1158,7 @@ help_cmd(const struct cmd *c)
 	if (c->allowed & O_WAIT_HEALTHY)
 		printf("  --wait-healthy wait until it is healthy\n");
 	if (c->allowed & (O_WAIT | O_WAIT_HEALTHY))
-		printf("  --timeout D    how long to wait, as \"30s\" or \"2m\"\n");
+		printf("  --timeout D    how long to wait: \"30s\", \"2m\"\n");
 	if (c->allowed & O_FOLLOW)
 		printf("  -f, --follow   follow new events\n"
 		    "  --index N      start after event N\n");
