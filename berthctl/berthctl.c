@@ -10,8 +10,8 @@
  * Exit codes scripts can rely on: 0 done; 1 refused or failed (the API
  * answered an error, an allocation failed, a wait ran out of time, a
  * file could not be read); 2 usage error, ids included, before any
- * request; 3 the supervisor could not be reached. Must not: keep state
- * of its own, or retry a change.
+ * request; 3 the supervisor could not be reached, or refused us by its
+ * peer check. Must not: keep state of its own, or retry a change.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -167,7 +167,10 @@ plain_words(const char *in, char *out, size_t n)
 	out[o < n ? o : n - 1] = '\0';
 }
 
-/* An error answer: said on stderr (and given whole with --json); exit 1. */
+/*
+ * An error answer: said on stderr (and given whole with --json); exit 1,
+ * or 3 when the socket's peer check refused us.
+ */
 static void __attribute__((noreturn))
 api_failed(long status, json_t *j)
 {
@@ -182,9 +185,12 @@ api_failed(long status, json_t *j)
 	if (status == 404 && subject_kind != NULL)
 		fprintf(stderr, "berthctl: %s %s not found\n", subject_kind,
 		    subject_id);
-	else if (status == 403)
-		fprintf(stderr, "berthctl: not allowed: %s\n", words);
-	else
+	else if (status == 403) {
+		fprintf(stderr, "berthctl: not allowed: %s (%s)\n", words,
+		    socket_hint());
+		json_decref(j);
+		exit(EXIT_UNREACHABLE);
+	} else
 		fprintf(stderr, "berthctl: %s\n", words);
 	json_array_foreach(probs, i, p)
 		fprintf(stderr, "  %s\n", json_string_value(p));
