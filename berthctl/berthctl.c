@@ -1356,12 +1356,16 @@ main(int argc, char **argv)
 	signal(SIGPIPE, SIG_IGN);
 	if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK)
 		die(EXIT_FAIL, "libcurl cannot start");
-	if (n == 0 && want_version)
-		p[0] = "version", n = 1;
-	if (n == 0 && want_help)
+	if (want_version && n > 0)
+		usage_error(NULL, "--version takes no command");
+	if (want_version)
+		cmd_version(NULL);
+	else if (n == 0 && want_help)
 		help_all();
-	if (n == 0)
+	else if (n == 0)
 		usage_error(NULL, "no command given");
+	if (want_version)
+		return 0;
 	if (strcmp(p[0], "help") == 0)
 		help(p + 1, n - 1);
 	if (!noun_known(p[0]))

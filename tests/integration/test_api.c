@@ -1,9 +1,10 @@
 /*
  * test_api.c: the operator API and berthctl against the real supervisor
- * in spawn mode, through a real unix-socket HTTP client (berthctl's own,
- * berthctl/http.c): every route, each 4xx answer, the peer check with
+ * in spawn mode, through a real unix-socket HTTP client (berthctl/http.c,
+ * and raw requests for HEAD): every route, each 4xx answer, the peer check with
  * SO_PEERCRED (children that setuid() to other users), the event log's
- * long poll, and berthctl's commands, output and exit codes.
+ * long poll, and berthctl's commands, help, usage errors, ids, tables,
+ * --json, output and exit codes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -998,6 +999,8 @@ START_TEST(berthctl_help_usage_and_ids)
 	ctl_usage(&b, "--timeout goes with --wait", "alloc", "run", "x",
 	    "--timeout=1s");
 	ctl_usage(&b, "help: no command \"frob\"", "help", "frob", NULL, NULL);
+	ctl_usage(&b, "--version takes no command", "--version", "status",
+	    NULL, NULL);
 	/* Ids: the server's rules, before any request. */
 	ctl_usage(&b, "\"writer#frag\" is not an id: it contains a character "
 	    "outside", "alloc", "status", "writer#frag", NULL);
