@@ -1,14 +1,17 @@
 /*
  * berthctl: the command line over berth's operator API (api.sock).
  *
- * Nouns and verbs, as in nomad's CLI: status; plugin list|status;
- * volume list|status|register|create|delete; alloc run|stop|list|status;
- * driver list; device list; events [-f]. Tables for people by default,
- * the API's JSON with --json for scripts.
+ * Nouns and verbs, as in nomad's CLI: status; version; plugin
+ * list|status; volume list|status|register|create|delete; alloc
+ * run|stop|list|status; driver list; device list; events [-f]. Tables
+ * for people by default, the API's JSON with --json for scripts; help
+ * for each command on stdout (help NOUN [VERB], or --help, -h).
  *
- * Exit codes scripts can rely on: 0 done; 1 the API answered an error
- * (or a wait ran out of time); 2 usage error; 3 the supervisor could not
- * be reached. Must not: keep state of its own, or retry a change.
+ * Exit codes scripts can rely on: 0 done; 1 refused or failed (the API
+ * answered an error, an allocation failed, a wait ran out of time, a
+ * file could not be read); 2 usage error, ids included, before any
+ * request; 3 the supervisor could not be reached, or refused us by its
+ * peer check. Must not: keep state of its own, or retry a change.
  */
 #include <errno.h>
 #include <getopt.h>
@@ -21,50 +24,48 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <curl/curl.h>
 #include <jansson.h>
 
 #include "duration.h"
-#include "http.h"
+#include "ident.h"
 #include "log.h"
+#include "request.h"
+#include "table.h"
 
-#define EXIT_API	1
+#define EXIT_FAIL	1
 #define EXIT_USAGE	2
 #define EXIT_UNREACHABLE 3
 
 #define DEFAULT_SOCKET	"/run/berth/api.sock"
 #define REQUEST_TIMEOUT_MS 30000
+#define VERSION_TIMEOUT_MS 3000
 #define POLL_INTERVAL_MS 250
+
+/* The options a command may take, beyond --socket, --json and --help. */
+#define O_WAIT		0x01
+#define O_WAIT_HEALTHY	0x02
+#define O_TIMEOUT	0x04
+#define O_FOLLOW	0x08
+#define O_INDEX		0x10
+
+struct cmd {
+	const char *noun, *verb;	/* verb NULL: the noun alone */
+	const char *arg;		/* "ID", "FILE", NULL: none */
+	const char *opts;		/* its options, as in its synopsis */
+	int allowed;			/* O_* */
+	const char *summary;
+	const char *help;
+	void (*run)(const char *arg);
+};
 
 static const char *sock_path = DEFAULT_SOCKET;
 static bool json_out;
 static int64_t wait_timeout_ms = 120 * 1000;
-
-static void __attribute__((noreturn))
-usage(void)
-{
-	fprintf(stderr,
-"usage: berthctl [--socket PATH] [--json] COMMAND\n"
-"\n"
-"  status                         the supervisor, its helpers, counts\n"
-"  plugin list\n"
-"  plugin status ID [--wait-healthy] [--timeout D]\n"
-"  volume list\n"
-"  volume status ID\n"
-"  volume register FILE           a volume document (JSON) with an \"id\"\n"
-"  volume create FILE\n"
-"  volume delete ID\n"
-"  alloc run FILE [--wait] [--timeout D]\n"
-"  alloc stop ID\n"
-"  alloc list\n"
-"  alloc status ID\n"
-"  driver list\n"
-"  device list\n"
-"  events [-f] [--index N]        the event log; -f follows it\n"
-"\n"
-"The socket: --socket, else $BERTH_API, else " DEFAULT_SOCKET ".\n"
-"Exit: 0 ok, 1 the API answered an error, 2 usage, 3 unreachable.\n");
-	exit(EXIT_USAGE);
-}
+static bool opt_wait, opt_wait_healthy, opt_follow;
+static unsigned long long opt_index;
+/* What an error answer is about: "allocation", "web". */
+static const char *subject_kind, *subject_id;
 
 static void die(int code, const char *fmt, ...) BERTH_PRINTF(2, 3)
     __attribute__((noreturn));
@@ -92,28 +93,31 @@ socket_hint(void)
 }
 
 /*
- * One request. The answer's JSON in *out (NULL when not JSON); returns
- * the HTTP status. Exits 3 when the supervisor cannot be reached.
+ * One request. The answer's JSON in *out (an error object when the
+ * answer is not JSON); returns the HTTP status. Exits 3 when the
+ * supervisor cannot be reached.
  */
-static int
+static long
 call(const char *method, const char *path, const char *body, size_t len,
-    int timeout_ms, json_t **out)
+    long timeout_ms, json_t **out)
 {
-	struct http_response resp;
+	struct answer a;
 	char why[600];
+	long status;
 
-	if (http_request(sock_path, method, path, body, len, timeout_ms,
-	    &resp, why, sizeof(why)) < 0)
+	if (request(sock_path, method, path, body, len, timeout_ms, &a, why,
+	    sizeof(why)) < 0)
 		die(EXIT_UNREACHABLE, "%s (%s)", why, socket_hint());
-	*out = json_loads(resp.body, 0, NULL);
-	if (*out == NULL && resp.status < 400)
-		die(EXIT_API, "%s %s: the answer (%d) is not JSON: %.200s",
-		    method, path, resp.status, resp.body);
+	*out = json_loads(a.body, 0, NULL);
+	if (*out == NULL && a.status < 400)
+		die(EXIT_FAIL, "the answer to %s %s (%ld) is not JSON", method,
+		    path, a.status);
 	if (*out == NULL)
-		*out = json_pack("{s:i, s:s}", "code", resp.status, "error",
-		    resp.body);
-	http_response_free(&resp);
-	return resp.status;
+		*out = json_pack("{s:I, s:s}", "code", (json_int_t)a.status,
+		    "error", "the request was refused");
+	answer_free(&a);
+	status = a.status;
+	return status;
 }
 
 static void
@@ -127,41 +131,90 @@ print_json(json_t *j)
 	}
 }
 
-/* An error answer: said on stderr (and given whole with --json); exit 1. */
+static bool
+starts(const char *s, const char *prefix)
+{
+	return strncmp(s, prefix, strlen(prefix)) == 0;
+}
+
+/*
+ * The API's message in the operator's words: no helper's name
+ * ("berth-registry: ") and no enum ("ERROR_NOT_FOUND: ") in front.
+ */
+static void
+plain_words(const char *in, char *out, size_t n)
+{
+	size_t o = 0, k;
+
+	while (*in != '\0' && o + 1 < n) {
+		k = 0;
+		if (starts(in, "berth-"))
+			k = strspn(in + 6, "abcdefghijklmnopqrstuvwxyz") + 6;
+		else if (starts(in, "ERROR_"))
+			k = strspn(in + 6, "ABCDEFGHIJKLMNOPQRSTUVWXYZ_") + 6;
+		if (k > 6 && in[k] == ':' && in[k + 1] == ' ') {
+			in += k + 2;
+			continue;
+		}
+		if (starts(in, "cannot reach berth-registry")) {
+			o += (size_t)snprintf(out + o, n - o, "the volume "
+			    "registry is not available");
+			in += strlen("cannot reach berth-registry");
+			continue;
+		}
+		out[o++] = *in++;
+	}
+	out[o < n ? o : n - 1] = '\0';
+}
+
+/*
+ * An error answer: said on stderr (and given whole with --json); exit 1,
+ * or 3 when the socket's peer check refused us.
+ */
 static void __attribute__((noreturn))
-api_failed(const char *what, int status, json_t *j)
+api_failed(long status, json_t *j)
 {
 	json_t *probs = json_object_get(j, "problems"), *p;
 	const char *err = json_string_value(json_object_get(j, "error"));
+	char words[1024];
 	size_t i;
 
 	if (json_out)
 		print_json(j);
-	fprintf(stderr, "berthctl: %s: %s (%d)\n", what, err != NULL ? err :
-	    "error", status);
+	plain_words(err != NULL ? err : "refused", words, sizeof(words));
+	if (status == 404 && subject_kind != NULL)
+		fprintf(stderr, "berthctl: %s %s not found\n", subject_kind,
+		    subject_id);
+	else if (status == 403) {
+		fprintf(stderr, "berthctl: not allowed: %s (%s)\n", words,
+		    socket_hint());
+		json_decref(j);
+		exit(EXIT_UNREACHABLE);
+	} else
+		fprintf(stderr, "berthctl: %s\n", words);
 	json_array_foreach(probs, i, p)
 		fprintf(stderr, "  %s\n", json_string_value(p));
 	json_decref(j);
-	exit(EXIT_API);
+	exit(EXIT_FAIL);
 }
 
-/* GET path, and exit on any error. */
+/* A request that must succeed: its answer, or exit 1 on an error. */
 static json_t *
-get(const char *what, const char *path)
+must(const char *method, const char *path, const char *body, size_t len)
 {
 	json_t *j;
-	int status = call("GET", path, NULL, 0, REQUEST_TIMEOUT_MS, &j);
+	long status = call(method, path, body, len, REQUEST_TIMEOUT_MS, &j);
 
 	if (status >= 400)
-		api_failed(what, status, j);
+		api_failed(status, j);
 	return j;
 }
 
 /* GET for a table; NULL when --json printed the answer as it is. */
 static json_t *
-get_table(const char *what, const char *path)
+get_table(const char *path)
 {
-	json_t *j = get(what, path);
+	json_t *j = must("GET", path, NULL, 0);
 
 	if (!json_out)
 		return j;
@@ -170,13 +223,10 @@ get_table(const char *what, const char *path)
 	return NULL;
 }
 
-/* An id in a path: the API's ids need no escaping, but refuse a '/'. */
+/* An id in a path: ids are [A-Za-z0-9._-] (checked), so none is escaped. */
 static const char *
 path_of(char *buf, size_t n, const char *fmt, const char *id)
 {
-	if (strchr(id, '/') != NULL || strchr(id, '?') != NULL ||
-	    strchr(id, '%') != NULL || *id == '\0')
-		die(EXIT_USAGE, "\"%s\" is not an identifier", id);
 	snprintf(buf, n, fmt, id);
 	return buf;
 }
@@ -189,79 +239,24 @@ read_file(const char *path, size_t *len)
 	size_t cap = 0, n;
 
 	if (f == NULL)
-		die(EXIT_USAGE, "cannot read %s: %s", path, strerror(errno));
+		die(EXIT_FAIL, "cannot read %s: %s", path, strerror(errno));
 	*len = 0;
 	do {
 		if (cap - *len < 4096 && (buf = realloc(buf, (cap = cap * 2 +
 		    8192) + 1)) == NULL)
-			die(EXIT_USAGE, "out of memory");
+			die(EXIT_FAIL, "out of memory");
 		n = fread(buf + *len, 1, cap - *len, f);
 		*len += n;
 	} while (n > 0 && *len < 4 * 1024 * 1024);
 	if (ferror(f))
-		die(EXIT_USAGE, "cannot read %s: %s", path, strerror(errno));
+		die(EXIT_FAIL, "cannot read %s: %s", path, strerror(errno));
 	if (f != stdin)
 		fclose(f);
 	buf[*len] = '\0';
 	return buf;
 }
 
-/* ---- tables ---- */
-
-struct table {
-	size_t ncols, nrows, cap;
-	char **cells;
-};
-
-static void
-row(struct table *t, ...)
-{
-	va_list ap;
-	size_t i;
-
-	if (t->nrows == t->cap) {
-		t->cap = t->cap * 2 + 8;
-		if ((t->cells = realloc(t->cells, t->cap * t->ncols *
-		    sizeof(char *))) == NULL)
-			die(EXIT_API, "out of memory");
-	}
-	va_start(ap, t);
-	for (i = 0; i < t->ncols; i++) {
-		const char *c = va_arg(ap, const char *);
-
-		if ((t->cells[t->nrows * t->ncols + i] = strdup(c != NULL ? c :
-		    "-")) == NULL)
-			die(EXIT_API, "out of memory");
-	}
-	va_end(ap);
-	t->nrows++;
-}
-
-/* Aligned columns, two spaces apart; the last column is not padded. */
-static void
-table_print(struct table *t)
-{
-	size_t w[16] = { 0 }, i, j, len;
-
-	for (i = 0; i < t->nrows; i++)
-		for (j = 0; j < t->ncols && j < 16; j++)
-			if ((len = strlen(t->cells[i * t->ncols + j])) > w[j])
-				w[j] = len;
-	for (i = 0; i < t->nrows; i++) {
-		for (j = 0; j < t->ncols; j++) {
-			const char *c = t->cells[i * t->ncols + j];
-
-			if (j + 1 < t->ncols)
-				printf("%-*s  ", (int)w[j], c);
-			else
-				printf("%s\n", c);
-			free((char *)c);
-		}
-	}
-	free(t->cells);
-	t->cells = NULL;
-	t->nrows = t->cap = 0;
-}
+/* ---- cells ---- */
 
 static const char *
 str(json_t *o, const char *key)
@@ -307,7 +302,7 @@ progress(int64_t since, const char *fmt, ...)
 	vsnprintf(line, sizeof(line), fmt, ap);
 	va_end(ap);
 	if (tty) {
-		fprintf(stderr, "\r\033[K[%5.1fs] %s", (double)(http_now_ms() -
+		fprintf(stderr, "\r\033[K[%5.1fs] %s", (double)(now_ms() -
 		    since) / 1000, line);
 		fflush(stderr);
 	} else if (strcmp(line, last_line) != 0)
@@ -333,71 +328,104 @@ sleep_ms(int ms)
 
 /* ---- commands ---- */
 
-static bool opt_wait, opt_wait_healthy, opt_follow, opt_timeout;
-static unsigned long long opt_index;
-
 static void
-cmd_status(void)
+cmd_status(const char *arg)
 {
-	json_t *j = get_table("status", "/v1/status"), *h, *c;
-	char a[32], b[32], d[32];
+	json_t *j = get_table("/v1/status"), *h, *c, *p;
 	struct table t = { 2, 0, 0, NULL };
+	char a[64], b[32], d[32], line[128];
 	const char *name;
-	json_t *p;
 
+	(void)arg;
 	if (j == NULL)
 		return;
 	h = json_object_get(j, "helpers");
 	c = json_object_get(j, "counts");
-	row(&t, "Version", str(j, "version"));
+	table_row(&t, "Version", str(j, "version"));
 	snprintf(a, sizeof(a), "%.1fs", (double)json_integer_value(
 	    json_object_get(j, "uptime_ms")) / 1000);
-	row(&t, "Uptime", a);
-	row(&t, "Supervisor pid", num(j, "pid", b, sizeof(b)));
+	table_row(&t, "Uptime", a);
+	table_row(&t, "Supervisor pid", num(j, "pid", b, sizeof(b)));
 	json_object_foreach(h, name, p) {
-		char line[128];
-
 		snprintf(line, sizeof(line), "pid %s, %s",
 		    num(p, "pid", d, sizeof(d)), json_is_true(json_object_get(p,
 		    "ready")) ? "ready" : json_is_true(json_object_get(p,
 		    "exited")) ? "exited" : "not ready");
-		row(&t, name, line);
+		table_row(&t, name, line);
 	}
-	snprintf(a, sizeof(a), "%s", num(c, "allocations", b, sizeof(b)));
-	row(&t, "Allocations", a);
+	table_row(&t, "Allocations", num(c, "allocations", b, sizeof(b)));
 	snprintf(a, sizeof(a), "%s running of ", num(c, "tasks_running", b,
 	    sizeof(b)));
 	snprintf(a + strlen(a), sizeof(a) - strlen(a), "%s", num(c, "tasks", b,
 	    sizeof(b)));
-	row(&t, "Tasks", a);
+	table_row(&t, "Tasks", a);
 	snprintf(a, sizeof(a), "%s healthy of ", num(c,
 	    "plugin_instances_healthy", b, sizeof(b)));
 	snprintf(a + strlen(a), sizeof(a) - strlen(a), "%s", num(c,
 	    "plugin_instances", b, sizeof(b)));
-	row(&t, "Plugin instances", a);
-	row(&t, "Event index", num(j, "events_index", b, sizeof(b)));
+	table_row(&t, "Plugin instances", a);
+	table_row(&t, "Event index", num(j, "events_index", b, sizeof(b)));
 	table_print(&t);
 	json_decref(j);
 }
 
+/* The client's version, and the server's when it answers in time. */
 static void
-cmd_plugin_list(void)
+cmd_version(const char *arg)
 {
-	json_t *j = get_table("plugin list", "/v1/plugins"), *p;
+	const char *server = NULL;
+	struct answer a;
+	char why[600];
+	json_t *j = NULL;
+
+	(void)arg;
+	if (request(sock_path, "GET", "/v1/status", NULL, 0,
+	    VERSION_TIMEOUT_MS, &a, why, sizeof(why)) == 0) {
+		if (a.status == 200 && (j = json_loads(a.body, 0, NULL)) !=
+		    NULL)
+			server = json_string_value(json_object_get(j,
+			    "version"));
+		else
+			snprintf(why, sizeof(why), "the server answered %ld",
+			    a.status);
+		answer_free(&a);
+	}
+	if (json_out)
+		printf("{\"client\": \"%s\", \"server\": %s%s%s}\n",
+		    BERTH_VERSION, server != NULL ? "\"" : "", server != NULL ?
+		    server : "null", server != NULL ? "\"" : "");
+	else {
+		printf("Client  %s\n", BERTH_VERSION);
+		if (server != NULL)
+			printf("Server  %s\n", server);
+		else {
+			printf("Server  not reachable\n");
+			fprintf(stderr, "berthctl: %s\n", why);
+		}
+	}
+	json_decref(j);
+}
+
+static void
+cmd_plugin_list(const char *arg)
+{
+	json_t *j = get_table("/v1/plugins"), *p;
 	struct table t = { 6, 0, 0, NULL };
 	char a[32], b[32];
 	size_t i;
 
+	(void)arg;
 	if (j == NULL)
 		return;
-	row(&t, "ID", "PROVIDER", "VERSION", "HEALTHY", "INSTANCES", "TASKS");
+	table_row(&t, "ID", "PROVIDER", "VERSION", "HEALTHY", "INSTANCES",
+	    "TASKS");
 	json_array_foreach(json_object_get(j, "plugins"), i, p) {
 		snprintf(a, sizeof(a), "%zu", json_array_size(json_object_get(p,
 		    "instances")));
 		snprintf(b, sizeof(b), "%zu", json_array_size(json_object_get(p,
 		    "tasks")));
-		row(&t, str(p, "id"), str(p, "provider"), str(p, "version"),
-		    yesno(p, "healthy"), a, b);
+		table_row(&t, str(p, "id"), str(p, "provider"), str(p,
+		    "version"), yesno(p, "healthy"), a, b);
 	}
 	table_print(&t);
 	json_decref(j);
@@ -410,23 +438,23 @@ show_plugin(json_t *p)
 	json_t *v;
 	size_t i;
 
-	row(&t, "ID", str(p, "id"));
-	row(&t, "Provider", str(p, "provider"));
-	row(&t, "Version", str(p, "version"));
-	row(&t, "Healthy", yesno(p, "healthy"));
+	table_row(&t, "ID", str(p, "id"));
+	table_row(&t, "Provider", str(p, "provider"));
+	table_row(&t, "Version", str(p, "version"));
+	table_row(&t, "Healthy", yesno(p, "healthy"));
 	table_print(&t);
 	printf("\nInstances\n");
 	t.ncols = 4;
-	row(&t, "TYPE", "ALLOC", "HEALTHY", "HEALTH");
+	table_row(&t, "TYPE", "ALLOC", "HEALTHY", "HEALTH");
 	json_array_foreach(json_object_get(p, "instances"), i, v)
-		row(&t, str(v, "type"), str(v, "alloc"), yesno(v, "healthy"),
-		    str(v, "health"));
+		table_row(&t, str(v, "type"), str(v, "alloc"), yesno(v,
+		    "healthy"), str(v, "health"));
 	table_print(&t);
 	printf("\nTasks\n");
 	t.ncols = 5;
-	row(&t, "ALLOC", "TASK", "TYPE", "STATE", "HEALTHY");
+	table_row(&t, "ALLOC", "TASK", "TYPE", "STATE", "HEALTHY");
 	json_array_foreach(json_object_get(p, "tasks"), i, v)
-		row(&t, str(v, "alloc"), str(v, "task"), str(v, "type"),
+		table_row(&t, str(v, "alloc"), str(v, "task"), str(v, "type"),
 		    str(v, "state"), yesno(v, "healthy"));
 	table_print(&t);
 }
@@ -435,26 +463,27 @@ static void
 cmd_plugin_status(const char *id)
 {
 	char path[512];
-	int64_t since = http_now_ms();
+	int64_t since = now_ms();
 	json_t *j;
-	int status;
+	long status;
 
+	subject_kind = "plugin";
 	path_of(path, sizeof(path), "/v1/plugin/%s", id);
 	for (;;) {
 		status = call("GET", path, NULL, 0, REQUEST_TIMEOUT_MS, &j);
 		if (!opt_wait_healthy && status >= 400)
-			api_failed("plugin status", status, j);
+			api_failed(status, j);
 		if (!opt_wait_healthy || (status == 200 &&
 		    json_is_true(json_object_get(j, "healthy"))))
 			break;
 		if (status >= 400 && status != 404)
-			api_failed("plugin status", status, j);
-		progress(since, "plugin %s: %s", id, status == 404 ?
-		    "not known yet" : "not healthy yet");
-		if (http_now_ms() - since > wait_timeout_ms) {
+			api_failed(status, j);
+		progress(since, "plugin %s: waiting for it to be %s", id,
+		    status == 404 ? "known" : "healthy");
+		if (now_ms() - since > wait_timeout_ms) {
 			progress_end();
 			json_decref(j);
-			die(EXIT_API, "plugin %s: not healthy within the "
+			die(EXIT_FAIL, "plugin %s: not healthy within the "
 			    "timeout", id);
 		}
 		json_decref(j);
@@ -470,69 +499,186 @@ cmd_plugin_status(const char *id)
 	json_decref(j);
 }
 
-/* A change (PUT or DELETE); the answer's JSON, or exit 1 on an error. */
-static json_t *
-change(const char *what, const char *method, const char *path,
-    const char *body, size_t len)
-{
-	json_t *j;
-	int status = call(method, path, body, len, REQUEST_TIMEOUT_MS, &j);
+/* ---- volumes ---- */
 
-	if (status >= 400)
-		api_failed(what, status, j);
-	return j;
+static const char *
+first_mode(json_t *v, const char *key)
+{
+	return str(json_array_get(json_object_get(v, "capabilities"), 0), key);
 }
 
 static void
-cmd_volume(const char *verb, const char *arg)
+cmd_volume_list(const char *arg)
 {
-	char path[512], *body;
-	json_t *j, *doc;
-	size_t len;
+	json_t *j = get_table("/v1/volumes"), *v;
+	struct table t = { 6, 0, 0, NULL };
+	char n[32];
+	size_t i;
 
-	if (strcmp(verb, "list") == 0 && arg == NULL)
-		j = get("volume list", "/v1/volumes");
-	else if (strcmp(verb, "status") == 0 && arg != NULL)
-		j = get("volume status", path_of(path, sizeof(path),
-		    "/v1/volume/%s", arg));
-	else if (strcmp(verb, "delete") == 0 && arg != NULL)
-		j = change("volume delete", "DELETE", path_of(path,
-		    sizeof(path), "/v1/volume/%s", arg), NULL, 0);
-	else if ((strcmp(verb, "register") == 0 || strcmp(verb, "create") ==
-	    0) && arg != NULL) {
-		body = read_file(arg, &len);
-		if ((doc = json_loads(body, 0, NULL)) == NULL ||
-		    json_string_value(json_object_get(doc, "id")) == NULL)
-			die(EXIT_USAGE, "%s: a volume document is a JSON "
-			    "object with an \"id\"", arg);
-		path_of(path, sizeof(path), strcmp(verb, "create") == 0 ?
-		    "/v1/volume/%s/create" : "/v1/volume/%s",
-		    json_string_value(json_object_get(doc, "id")));
-		json_decref(doc);
-		j = change(strcmp(verb, "create") == 0 ? "volume create" :
-		    "volume register", "PUT", path, body, len);
-		free(body);
-	} else
-		usage();
-	print_json(j);
+	(void)arg;
+	if (j == NULL)
+		return;
+	table_row(&t, "ID", "NAMESPACE", "PLUGIN", "ACCESS", "ATTACHMENT",
+	    "CLAIMS");
+	json_array_foreach(json_object_get(j, "volumes"), i, v) {
+		snprintf(n, sizeof(n), "%zu", json_array_size(json_object_get(v,
+		    "claims")));
+		table_row(&t, str(v, "id"), str(v, "namespace"), str(v,
+		    "plugin_id"), first_mode(v, "access_mode"), first_mode(v,
+		    "attachment_mode"), n);
+	}
+	table_print(&t);
 	json_decref(j);
 }
 
 static void
-cmd_alloc_list(void)
+show_volume(json_t *v)
 {
-	json_t *j = get_table("alloc list", "/v1/allocations"), *a;
+	struct table t = { 2, 0, 0, NULL };
+	json_t *mo = json_object_get(v, "mount_options"), *c;
+	const char *key;
+	char n[32], line[512];
+	size_t i;
+
+	table_row(&t, "ID", str(v, "id"));
+	table_row(&t, "Namespace", str(v, "namespace"));
+	table_row(&t, "Plugin", str(v, "plugin_id"));
+	table_row(&t, "External id", str(v, "external_id"));
+	table_row(&t, "Access mode", first_mode(v, "access_mode"));
+	table_row(&t, "Attachment", first_mode(v, "attachment_mode"));
+	table_row(&t, "File system", mo != NULL && *str(mo, "fs_type") !=
+	    '\0' ? str(mo, "fs_type") : "-");
+	table_row(&t, "Mount flags", num(mo, "mount_flags_count", n,
+	    sizeof(n)));
+	json_object_foreach(json_object_get(v, "context"), key, c) {
+		snprintf(line, sizeof(line), "Context %s", key);
+		table_row(&t, line, json_string_value(c));
+	}
+	table_print(&t);
+	printf("\nClaims\n");
+	t.ncols = 3;
+	table_row(&t, "ALLOC", "MODE", "ACCESS");
+	json_array_foreach(json_object_get(v, "claims"), i, c)
+		table_row(&t, str(c, "alloc"), str(c, "mode"), str(c,
+		    "access_mode"));
+	table_print(&t);
+}
+
+static void
+volume_subject(const char *id)
+{
+	static char buf[300];
+
+	snprintf(buf, sizeof(buf), "default/%s", id);
+	subject_kind = "volume";
+	subject_id = buf;
+}
+
+static void
+cmd_volume_status(const char *id)
+{
+	char path[512];
+	json_t *j;
+
+	volume_subject(id);
+	j = get_table(path_of(path, sizeof(path), "/v1/volume/%s", id));
+	if (j == NULL)
+		return;
+	show_volume(j);
+	json_decref(j);
+}
+
+/* A change's answer: the JSON, or "volume default/x deleted". */
+static void
+volume_done(json_t *j)
+{
+	if (json_out)
+		print_json(j);
+	else
+		printf("volume %s/%s %s\n", str(j, "namespace"), str(j, "id"),
+		    str(j, "status"));
+	json_decref(j);
+}
+
+static void
+cmd_volume_delete(const char *id)
+{
+	char path[512];
+
+	volume_subject(id);
+	volume_done(must("DELETE", path_of(path, sizeof(path),
+	    "/v1/volume/%s", id), NULL, 0));
+}
+
+/* register and create: the id (and namespace) from the document. */
+static void
+volume_put(const char *file, bool create)
+{
+	static char subj[300];
+	const char *id, *ns, *why;
+	char path[512], *body;
+	json_t *doc;
+	size_t len;
+
+	body = read_file(file, &len);
+	if ((doc = json_loads(body, 0, NULL)) == NULL || (id =
+	    json_string_value(json_object_get(doc, "id"))) == NULL)
+		die(EXIT_FAIL, "%s: a volume document is a JSON object with "
+		    "an \"id\"", file);
+	if ((why = ident_problem(id, strlen(id))) != NULL)
+		die(EXIT_FAIL, "%s: the id \"%s\" %s (an id is 1 to %d of "
+		    "A-Z a-z 0-9 . _ -)", file, id, why, BERTH_IDENT_MAX);
+	ns = json_string_value(json_object_get(doc, "namespace"));
+	snprintf(subj, sizeof(subj), "%s/%s", ns != NULL ? ns : "default",
+	    id);
+	subject_kind = "volume";
+	subject_id = subj;
+	path_of(path, sizeof(path), create ? "/v1/volume/%s/create" :
+	    "/v1/volume/%s", id);
+	json_decref(doc);
+	volume_done(must("PUT", path, body, len));
+	free(body);
+}
+
+static void
+cmd_volume_register(const char *file)
+{
+	volume_put(file, false);
+}
+
+static void
+cmd_volume_create(const char *file)
+{
+	volume_put(file, true);
+}
+
+/* ---- allocations ---- */
+
+/* Its state in Nomad's words, from "state", else the older "status". */
+static const char *
+alloc_state(json_t *a)
+{
+	return json_object_get(a, "state") != NULL ? str(a, "state") :
+	    str(a, "status");
+}
+
+static void
+cmd_alloc_list(const char *arg)
+{
+	json_t *j = get_table("/v1/allocations"), *a;
 	struct table t = { 4, 0, 0, NULL };
 	char n[32];
 	size_t i;
 
+	(void)arg;
 	if (j == NULL)
 		return;
-	row(&t, "ID", "STATUS", "TASKS", "FILE");
+	table_row(&t, "ID", "STATE", "TASKS", "REASON");
 	json_array_foreach(json_object_get(j, "allocations"), i, a) {
 		snprintf(n, sizeof(n), "%zu", json_array_size(json_object_get(a,
 		    "tasks")));
-		row(&t, str(a, "id"), str(a, "status"), n, str(a, "file"));
+		table_row(&t, str(a, "id"), alloc_state(a), n, str(a,
+		    "reason"));
 	}
 	table_print(&t);
 	json_decref(j);
@@ -546,18 +692,24 @@ show_alloc(json_t *a)
 	char pid[32], restarts[32], when[32];
 	size_t i, k;
 
-	row(&t, "ID", str(a, "id"));
-	row(&t, "Namespace", str(a, "namespace"));
-	row(&t, "Status", str(a, "status"));
-	row(&t, "File", str(a, "file"));
+	table_row(&t, "ID", str(a, "id"));
+	table_row(&t, "Namespace", str(a, "namespace"));
+	table_row(&t, "Status", alloc_state(a));
+	if (json_object_get(a, "step") != NULL)
+		table_row(&t, "Step", str(a, "step"));
+	if (json_object_get(a, "reason") != NULL)
+		table_row(&t, "Reason", str(a, "reason"));
+	if (json_object_get(a, "next_retry") != NULL)
+		table_row(&t, "Next retry", str(a, "next_retry"));
+	table_row(&t, "File", str(a, "file"));
 	table_print(&t);
 	printf("\nTasks\n");
 	t.ncols = 7;
-	row(&t, "NAME", "DRIVER", "STATE", "PID", "RESTARTS", "PLUGIN",
+	table_row(&t, "NAME", "DRIVER", "STATE", "PID", "RESTARTS", "PLUGIN",
 	    "HEALTHY");
 	json_array_foreach(json_object_get(a, "tasks"), i, task) {
 		plugin = json_object_get(task, "csi_plugin");
-		row(&t, str(task, "name"), str(task, "driver"), str(task,
+		table_row(&t, str(task, "name"), str(task, "driver"), str(task,
 		    "state"), num(task, "pid", pid, sizeof(pid)), num(task,
 		    "restarts", restarts, sizeof(restarts)), plugin != NULL ?
 		    str(plugin, "id") : "-", plugin != NULL ? yesno(plugin,
@@ -566,7 +718,7 @@ show_alloc(json_t *a)
 	table_print(&t);
 	printf("\nRecent events\n");
 	t.ncols = 4;
-	row(&t, "TIME", "TASK", "TYPE", "MESSAGE");
+	table_row(&t, "TIME", "TASK", "TYPE", "MESSAGE");
 	json_array_foreach(json_object_get(a, "tasks"), i, task)
 		json_array_foreach(json_object_get(task, "events"), k, e) {
 			time_t at = (time_t)json_integer_value(
@@ -575,20 +727,24 @@ show_alloc(json_t *a)
 
 			localtime_r(&at, &tm);
 			strftime(when, sizeof(when), "%H:%M:%S", &tm);
-			row(&t, when, str(task, "name"), str(e, "type"),
+			table_row(&t, when, str(task, "name"), str(e, "type"),
 			    str(e, "message"));
 		}
 	table_print(&t);
 }
 
-/* Every task running, and a plugin task healthy too. */
+/* Every task running, and a plugin task healthy too; else what is not. */
 static bool
 alloc_ready(json_t *a, char *what, size_t n)
 {
 	json_t *task, *plugin;
 	size_t i;
 
-	snprintf(what, n, "%s", str(a, "status"));
+	if (json_object_get(a, "step") != NULL)
+		snprintf(what, n, "%s, at step %s", alloc_state(a), str(a,
+		    "step"));
+	else
+		snprintf(what, n, "%s", alloc_state(a));
 	json_array_foreach(json_object_get(a, "tasks"), i, task) {
 		plugin = json_object_get(task, "csi_plugin");
 		if (strcmp(str(task, "state"), "running") != 0) {
@@ -604,52 +760,64 @@ alloc_ready(json_t *a, char *what, size_t n)
 			return false;
 		}
 	}
-	return strcmp(str(a, "status"), "running") == 0;
+	return strcmp(alloc_state(a), "running") == 0;
+}
+
+/* A failed allocation ends the wait at once: why, and exit 1. */
+static void
+alloc_failed(const char *id, json_t *a)
+{
+	json_t *retry = json_object_get(a, "next_retry");
+
+	progress_end();
+	if (json_out)
+		print_json(a);
+	fprintf(stderr, "berthctl: alloc %s failed%s%s: %s", id,
+	    json_object_get(a, "step") != NULL ? " at step " : "",
+	    json_object_get(a, "step") != NULL ? str(a, "step") : "",
+	    json_object_get(a, "reason") != NULL ? str(a, "reason") :
+	    "no reason given");
+	if (json_is_string(retry))
+		fprintf(stderr, " (next retry at %s)",
+		    json_string_value(retry));
+	fprintf(stderr, "\n");
+	json_decref(a);
+	exit(EXIT_FAIL);
 }
 
 static void
-cmd_alloc_run(const char *file)
+alloc_wait(const char *id)
 {
-	char path[512], what[256], *body;
-	int64_t since;
+	char path[512], what[256];
+	int64_t since = now_ms();
 	json_t *j;
-	size_t len;
-	int status;
+	long status;
 
-	body = read_file(file, &len);
-	j = change("alloc run", "PUT", "/v1/allocations", body, len);
-	free(body);
-	path_of(path, sizeof(path), "/v1/allocation/%s", str(j, "id"));
-	if (!opt_wait) {
-		if (json_out)
-			print_json(j);
-		else
-			printf("alloc %s submitted (%s)\n", str(j, "id"),
-			    str(j, "file"));
-		json_decref(j);
-		return;
-	}
-	json_decref(j);
-	since = http_now_ms();
+	path_of(path, sizeof(path), "/v1/allocation/%s", id);
 	for (;;) {
 		/* 404 until the runner has read the file. */
 		status = call("GET", path, NULL, 0, REQUEST_TIMEOUT_MS, &j);
 		if (status >= 400 && status != 404)
-			api_failed("alloc run", status, j);
+			api_failed(status, j);
+		if (status == 200 && strcmp(alloc_state(j), "failed") == 0)
+			alloc_failed(id, j);
 		if (status == 200 && alloc_ready(j, what, sizeof(what)))
 			break;
-		progress(since, "alloc %s: %s", path + strlen(
-		    "/v1/allocation/"), status == 404 ? "submitted, not "
-		    "started yet" : what);
-		json_decref(j);
-		if (http_now_ms() - since > wait_timeout_ms) {
+		if (status == 200 && strcmp(alloc_state(j), "complete") == 0) {
 			progress_end();
-			die(EXIT_API, "alloc %s: not running within the "
-			    "timeout", path + strlen("/v1/allocation/"));
+			die(EXIT_FAIL, "alloc %s: complete before it ran", id);
+		}
+		progress(since, "alloc %s: waiting for it to run: %s", id,
+		    status == 404 ? "not taken up yet" : what);
+		json_decref(j);
+		if (now_ms() - since > wait_timeout_ms) {
+			progress_end();
+			die(EXIT_FAIL, "alloc %s: not running within the "
+			    "timeout", id);
 		}
 		sleep_ms(POLL_INTERVAL_MS);
 	}
-	progress(since, "alloc %s: running", str(j, "id"));
+	progress(since, "alloc %s: running", id);
 	progress_end();
 	if (json_out)
 		print_json(j);
@@ -659,76 +827,112 @@ cmd_alloc_run(const char *file)
 }
 
 static void
-cmd_alloc(const char *verb, const char *arg)
+cmd_alloc_run(const char *file)
 {
-	char path[512];
-	json_t *j;
+	const char *id, *why;
+	char *body;
+	json_t *doc, *j;
+	size_t len;
 
-	if (strcmp(verb, "list") == 0 && arg == NULL) {
-		cmd_alloc_list();
-		return;
-	}
-	if (arg == NULL)
-		usage();
-	if (strcmp(verb, "run") == 0) {
-		cmd_alloc_run(arg);
-		return;
-	}
-	if (strcmp(verb, "stop") == 0) {
-		j = change("alloc stop", "DELETE", path_of(path, sizeof(path),
-		    "/v1/allocation/%s", arg), NULL, 0);
+	body = read_file(file, &len);
+	/* An id the server would refuse is refused here, before sending. */
+	if ((doc = json_loads(body, 0, NULL)) != NULL && (id =
+	    json_string_value(json_object_get(doc, "id"))) != NULL &&
+	    (why = ident_problem(id, strlen(id))) != NULL)
+		die(EXIT_FAIL, "%s: the id \"%s\" %s (an id is 1 to %d of "
+		    "A-Z a-z 0-9 . _ -)", file, id, why, BERTH_IDENT_MAX);
+	json_decref(doc);
+	j = must("PUT", "/v1/allocations", body, len);
+	free(body);
+	if (!json_is_string(json_object_get(j, "id")) || ident_problem(str(j,
+	    "id"), strlen(str(j, "id"))) != NULL)
+		die(EXIT_FAIL, "the answer names no allocation");
+	subject_kind = "allocation";
+	subject_id = strdup(str(j, "id"));
+	if (!opt_wait) {
 		if (json_out)
 			print_json(j);
 		else
-			printf("alloc %s stopping\n", arg);
-	} else if (strcmp(verb, "status") == 0) {
-		j = get("alloc status", path_of(path, sizeof(path),
-		    "/v1/allocation/%s", arg));
-		if (json_out)
-			print_json(j);
-		else
-			show_alloc(j);
+			printf("alloc %s submitted\n", str(j, "id"));
 	} else
-		usage();
+		alloc_wait(subject_id);
 	json_decref(j);
 }
 
 static void
-cmd_driver_list(void)
+cmd_alloc_stop(const char *id)
 {
-	json_t *j = get_table("driver list", "/v1/drivers"), *d;
+	char path[512];
+	json_t *j;
+
+	subject_kind = "allocation";
+	j = must("DELETE", path_of(path, sizeof(path), "/v1/allocation/%s",
+	    id), NULL, 0);
+	if (json_out)
+		print_json(j);
+	else
+		printf("alloc %s stopping\n", id);
+	json_decref(j);
+}
+
+static void
+cmd_alloc_status(const char *id)
+{
+	char path[512];
+	json_t *j;
+
+	subject_kind = "allocation";
+	j = get_table(path_of(path, sizeof(path), "/v1/allocation/%s", id));
+	if (j == NULL)
+		return;
+	show_alloc(j);
+	json_decref(j);
+}
+
+/* ---- the node ---- */
+
+static void
+cmd_driver_list(const char *arg)
+{
+	json_t *j = get_table("/v1/drivers"), *d;
 	struct table t = { 4, 0, 0, NULL };
 	size_t i;
 
+	(void)arg;
 	if (j == NULL)
 		return;
-	row(&t, "NAME", "DETECTED", "HEALTHY", "DESCRIPTION");
+	table_row(&t, "NAME", "DETECTED", "HEALTHY", "DESCRIPTION");
 	json_array_foreach(json_object_get(j, "drivers"), i, d)
-		row(&t, str(d, "name"), yesno(d, "detected"), yesno(d,
+		table_row(&t, str(d, "name"), yesno(d, "detected"), yesno(d,
 		    "healthy"), str(d, "description"));
 	table_print(&t);
 	json_decref(j);
 }
 
 static void
-cmd_device_list(void)
+cmd_device_list(const char *arg)
 {
-	json_t *j = get_table("device list", "/v1/devices"), *g, *d;
+	json_t *j = get_table("/v1/devices"), *g, *d;
 	struct table t = { 6, 0, 0, NULL };
+	char line[512];
 	size_t i, k;
 
+	(void)arg;
 	if (j == NULL)
 		return;
-	if (json_array_size(json_object_get(j, "devices")) == 0)
-		printf("no devices%s%s%s\n", json_object_get(j, "note") ?
-		    " (" : "", json_object_get(j, "note") ? str(j, "note") :
-		    "", json_object_get(j, "note") ? ")" : "");
-	else {
+	if (json_array_size(json_object_get(j, "devices")) == 0) {
+		snprintf(line, sizeof(line), "no devices%s%s%s",
+		    json_object_get(j, "note") ? " (" : "", json_object_get(j,
+		    "note") ? str(j, "note") : "", json_object_get(j, "note") ?
+		    ")" : "");
+		table_line(line);
+	} else {
 		/* One row per device, under its group (vendor, type, name). */
-		row(&t, "TYPE", "VENDOR", "NAME", "ID", "HEALTHY", "GONE");
+		table_row(&t, "TYPE", "VENDOR", "NAME", "ID", "HEALTHY",
+		    "GONE");
 		json_array_foreach(json_object_get(j, "devices"), i, g)
 			json_array_foreach(json_object_get(g, "devices"), k, d)
-				row(&t, str(g, "type"), str(g, "vendor"),
+				table_row(&t, str(g, "type"), str(g, "vendor"),
 				    str(g, "name"), str(d, "id"), yesno(d,
 				    "healthy"), yesno(d, "gone"));
 		table_print(&t);
@@ -739,7 +943,7 @@ cmd_device_list(void)
 static void
 print_event(json_t *e)
 {
-	char when[32], who[400];
+	char when[32], who[400], line[2048];
 	time_t at = (time_t)(json_integer_value(json_object_get(e,
 	    "time_ms")) / 1000);
 	struct tm tm;
@@ -759,26 +963,28 @@ print_event(json_t *e)
 	    json_object_get(e, "task") ? str(e, "task") : "",
 	    json_object_get(e, "plugin") ? " plugin=" : "",
 	    json_object_get(e, "plugin") ? str(e, "plugin") : "");
-	printf("%-6lld %s %-7s %-18s %s: %s\n", (long long)json_integer_value(
-	    json_object_get(e, "index")), when, str(e, "topic"), str(e,
-	    "type"), who, str(e, "message"));
+	snprintf(line, sizeof(line), "%-6lld %s %-7s %-18s %s: %s",
+	    (long long)json_integer_value(json_object_get(e, "index")), when,
+	    str(e, "topic"), str(e, "type"), who, str(e, "message"));
+	table_line(line);
 }
 
 static void
-cmd_events(void)
+cmd_events(const char *arg)
 {
 	unsigned long long index = opt_index;
 	char path[128];
 	json_t *j, *e;
 	size_t i;
-	int status;
+	long status;
 
+	(void)arg;
 	for (;;) {
 		snprintf(path, sizeof(path), "/v1/events?index=%llu&timeout=%s",
 		    index, opt_follow ? "60s" : "0");
 		/* The server holds a poll up to 60s: wait longer than that. */
 		if ((status = call("GET", path, NULL, 0, 90 * 1000, &j)) >= 400)
-			api_failed("events", status, j);
+			api_failed(status, j);
 		if (json_is_true(json_object_get(j, "lost")))
 			fprintf(stderr, "berthctl: events after %llu are no "
 			    "longer kept; going on from %lld\n", index,
@@ -800,6 +1006,300 @@ cmd_events(void)
 	}
 }
 
+/* ---- the commands, their help, and usage ---- */
+
+static const struct cmd cmds[] = {
+	{ "status", NULL, NULL, NULL, 0,
+	"the supervisor, its helpers, counts",
+	"The supervisor's version, uptime and pid, each helper's pid and\n"
+	"readiness, and counts of allocations, tasks and plugin instances.\n",
+	cmd_status },
+	{ "version", NULL, NULL, NULL, 0,
+	"berthctl's version, and the supervisor's",
+	"berthctl's own version, and the supervisor's when it answers\n"
+	"within 3 seconds (else why not). Exit 0 either way.\n",
+	cmd_version },
+	{ "plugin", "list", NULL, NULL, 0,
+	"every CSI plugin with its instances and health",
+	"Every CSI plugin: its provider name, version, health, and how many\n"
+	"instances and tasks serve it.\n",
+	cmd_plugin_list },
+	{ "plugin", "status", "ID", "[--wait-healthy [--timeout D]]",
+	    O_WAIT_HEALTHY | O_TIMEOUT,
+	"one plugin; --wait-healthy waits for it",
+	"One plugin: its instances per allocation and their health, and its\n"
+	"tasks. With --wait-healthy, wait until it is healthy (at most\n"
+	"--timeout, 2m by default) and exit 1 if it is not.\n",
+	cmd_plugin_status },
+	{ "volume", "list", NULL, NULL, 0,
+	"every registered volume",
+	"Every registered volume: its namespace, plugin, access and\n"
+	"attachment modes, and how many allocations claim it.\n",
+	cmd_volume_list },
+	{ "volume", "status", "ID", NULL, 0,
+	"one volume and its claims",
+	"One volume of the namespace \"default\": its plugin, external id,\n"
+	"capabilities, context, mount options (flags only counted: they may\n"
+	"hold secrets) and claims.\n",
+	cmd_volume_status },
+	{ "volume", "register", "FILE", NULL, 0,
+	"register an existing volume",
+	"Register an existing volume described by FILE (JSON; - reads\n"
+	"standard input): \"id\", \"plugin_id\", \"external_id\",\n"
+	"\"access_mode\", \"attachment_mode\", and optionally \"namespace\",\n"
+	"\"mount_options\" and \"context\". See berthctl(1).\n",
+	cmd_volume_register },
+	{ "volume", "create", "FILE", NULL, 0,
+	"create a volume through its plugin",
+	"Create the volume FILE describes (JSON, as for register, without\n"
+	"\"external_id\") through its controller plugin, then register it.\n",
+	cmd_volume_create },
+	{ "volume", "delete", "ID", NULL, 0,
+	"delete a volume through its plugin",
+	"Delete a volume of the namespace \"default\" through its\n"
+	"controller plugin, and deregister it. A claimed volume is refused.\n",
+	cmd_volume_delete },
+	{ "alloc", "run", "FILE", "[--wait [--timeout D]]", O_WAIT | O_TIMEOUT,
+	"submit an allocation; --wait waits until it runs",
+	"Submit the allocation document FILE (JSON; - reads standard\n"
+	"input). With --wait, wait until every task runs and every plugin\n"
+	"task is healthy, showing what it waits for, at most --timeout (2m\n"
+	"by default). A failed allocation ends the wait at once: its reason\n"
+	"is printed and the exit status is 1.\n",
+	cmd_alloc_run },
+	{ "alloc", "stop", "ID", NULL, 0,
+	"stop an allocation",
+	"Stop an allocation's tasks and release its volumes.\n",
+	cmd_alloc_stop },
+	{ "alloc", "list", NULL, NULL, 0,
+	"every allocation with its state",
+	"Every allocation: its state (pending, running, complete, failed),\n"
+	"its number of tasks, and why it failed.\n",
+	cmd_alloc_list },
+	{ "alloc", "status", "ID", NULL, 0,
+	"one allocation, its tasks and events",
+	"One allocation: its state (and the failing step, reason and next\n"
+	"retry when it failed), its tasks, and their recent events.\n",
+	cmd_alloc_status },
+	{ "driver", "list", NULL, NULL, 0,
+	"every task driver with its health",
+	"Every task driver: detected, healthy, and what it runs.\n",
+	cmd_driver_list },
+	{ "device", "list", NULL, NULL, 0,
+	"every device with its health",
+	"Every device plugin's devices, by type, vendor and name, with\n"
+	"their health.\n",
+	cmd_device_list },
+	{ "events", NULL, NULL, "[-f] [--index N]", O_FOLLOW | O_INDEX,
+	"the event log; -f follows it",
+	"The event log (plugins, health, allocations, tasks) after index N\n"
+	"(0 by default). With -f (--follow), keep following new events\n"
+	"until interrupted.\n",
+	cmd_events },
+};
+#define NCMDS (sizeof(cmds) / sizeof(cmds[0]))
+
+static const char global_opts[] =
+"\nOptions for every command:\n"
+"  --socket PATH  the API's socket: else $BERTH_API, else " DEFAULT_SOCKET "\n"
+"  --json         print the API's JSON instead of a table\n"
+"  -h, --help     help for the command\n";
+
+static const char exit_codes[] =
+"\nExit: 0 done, 1 refused or failed, 2 usage error, 3 berth unreachable.\n";
+
+static void
+synopsis(FILE *f, const struct cmd *c, bool aligned)
+{
+	char s[128];
+
+	snprintf(s, sizeof(s), "%s%s%s%s%s", c->noun, c->verb ? " " : "",
+	    c->verb ? c->verb : "", c->arg ? " " : "", c->arg ? c->arg : "");
+	if (aligned) {
+		fprintf(f, "  %-20s  %s\n", s, c->summary);
+		return;
+	}
+	snprintf(s + strlen(s), sizeof(s) - strlen(s), "%s%s", c->opts ? " " :
+	    "", c->opts ? c->opts : "");
+	fprintf(f, "usage: berthctl %s\n", s);
+}
+
+static void __attribute__((noreturn))
+help_all(void)
+{
+	size_t i;
+
+	printf("usage: berthctl [--socket PATH] [--json] COMMAND [ARG] "
+	    "[OPTIONS]\n\nCommands:\n");
+	for (i = 0; i < NCMDS; i++)
+		synopsis(stdout, &cmds[i], true);
+	printf("  %-20s  %s\n\n%s\nberthctl help COMMAND, or berthctl COMMAND "
+	    "--help, says more.\n%s", "help [COMMAND]", "this, or a "
+	    "command's help", global_opts, exit_codes);
+	exit(0);
+}
+
+static void __attribute__((noreturn))
+help_noun(const char *noun)
+{
+	size_t i;
+
+	printf("usage: berthctl %s VERB ...\n\nVerbs:\n", noun);
+	for (i = 0; i < NCMDS; i++)
+		if (strcmp(cmds[i].noun, noun) == 0)
+			synopsis(stdout, &cmds[i], true);
+	printf("\nberthctl help %s VERB says more.\n", noun);
+	exit(0);
+}
+
+static void __attribute__((noreturn))
+help_cmd(const struct cmd *c)
+{
+	synopsis(stdout, c, false);
+	printf("\n%s\n", c->help);
+	if (c->allowed != 0)
+		printf("Options:\n");
+	if (c->allowed & O_WAIT)
+		printf("  --wait         wait until it runs\n");
+	if (c->allowed & O_WAIT_HEALTHY)
+		printf("  --wait-healthy wait until it is healthy\n");
+	if (c->allowed & (O_WAIT | O_WAIT_HEALTHY))
+		printf("  --timeout D    how long to wait: \"30s\", \"2m\"\n");
+	if (c->allowed & O_FOLLOW)
+		printf("  -f, --follow   follow new events\n"
+		    "  --index N      start after event N\n");
+	printf("%s%s", global_opts, exit_codes);
+	exit(0);
+}
+
+/* What was wrong, and where help is; exit 2. */
+static void usage_error(const char *noun, const char *fmt, ...)
+    BERTH_PRINTF(2, 3) __attribute__((noreturn));
+
+static void
+usage_error(const char *noun, const char *fmt, ...)
+{
+	va_list ap;
+
+	fprintf(stderr, "berthctl: ");
+	va_start(ap, fmt);
+	vfprintf(stderr, fmt, ap);
+	va_end(ap);
+	fprintf(stderr, "\nRun 'berthctl help%s%s' for usage.\n", noun ? " " :
+	    "", noun ? noun : "");
+	exit(EXIT_USAGE);
+}
+
+static bool
+noun_known(const char *noun)
+{
+	size_t i;
+
+	for (i = 0; i < NCMDS; i++)
+		if (strcmp(cmds[i].noun, noun) == 0)
+			return true;
+	return false;
+}
+
+/* The command for noun [verb]; NULL when verb is not one of noun's. */
+static const struct cmd *
+find(const char *noun, const char *verb)
+{
+	size_t i;
+
+	for (i = 0; i < NCMDS; i++)
+		if (strcmp(cmds[i].noun, noun) == 0 && (cmds[i].verb == NULL ||
+		    (verb != NULL && strcmp(cmds[i].verb, verb) == 0)))
+			return &cmds[i];
+	return NULL;
+}
+
+static void __attribute__((noreturn))
+unknown_verb(const char *noun, const char *verb)
+{
+	char verbs[128] = "";
+	size_t i;
+
+	for (i = 0; i < NCMDS; i++)
+		if (strcmp(cmds[i].noun, noun) == 0)
+			snprintf(verbs + strlen(verbs), sizeof(verbs) -
+			    strlen(verbs), "%s%s", verbs[0] ? ", " : "",
+			    cmds[i].verb);
+	if (verb == NULL)
+		usage_error(noun, "%s: which one? %s", noun, verbs);
+	usage_error(noun, "%s: unknown verb \"%s\" (one of: %s)", noun, verb,
+	    verbs);
+}
+
+/* berthctl help [NOUN [VERB]] */
+static void __attribute__((noreturn))
+help(char **p, int n)
+{
+	const struct cmd *c;
+
+	if (n == 0)
+		help_all();
+	if (!noun_known(p[0]))
+		usage_error(NULL, "help: no command \"%s\"", p[0]);
+	c = find(p[0], n > 1 ? p[1] : NULL);
+	if (c != NULL && (c->verb == NULL || n > 1))
+		help_cmd(c);
+	if (n == 1)
+		help_noun(p[0]);
+	unknown_verb(p[0], p[1]);
+}
+
+static const char *
+option_name(int bit)
+{
+	switch (bit) {
+	case O_WAIT: return "--wait";
+	case O_WAIT_HEALTHY: return "--wait-healthy";
+	case O_TIMEOUT: return "--timeout";
+	case O_FOLLOW: return "--follow";
+	default: return "--index";
+	}
+}
+
+/* The command's arguments and options make sense, its id is an id. */
+static void
+check(const struct cmd *c, char **rest, int nrest, int given)
+{
+	const char *name = c->verb ? c->verb : "", *why;
+	char cmd[64];
+	int bit;
+
+	snprintf(cmd, sizeof(cmd), "%s%s%s", c->noun, c->verb ? " " : "",
+	    name);
+	if (c->arg != NULL && nrest < 1)
+		usage_error(c->noun, "%s: missing %s", cmd, c->arg);
+	if (nrest > (c->arg != NULL ? 1 : 0))
+		usage_error(c->noun, "%s: unexpected argument \"%s\"", cmd,
+		    rest[c->arg != NULL ? 1 : 0]);
+	for (bit = 1; bit <= O_INDEX; bit <<= 1)
+		if ((given & bit) && !(c->allowed & bit))
+			usage_error(c->noun, "%s does not take %s", cmd,
+			    option_name(bit));
+	if ((given & O_TIMEOUT) && !(given & (O_WAIT | O_WAIT_HEALTHY)))
+		usage_error(c->noun, "%s: --timeout goes with %s", cmd,
+		    c->allowed & O_WAIT ? "--wait" : "--wait-healthy");
+	if (c->arg != NULL && strcmp(c->arg, "ID") == 0 && (why =
+	    ident_problem(rest[0], strlen(rest[0]))) != NULL)
+		usage_error(c->noun, "%s: \"%s\" is not an id: it %s", cmd,
+		    rest[0], why);
+}
+
+static void
+parse_index(const char *s)
+{
+	char *end;
+
+	errno = 0;
+	opt_index = strtoull(s, &end, 10);
+	if (*s == '\0' || *s == '-' || *end != '\0' || errno != 0)
+		usage_error(NULL, "--index: \"%s\" is not a whole number", s);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -812,77 +1312,74 @@ main(int argc, char **argv)
 		{ "follow", no_argument, NULL, 'f' },
 		{ "index", required_argument, NULL, 'i' },
 		{ "help", no_argument, NULL, 'h' },
+		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
 	};
-	const char *noun, *verb, *arg, *env;
-	char why[200], *end;
-	int ch, nargs;
+	const struct cmd *c;
+	const char *env;
+	char why[200], **p;
+	bool want_help = false, want_version = false;
+	int ch, n, given = 0, skip;
 
 	if ((env = getenv("BERTH_API")) != NULL && *env != '\0')
 		sock_path = env;
-	while ((ch = getopt_long(argc, argv, "fh", opts, NULL)) != -1) {
+	opterr = 0;
+	while ((ch = getopt_long(argc, argv, ":fh", opts, NULL)) != -1) {
 		switch (ch) {
 		case 's': sock_path = optarg; break;
 		case 'j': json_out = true; break;
-		case 'w': opt_wait = true; break;
-		case 'H': opt_wait_healthy = true; break;
-		case 'f': opt_follow = true; break;
+		case 'w': opt_wait = true; given |= O_WAIT; break;
+		case 'H': opt_wait_healthy = true; given |= O_WAIT_HEALTHY;
+			break;
+		case 'f': opt_follow = true; given |= O_FOLLOW; break;
+		case 'h': want_help = true; break;
+		case 'V': want_version = true; break;
 		case 't':
 			if (duration_parse(optarg, &wait_timeout_ms, why,
 			    sizeof(why)) < 0)
-				die(EXIT_USAGE, "--timeout: %s", why);
-			opt_timeout = true;
+				usage_error(NULL, "--timeout: %s", why);
+			given |= O_TIMEOUT;
 			break;
-		case 'i':
-			errno = 0;
-			opt_index = strtoull(optarg, &end, 10);
-			if (*optarg == '\0' || *optarg == '-' || *end != '\0' ||
-			    errno != 0)
-				die(EXIT_USAGE, "--index: \"%s\" is not a "
-				    "whole number", optarg);
-			break;
-		default: usage();
+		case 'i': parse_index(optarg); given |= O_INDEX; break;
+		case ':':
+			usage_error(NULL, "%s needs a value", argv[optind - 1]);
+		default:
+			if (optopt != 0)
+				usage_error(NULL, "unknown option -%c", optopt);
+			usage_error(NULL, "unknown option %s",
+			    argv[optind - 1]);
 		}
 	}
-	nargs = argc - optind;
-	if (nargs < 1)
-		usage();
-	noun = argv[optind];
-	verb = nargs > 1 ? argv[optind + 1] : NULL;
-	arg = nargs > 2 ? argv[optind + 2] : NULL;
-	if (nargs > 3)
-		usage();
+	p = argv + optind;
+	n = argc - optind;
 	tty = isatty(STDERR_FILENO);
 	signal(SIGPIPE, SIG_IGN);
-	/* An option another command takes is a mistake here, not a no-op. */
-	if ((opt_wait && (strcmp(noun, "alloc") != 0 || verb == NULL ||
-	    strcmp(verb, "run") != 0)) || (opt_wait_healthy &&
-	    (strcmp(noun, "plugin") != 0 || verb == NULL || strcmp(verb,
-	    "status") != 0)) || (opt_timeout && !opt_wait &&
-	    !opt_wait_healthy) || ((opt_follow || opt_index) &&
-	    strcmp(noun, "events") != 0))
-		usage();
-	if (strcmp(noun, "status") == 0 && verb == NULL)
-		cmd_status();
-	else if (strcmp(noun, "plugin") == 0 && verb != NULL &&
-	    strcmp(verb, "list") == 0 && arg == NULL)
-		cmd_plugin_list();
-	else if (strcmp(noun, "plugin") == 0 && verb != NULL &&
-	    strcmp(verb, "status") == 0 && arg != NULL)
-		cmd_plugin_status(arg);
-	else if (strcmp(noun, "volume") == 0 && verb != NULL)
-		cmd_volume(verb, arg);
-	else if (strcmp(noun, "alloc") == 0 && verb != NULL)
-		cmd_alloc(verb, arg);
-	else if (strcmp(noun, "driver") == 0 && verb != NULL &&
-	    strcmp(verb, "list") == 0 && arg == NULL)
-		cmd_driver_list();
-	else if (strcmp(noun, "device") == 0 && verb != NULL &&
-	    strcmp(verb, "list") == 0 && arg == NULL)
-		cmd_device_list();
-	else if (strcmp(noun, "events") == 0 && verb == NULL)
-		cmd_events();
-	else
-		usage();
+	if (curl_global_init(CURL_GLOBAL_NOTHING) != CURLE_OK)
+		die(EXIT_FAIL, "libcurl cannot start");
+	if (want_version && n > 0)
+		usage_error(NULL, "--version takes no command");
+	if (want_version)
+		cmd_version(NULL);
+	else if (n == 0 && want_help)
+		help_all();
+	else if (n == 0)
+		usage_error(NULL, "no command given");
+	if (want_version)
+		return 0;
+	if (strcmp(p[0], "help") == 0)
+		help(p + 1, n - 1);
+	if (!noun_known(p[0]))
+		usage_error(NULL, "unknown command \"%s\"", p[0]);
+	if ((c = find(p[0], n > 1 ? p[1] : NULL)) == NULL) {
+		if (want_help && n == 1)
+			help_noun(p[0]);
+		unknown_verb(p[0], n > 1 ? p[1] : NULL);
+	}
+	if (want_help)
+		help_cmd(c);
+	skip = c->verb != NULL ? 2 : 1;
+	check(c, p + skip, n - skip, given);
+	subject_id = n > skip ? p[skip] : NULL;
+	c->run(n > skip ? p[skip] : NULL);
 	return 0;
 }

@@ -1,5 +1,5 @@
 /*
- * http.c: berthctl's HTTP/1.1 client over a unix socket (see http.h).
+ * http.c: the tests' HTTP/1.1 client over a unix socket (see http.h).
  */
 #include <errno.h>
 #include <poll.h>

@@ -1,5 +1,7 @@
 /*
- * http.h: berthctl's HTTP/1.1 client over the supervisor's unix socket:
+ * http.h: the tests' HTTP/1.1 client over the supervisor's unix socket
+ * (tests/svtest.c, tests/integration/test_api.c; berthctl itself uses
+ * libcurl, see request.h):
  * one request per connection (Connection: close), the whole answer read
  * into memory. Enough for berth's API, not a general client: no TLS, no
  * redirects, no chunked request bodies.

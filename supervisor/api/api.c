@@ -4,7 +4,15 @@
  * api_events.c.
  *
  * A new route is one line in the table below; a route whose handler is
- * NULL answers 501 (none now).
+ * NULL answers 501 (none now). HEAD is served wherever GET is.
+ *
+ * Every answer of ours is JSON, 405 for each of evhttp's nine methods
+ * that a path does not take. One kind is not: a request evhttp cannot
+ * parse (a malformed request line or header, a method it does not know,
+ * headers or a body over the limits) is answered by libevent 2.1 itself,
+ * with its HTML error page (evhttp_send_error: 400, 501, 413), before any
+ * callback of ours runs; 2.1 has no hook for it (evhttp_set_errorcb came
+ * in 2.2).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -67,7 +75,8 @@ static const struct {
 	{ EVHTTP_REQ_GET, "GET" }, { EVHTTP_REQ_POST, "POST" },
 	{ EVHTTP_REQ_HEAD, "HEAD" }, { EVHTTP_REQ_PUT, "PUT" },
 	{ EVHTTP_REQ_DELETE, "DELETE" }, { EVHTTP_REQ_OPTIONS, "OPTIONS" },
-	{ EVHTTP_REQ_PATCH, "PATCH" },
+	{ EVHTTP_REQ_PATCH, "PATCH" }, { EVHTTP_REQ_TRACE, "TRACE" },
+	{ EVHTTP_REQ_CONNECT, "CONNECT" },
 };
 
 static const char *
@@ -124,6 +133,12 @@ api_reply(struct api_call *c, int code, json_t *root)
 	    (unsigned long long)events_last(c->d->events));
 	evhttp_add_header(h, "Content-Type", "application/json");
 	evhttp_add_header(h, "X-Berth-Index", index);
+	/* HEAD: the GET's headers, its length, and no body. */
+	if (evhttp_request_get_command(c->req) == EVHTTP_REQ_HEAD) {
+		snprintf(index, sizeof(index), "%zu", evbuffer_get_length(out));
+		evhttp_add_header(h, "Content-Length", index);
+		evbuffer_drain(out, evbuffer_get_length(out));
+	}
 	evhttp_send_reply(c->req, code, status_text(code), NULL);
 }
 
@@ -342,6 +357,8 @@ serve(struct evhttp_request *req, void *arg)
 	struct api *api = arg;
 	struct api_call c = { api, &api->d, req, NULL, { 0 }, NULL, 0 };
 	enum evhttp_cmd_type m = evhttp_request_get_command(req);
+	/* HEAD is answered as GET, without the body (api_reply). */
+	enum evhttp_cmd_type want = m == EVHTTP_REQ_HEAD ? GET : m;
 	const struct evhttp_uri *uri = evhttp_request_get_evhttp_uri(req);
 	struct evbuffer *in = evhttp_request_get_input_buffer(req);
 	const struct route *r = NULL;
@@ -377,15 +394,16 @@ serve(struct evhttp_request *req, void *arg)
 		if (!match(routes[i].pattern, path, &rid, idbuf,
 		    sizeof(idbuf), &rwhy))
 			continue;
-		if (routes[i].method == m) {
+		if (routes[i].method == want) {
 			r = &routes[i];
 			id = rid;
 			bad_id = rwhy;
 			break;
 		}
 		snprintf(allow + strlen(allow), sizeof(allow) - strlen(allow),
-		    "%s%s", allow[0] ? ", " : "",
-		    method_name(routes[i].method));
+		    "%s%s%s", allow[0] ? ", " : "",
+		    method_name(routes[i].method), routes[i].method == GET ?
+		    ", HEAD" : "");
 	}
 	if (r == NULL && allow[0] != '\0') {
 		evhttp_add_header(evhttp_request_get_output_headers(req),
@@ -543,7 +561,8 @@ api_new(const struct api_deps *d, int fd, gid_t group)
 	api_conns_init(api);
 	evhttp_set_allowed_methods(api->http, EVHTTP_REQ_GET |
 	    EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |
-	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH);
+	    EVHTTP_REQ_DELETE | EVHTTP_REQ_OPTIONS | EVHTTP_REQ_PATCH |
+	    EVHTTP_REQ_TRACE | EVHTTP_REQ_CONNECT);
 	evhttp_set_max_body_size(api->http, API_HARD_MAX_BODY);
 	evhttp_set_max_headers_size(api->http, 16 * 1024);
 	evhttp_set_timeout(api->http, 60);

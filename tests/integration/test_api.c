@@ -1,9 +1,10 @@
 /*
  * test_api.c: the operator API and berthctl against the real supervisor
- * in spawn mode, through a real unix-socket HTTP client (berthctl's own,
- * berthctl/http.c): every route, each 4xx answer, the peer check with
+ * in spawn mode, through a real unix-socket HTTP client (berthctl/http.c,
+ * and raw requests for HEAD): every route, each 4xx answer, the peer check with
  * SO_PEERCRED (children that setuid() to other users), the event log's
- * long poll, and berthctl's commands, output and exit codes.
+ * long poll, and berthctl's commands, help, usage errors, ids, tables,
+ * --json, output and exit codes.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -299,17 +300,17 @@ START_TEST(bad_requests_say_what_was_wrong)
 	/* Wrong methods: 405 with Allow. */
 	request(&b, "POST", "/v1/status", NULL, 0, &a);
 	ck_assert_int_eq(a.status, 405);
-	ck_assert_str_eq(a.allow, "GET");
+	ck_assert_str_eq(a.allow, "GET, HEAD");
 	ck_assert_ptr_nonnull(strstr(jstr(a.json, "error"), "POST is not "
 	    "allowed on /v1/status"));
 	json_decref(a.json);
 	request(&b, "POST", "/v1/allocations", "{}", 2, &a);
 	ck_assert_int_eq(a.status, 405);
-	ck_assert_str_eq(a.allow, "GET, PUT");
+	ck_assert_str_eq(a.allow, "GET, HEAD, PUT");
 	json_decref(a.json);
 	request(&b, "PATCH", "/v1/allocation/x", NULL, 0, &a);
 	ck_assert_int_eq(a.status, 405);
-	ck_assert_str_eq(a.allow, "GET, DELETE");
+	ck_assert_str_eq(a.allow, "GET, HEAD, DELETE");
 	json_decref(a.json);
 
 	for (i = 0; i < sizeof(volume_routes) / sizeof(volume_routes[0]); i++)
@@ -841,14 +842,18 @@ START_TEST(berthctl_drives_the_supervisor)
 	/* The API's errors: exit 1, the message on stderr. */
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "alloc",
 	    "status", "nope", NULL), 1);
-	ck_assert_ptr_nonnull(strstr(err, "no allocation nope is running "
-	    "(404)"));
+	ck_assert_msg(strcmp(err, "berthctl: allocation nope not found\n") ==
+	    0, "%s", err);
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "volume",
 	    "status", "nope", NULL), 1);
-	ck_assert_ptr_nonnull(strstr(err, "no volume nope in namespace "
-	    "default (404)"));
+	ck_assert_msg(strcmp(err, "berthctl: volume default/nope not found\n")
+	    == 0, "%s", err);
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "volume",
 	    "list", NULL), 0);
+	ck_assert_str_eq(out, "ID  NAMESPACE  PLUGIN  ACCESS  ATTACHMENT  "
+	    "CLAIMS\n");
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "--json",
+	    "volume", "list", NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "\"volumes\": []"));
 	harness_write(file, "{\"id\": \"bad\", \"tasks\": []}");
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "alloc",
@@ -906,6 +911,239 @@ START_TEST(berthctl_drives_the_supervisor)
 }
 END_TEST
 
+/* berthctl A1...: a usage error, exit 2, whose message names what. */
+static int
+ctl_usage(struct berth *b, const char *what, const char *a1, const char *a2,
+    const char *a3, const char *a4)
+{
+	static char out[8192], err[8192];
+	int rc = ctl(b, out, sizeof(out), err, sizeof(err), a1, a2, a3, a4,
+	    NULL);
+
+	ck_assert_msg(rc == 2, "%s %s %s: exit %d: %s", a1, a2 ? a2 : "",
+	    a3 ? a3 : "", rc, err);
+	ck_assert_msg(strstr(err, what) != NULL, "\"%s\" not in: %s", what,
+	    err);
+	ck_assert_ptr_nonnull(strstr(err, "Run 'berthctl help"));
+	ck_assert_str_eq(out, "");
+	return rc;
+}
+
+static void
+ctl_help(struct berth *b, const char *first, const char *a1, const char *a2,
+    const char *a3)
+{
+	static char out[8192], err[8192];
+
+	ck_assert_int_eq(ctl(b, out, sizeof(out), err, sizeof(err), a1, a2, a3,
+	    NULL), 0);
+	ck_assert_msg(strncmp(out, first, strlen(first)) == 0, "%s %s: %s",
+	    a1, a2 ? a2 : "", out);
+	ck_assert_str_eq(err, "");
+}
+
+START_TEST(berthctl_help_usage_and_ids)
+{
+	static char out[65536], err[8192];
+	char file[1024];
+	struct berth b;
+	json_t *j;
+
+	api_up(&b, NULL);
+	/* Help: on stdout, exit 0, for the command asked about. */
+	ctl_help(&b, "usage: berthctl [--socket", "--help", NULL, NULL);
+	ctl_help(&b, "usage: berthctl [--socket", "-h", NULL, NULL);
+	ctl_help(&b, "usage: berthctl [--socket", "help", NULL, NULL);
+	ctl_help(&b, "usage: berthctl alloc VERB", "help", "alloc", NULL);
+	ctl_help(&b, "usage: berthctl alloc VERB", "alloc", "--help", NULL);
+	ctl_help(&b, "usage: berthctl alloc run FILE [--wait [--timeout D]]\n",
+	    "alloc", "run", "--help");
+	ctl_help(&b, "usage: berthctl alloc run FILE", "help", "alloc", "run");
+	ctl_help(&b, "usage: berthctl events [-f] [--index N]\n", "events",
+	    "-h", NULL);
+	ctl_help(&b, "usage: berthctl volume status ID\n", "volume", "status",
+	    "-h");
+
+	/* The version: ours, and the server's. */
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err),
+	    "--version", NULL), 0);
+	ck_assert_str_eq(out, "Client  " BERTH_VERSION "\nServer  "
+	    BERTH_VERSION "\n");
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "--json",
+	    "version", NULL), 0);
+	ck_assert_ptr_nonnull(j = json_loads(out, 0, NULL));
+	ck_assert_str_eq(jstr(j, "server"), BERTH_VERSION);
+	json_decref(j);
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err),
+	    "--socket", "/nonexistent/api.sock", "version", NULL), 0);
+	ck_assert_str_eq(out, "Client  " BERTH_VERSION "\nServer  not "
+	    "reachable\n");
+
+	/* Usage errors: exit 2, and what was wrong. */
+	ctl_usage(&b, "no command given", NULL, NULL, NULL, NULL);
+	ctl_usage(&b, "unknown command \"allocs\"", "allocs", NULL, NULL,
+	    NULL);
+	ctl_usage(&b, "alloc: unknown verb \"frob\" (one of: run, stop, list, "
+	    "status)", "alloc", "frob", "x", NULL);
+	ctl_usage(&b, "alloc: which one?", "alloc", NULL, NULL, NULL);
+	ctl_usage(&b, "alloc status: missing ID", "alloc", "status", NULL,
+	    NULL);
+	ctl_usage(&b, "alloc list: unexpected argument \"x\"", "alloc", "list",
+	    "x", NULL);
+	ctl_usage(&b, "alloc list does not take --wait", "alloc", "list",
+	    "--wait", NULL);
+	ctl_usage(&b, "unknown option --colour", "--colour", "status", NULL,
+	    NULL);
+	ctl_usage(&b, "--timeout needs a value", "alloc", "run", "x",
+	    "--timeout");
+	ctl_usage(&b, "--timeout goes with --wait", "alloc", "run", "x",
+	    "--timeout=1s");
+	ctl_usage(&b, "help: no command \"frob\"", "help", "frob", NULL, NULL);
+	ctl_usage(&b, "--version takes no command", "--version", "status",
+	    NULL, NULL);
+	/* Ids: the server's rules, before any request. */
+	ctl_usage(&b, "\"writer#frag\" is not an id: it contains a character "
+	    "outside", "alloc", "status", "writer#frag", NULL);
+	ctl_usage(&b, "is not an id", "alloc", "stop", "a\r\nb", NULL);
+	ctl_usage(&b, "\"..\" is not an id: it is '.' or '..'", "volume",
+	    "delete", "..", NULL);
+	ctl_usage(&b, "is not an id: it contains '/'", "plugin", "status",
+	    "a/b", NULL);
+	/* Refused or failed: 1; a file that cannot be read is not usage. */
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "alloc",
+	    "run", "/nonexistent/alloc.json", NULL), 1);
+	ck_assert_msg(strstr(err, "cannot read /nonexistent/alloc.json: No "
+	    "such file") != NULL, "%s", err);
+	snprintf(file, sizeof(file), "%s/odd.json", b.dir);
+	harness_write(file, "{\"id\": \"a b\", \"tasks\": []}");
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "alloc",
+	    "run", file, NULL), 1);
+	ck_assert_msg(strstr(err, "the id \"a b\" contains a character") !=
+	    NULL, "%s", err);
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "plugin",
+	    "status", "nope", NULL), 1);
+	ck_assert_str_eq(err, "berthctl: plugin nope not found\n");
+	/* With --json the error answer too, on stdout. */
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "--json",
+	    "volume", "delete", "nope", NULL), 1);
+	ck_assert_ptr_nonnull(j = json_loads(out, 0, NULL));
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "code")), 404);
+	json_decref(j);
+	ck_assert_str_eq(err, "berthctl: volume default/nope not found\n");
+	api_down(&b);
+}
+END_TEST
+
+/* Every line of text at most n bytes. */
+static void
+assert_width(const char *text, size_t n)
+{
+	const char *p = text, *nl;
+
+	for (; *p != '\0'; p = nl + 1) {
+		ck_assert_ptr_nonnull(nl = strchr(p, '\n'));
+		ck_assert_msg((size_t)(nl - p) <= n, "a line over %zu: %.*s",
+		    n, (int)(nl - p), p);
+	}
+}
+
+START_TEST(berthctl_tables_fit_and_json_everywhere)
+{
+	static char out[65536], err[8192];
+	static const char *lists[][2] = {
+		{ "status", NULL }, { "plugin", "list" }, { "volume", "list" },
+		{ "alloc", "list" }, { "driver", "list" }, { "device", "list" },
+	};
+	struct berth b;
+	json_t *j;
+	size_t i;
+
+	api_up(&b, NULL);
+	for (i = 0; i < sizeof(lists) / sizeof(lists[0]); i++) {
+		/* A table by default, cut to $COLUMNS off a terminal. */
+		setenv("COLUMNS", "30", 1);
+		ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err),
+		    lists[i][0], lists[i][1], NULL), 0);
+		unsetenv("COLUMNS");
+		ck_assert_msg(out[0] != '{' && out[0] != '\0', "%s: %s",
+		    lists[i][0], out);
+		assert_width(out, 30);
+		ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err),
+		    "--json", lists[i][0], lists[i][1], NULL), 0);
+		ck_assert_msg((j = json_loads(out, JSON_DISABLE_EOF_CHECK,
+		    NULL)) != NULL, "%s: %s", lists[i][0], out);
+		json_decref(j);
+	}
+	/* Cut cells end in "...", and a word is never wrapped. */
+	setenv("COLUMNS", "30", 1);
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "driver",
+	    "list", NULL), 0);
+	unsetenv("COLUMNS");
+	ck_assert_msg(strstr(out, "...\n") != NULL, "%s", out);
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "driver",
+	    "list", NULL), 0);
+	assert_width(out, 80);
+	api_down(&b);
+}
+END_TEST
+
+/* A raw request, the whole answer read until the server closes. */
+static void
+raw(struct berth *b, const char *req, char *out, size_t n)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	size_t len = 0;
+	ssize_t got;
+	int fd;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", b->sock);
+	ck_assert_int_ge(fd = socket(AF_UNIX, SOCK_STREAM, 0), 0);
+	ck_assert_int_eq(connect(fd, (struct sockaddr *)&sa, sizeof(sa)), 0);
+	ck_assert_int_eq(write(fd, req, strlen(req)), (ssize_t)strlen(req));
+	while (len + 1 < n && (got = read(fd, out + len, n - 1 - len)) > 0)
+		len += (size_t)got;
+	out[len] = '\0';
+	close(fd);
+}
+
+START_TEST(head_is_get_without_the_body)
+{
+	static char out[65536];
+	struct berth b;
+	const char *end;
+	long len;
+
+	api_up(&b, NULL);
+	raw(&b, "HEAD /v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+	    "\r\n", out, sizeof(out));
+	ck_assert_msg(strncmp(out, "HTTP/1.1 200 ", 13) == 0, "%s", out);
+	ck_assert_ptr_nonnull(strstr(out, "Content-Type: application/json"));
+	ck_assert_ptr_nonnull(end = strstr(out, "\r\n\r\n"));
+	ck_assert_msg(end[4] == '\0', "a body after HEAD: %s", out);
+	ck_assert_ptr_nonnull(strstr(out, "Content-Length: "));
+	len = strtol(strstr(out, "Content-Length: ") + 16, NULL, 10);
+	ck_assert_int_gt(len, 10);
+	/* An error too: its status and no body. */
+	raw(&b, "HEAD /v1/allocation/nope HTTP/1.1\r\nHost: x\r\n"
+	    "Connection: close\r\n\r\n", out, sizeof(out));
+	ck_assert_msg(strncmp(out, "HTTP/1.1 404 ", 13) == 0, "%s", out);
+	ck_assert_ptr_nonnull(end = strstr(out, "\r\n\r\n"));
+	ck_assert_msg(end[4] == '\0', "a body after HEAD: %s", out);
+	/* Allow names HEAD beside GET. */
+	raw(&b, "PATCH /v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+	    "\r\n", out, sizeof(out));
+	ck_assert_msg(strncmp(out, "HTTP/1.1 405 ", 13) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "Allow: GET, HEAD\r\n") != NULL, "%s", out);
+	/* Each method evhttp knows is ours to refuse, in JSON. */
+	raw(&b, "TRACE /v1/status HTTP/1.1\r\nHost: x\r\nConnection: close\r\n"
+	    "\r\n", out, sizeof(out));
+	ck_assert_msg(strncmp(out, "HTTP/1.1 405 ", 13) == 0 && strstr(out,
+	    "\r\n\r\n{\"code\":405,\"error\":\"TRACE is not allowed") !=
+	    NULL, "%s", out);
+	api_down(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -917,5 +1155,8 @@ main(void)
 	tcase_add_test(tc, allocations_plugins_events_and_metrics);
 	tcase_add_test(tc, peer_credentials_are_checked);
 	tcase_add_test(tc, berthctl_drives_the_supervisor);
+	tcase_add_test(tc, berthctl_help_usage_and_ids);
+	tcase_add_test(tc, berthctl_tables_fit_and_json_everywhere);
+	tcase_add_test(tc, head_is_get_without_the_body);
 	return harness_run("api", tc);
 }
