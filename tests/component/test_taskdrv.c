@@ -765,7 +765,9 @@ START_TEST(priv_adopt)
 	ck_assert_int_eq(heard[1].err, -ESRCH);
 	ck_assert_msg(strstr(heard[1].why, "not a plugin of ours") != NULL,
 	    "%s", heard[1].why);
-	fake_close(fp);
+	/* Once the client has heard the close, not before: until then a
+	 * send may still be queued. */
+	fake_hangup(fp, base, mchan);
 	ck_assert_int_eq(taskproc_signal(heard[0].tp, SIGKILL), -EPIPE);
 }
 END_TEST
