@@ -20,9 +20,39 @@
 #include "layout.h"
 #include "xalloc.h"
 
+/* Listed as failed: doc (taken) failed at step. */
+static void
+keep_failed(struct refused *r, struct alloc *doc, const char *step,
+    const char *reason)
+{
+	alloc_free(r->doc);
+	r->doc = doc;
+	snprintf(r->step, sizeof(r->step), "%s", step);
+	snprintf(r->reason, sizeof(r->reason), "%s", reason);
+}
+
+static void
+refused_drop(struct refused *r)
+{
+	alloc_free(r->doc);
+	free(r);
+}
+
+struct refused *
+find_failed(struct allocs *am, const char *alloc)
+{
+	struct refused *r;
+
+	TAILQ_FOREACH(r, &am->refused, entry)
+		if (r->doc != NULL && strcmp(r->doc->id, alloc) == 0)
+			return r;
+	return NULL;
+}
+
 /* This version of the file ran and failed: not again until it changes. */
 void
-refuse_after_run(struct allocs *am, const char *file, const char *sig)
+refuse_after_run(struct allocs *am, const char *file, const char *sig,
+    struct alloc *doc, const char *step, const char *reason)
 {
 	struct refused *r;
 
@@ -36,6 +66,7 @@ refuse_after_run(struct allocs *am, const char *file, const char *sig)
 	}
 	snprintf(r->sig, sizeof(r->sig), "%s", sig);
 	r->seen = r->after_run = true;
+	keep_failed(r, doc, step, reason);
 }
 
 /* What alloc.c cannot know: limits of this supervisor's layout. */
@@ -67,6 +98,8 @@ refused_before(struct allocs *am, const char *file, const char *sig)
 			if (strcmp(r->sig, sig) == 0)
 				return true;
 			snprintf(r->sig, sizeof(r->sig), "%s", sig);
+			r->after_run = false;
+			keep_failed(r, NULL, "", "");
 			return false;
 		}
 	r = xcalloc(1, sizeof(*r));
@@ -92,10 +125,10 @@ refused_still(struct allocs *am, const char *file, const char *sig)
 	return false;
 }
 
-/* A driver the config blocks runs nothing; its stale tasks are stopped. */
+/* A driver the config does not allow: -1 with why. */
 static int
-drivers_allowed(struct allocs *am, const struct alloc *a, const char *file,
-    const char *sig)
+drivers_allowed(struct allocs *am, const struct alloc *a, char *why,
+    size_t n)
 {
 	const char *name;
 	size_t i;
@@ -104,13 +137,35 @@ drivers_allowed(struct allocs *am, const struct alloc *a, const char *file,
 		name = alloc_driver_name(a->tasks[i].driver);
 		if (drivermgr_allowed(am->d.drivers, name))
 			continue;
-		if (!refused_before(am, file, sig))
-			log_warnx("alloc file %s refused: task %s uses driver %s, "
-			    "which driver_allow or driver_block in the config "
-			    "does not allow", file, a->tasks[i].name, name);
+		snprintf(why, n, "task %s uses driver %s, which driver_allow or "
+		    "driver_block in the config does not allow",
+		    a->tasks[i].name, name);
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * A driver the config blocks runs nothing (its stale tasks are
+ * stopped): the alloc is listed as failed, for good, until its file
+ * changes. doc is taken.
+ */
+static void
+refuse_driver(struct allocs *am, struct alloc *doc, const char *file,
+    const char *sig, const char *why)
+{
+	struct refused *r;
+
+	if (refused_before(am, file, sig)) {
+		alloc_free(doc);
+		return;
+	}
+	log_warnx("alloc file %s refused: %s", file, why);
+	alloc_failed(am, doc->id, "driver", why);
+	TAILQ_FOREACH(r, &am->refused, entry)
+		if (strcmp(r->file, file) == 0)
+			break;
+	keep_failed(r, doc, "driver", why);
 }
 
 static void
@@ -146,13 +201,18 @@ start_run(struct allocs *am, const char *file, const char *sig)
 		alloc_free(doc);
 		return;
 	}
-	why[0] = '\0';
-	if (other != NULL || runnable(doc, why, sizeof(why)) < 0 ||
-	    drivers_allowed(am, doc, file, sig) < 0) {
-		if (other == NULL && why[0] != '\0' &&
-		    !refused_before(am, file, sig))
+	if (other != NULL) {
+		alloc_free(doc);
+		return;
+	}
+	if (runnable(doc, why, sizeof(why)) < 0) {
+		if (!refused_before(am, file, sig))
 			log_warnx("alloc file %s refused: %s", file, why);
 		alloc_free(doc);
+		return;
+	}
+	if (drivers_allowed(am, doc, why, sizeof(why)) < 0) {
+		refuse_driver(am, doc, file, sig, why);
 		return;
 	}
 	arun_start(am, doc, file, sig);
@@ -223,7 +283,7 @@ scan(struct allocs *am)
 		rnext = TAILQ_NEXT(r, entry);
 		if (!r->seen) {
 			TAILQ_REMOVE(&am->refused, r, entry);
-			free(r);
+			refused_drop(r);
 		}
 	}
 }
@@ -278,7 +338,7 @@ allocs_submit(struct allocs *am, const struct alloc *a, char *why, size_t n)
 		    "instead", a->id, ar->file);
 		return -EEXIST;
 	}
-	if (runnable(a, why, n) < 0)
+	if (runnable(a, why, n) < 0 || drivers_allowed(am, a, why, n) < 0)
 		return -EINVAL;
 	if ((text = alloc_to_json(a)) == NULL)
 		oom("allocs_submit");
@@ -357,6 +417,6 @@ refused_free(struct allocs *am)
 
 	while ((r = TAILQ_FIRST(&am->refused)) != NULL) {
 		TAILQ_REMOVE(&am->refused, r, entry);
-		free(r);
+		refused_drop(r);
 	}
 }

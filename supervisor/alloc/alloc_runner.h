@@ -84,13 +84,21 @@ struct allocs_deps {
 	void *ctx;
 };
 
-/* One running allocation, as the API reads it; valid until the loop
- * turns. */
+/*
+ * One allocation, as the API reads it; valid until the loop turns. One
+ * whose set-up failed stays, "failed", until its file changes or goes.
+ */
 struct alloc_view {
 	const struct alloc *doc;
 	const char *file;		/* its file in alloc_dir */
 	bool stopping;
 	const char *state;		/* "mounting", "running", ... */
+	/* Nomad's words: "pending", "running", "complete", "failed". */
+	const char *status;
+	/* What failed or waits ("volumes", "driver", "plugin") and why;
+	 * NULL when nothing does. */
+	const char *step, *reason;
+	int64_t next_retry_ms;		/* wall clock; 0: not retried */
 	struct trun *const *tasks;
 	size_t ntasks;
 };
@@ -111,6 +119,7 @@ const char *allocs_node_plugin_type(struct allocs *am, const char *alloc,
  * -EEXIST when another file already runs that id, -EINVAL when this
  * supervisor cannot run it (one plugin task per alloc, ...), else the
  * filesystem's error (alloc_dir not writable: -EACCES, -EROFS, -ENOENT).
+ * A driver the config does not allow is -EINVAL too.
  */
 int allocs_submit(struct allocs *am, const struct alloc *a, char *why,
     size_t n);

@@ -5,11 +5,19 @@
  * A submitted document is checked whole by alloc.c; with any problem the
  * answer is 400 with every problem ("problems": ["<path>: <reason>"]).
  * A good one is handed to the alloc runner, which writes it to alloc_dir
- * where its watch starts it. Must not: start or stop tasks itself.
+ * where its watch starts it; one this node cannot run (a driver the
+ * config does not allow) is refused with 400 and why.
+ *
+ * Each allocation says its "state" in Nomad's words (pending, running,
+ * complete, failed); one whose set-up waits or failed says the "step"
+ * ("volumes", "driver", "plugin"), the "reason", and "next_retry" (RFC
+ * 3339, UTC) when it is tried again. A failed one stays listed until its
+ * document is changed or stopped. Must not: start or stop tasks itself.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "alloc_runner.h"
@@ -17,12 +25,14 @@
 #include "task_runner.h"
 #include "xalloc.h"
 
-/* "running" once every task runs, "stopping", else "pending". */
+/* "running" once every task runs, "stopping", "failed", else "pending". */
 static const char *
 alloc_status(const struct alloc_view *v)
 {
 	size_t i;
 
+	if (strcmp(v->status, "failed") == 0)
+		return "failed";
 	if (v->stopping)
 		return "stopping";
 	for (i = 0; i < v->ntasks; i++)
@@ -75,6 +85,26 @@ document(const char *doc)
 	return j;
 }
 
+/* What waits or failed: step, reason and, if retried, next_retry. */
+static void
+failure(json_t *o, const struct alloc_view *v)
+{
+	char at[32];
+	struct tm tm;
+	time_t t;
+
+	if (v->step == NULL || v->step[0] == '\0')
+		return;
+	api_set(o, "step", api_pack("s", v->step));
+	api_set(o, "reason", api_pack("s", v->reason));
+	if (v->next_retry_ms <= 0)
+		return;
+	t = (time_t)(v->next_retry_ms / 1000);
+	gmtime_r(&t, &tm);
+	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	api_set(o, "next_retry", api_pack("s", at));
+}
+
 static json_t *
 alloc_json(const struct alloc_view *v, bool full)
 {
@@ -82,10 +112,12 @@ alloc_json(const struct alloc_view *v, bool full)
 	char *doc;
 	size_t i;
 
-	o = api_pack("{s:s, s:s, s:s, s:s}", "id", v->doc->id, "namespace",
-	    v->doc->ns, "status", alloc_status(v), "file", v->file);
+	o = api_pack("{s:s, s:s, s:s, s:s, s:s}", "id", v->doc->id,
+	    "namespace", v->doc->ns, "status", alloc_status(v), "state",
+	    v->status, "file", v->file);
 	if (o == NULL)
 		return NULL;
+	failure(o, v);
 	tasks = api_array();
 	for (i = 0; i < v->ntasks; i++)
 		api_append(tasks, task_json(&v->doc->tasks[i],
