@@ -145,10 +145,10 @@ on_cleaned(const struct priv_result *res, uint32_t unmounted,
 	else
 		log_info("alloc %s: stopped; %u mounts and %u entries removed",
 		    ar->doc->id, unmounted, removed);
-	if (!ar->failed)
-		events_record(am->d.events, "alloc", "AllocStopped",
-		    ar->doc->id, NULL, NULL, "stopped; it ran from %s",
-		    ar->file);
+	/* A failed one too: what it held is taken back (AllocFailed said
+	 * why); it stays listed as failed. */
+	events_record(am->d.events, "alloc", "AllocStopped", ar->doc->id,
+	    NULL, NULL, "stopped; it ran from %s", ar->file);
 	TAILQ_REMOVE(&am->runs, ar, entry);
 	if (ar->refuse) {
 		/* Failed: listed as such until its file changes. */
