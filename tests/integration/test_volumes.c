@@ -723,7 +723,7 @@ START_TEST(failed_volumes_stay_listed_with_the_reason)
 	create_volume(&b, "solo", "single-node-writer");
 	/* A volume that does not exist. */
 	api_task_alloc(&b, "unknown", "nope", "single-node-writer");
-	failed_at_volumes(&b, "unknown", "volume default/nope: not registered");
+	failed_at_volumes(&b, "unknown", "no volume nope in namespace default");
 	/* An access mode the volume does not have. */
 	api_task_alloc(&b, "mode", "solo", "multi-node-multi-writer");
 	failed_at_volumes(&b, "mode", "");
