@@ -146,13 +146,40 @@ drivers_allowed(struct allocs *am, const struct alloc *a, char *why,
 }
 
 /*
- * A driver the config blocks runs nothing (its stale tasks are
- * stopped): the alloc is listed as failed, for good, until its file
- * changes. doc is taken.
+ * A privileged task whose definition is not in plugins_dir: -1 with why.
+ * One that cannot be looked at (not searchable) is left to the mounter.
+ */
+static int
+definitions_found(struct allocs *am, const struct alloc *a, char *why,
+    size_t n)
+{
+	char path[BERTH_PATH_BUF];
+	struct stat st;
+	size_t i;
+
+	for (i = 0; am->d.plugins_dir != NULL && i < a->ntasks; i++) {
+		if (a->tasks[i].plugin == NULL)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s.conf", am->d.plugins_dir,
+		    a->tasks[i].plugin);
+		if (stat(path, &st) == 0 || errno != ENOENT)
+			continue;
+		snprintf(why, n, "task %s: no plugin definition %s in "
+		    "plugins_dir %s", a->tasks[i].name, a->tasks[i].plugin,
+		    am->d.plugins_dir);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A driver the config blocks, or a plugin definition that is not there,
+ * runs nothing (stale tasks are stopped): the alloc is listed as failed
+ * at step, for good, until its file changes. doc is taken.
  */
 static void
-refuse_driver(struct allocs *am, struct alloc *doc, const char *file,
-    const char *sig, const char *why)
+refuse_failed(struct allocs *am, struct alloc *doc, const char *file,
+    const char *sig, const char *step, const char *why)
 {
 	struct refused *r;
 
@@ -161,11 +188,11 @@ refuse_driver(struct allocs *am, struct alloc *doc, const char *file,
 		return;
 	}
 	log_warnx("alloc file %s refused: %s", file, why);
-	alloc_failed(am, doc->id, "driver", why);
+	alloc_failed(am, doc->id, step, why);
 	TAILQ_FOREACH(r, &am->refused, entry)
 		if (strcmp(r->file, file) == 0)
 			break;
-	keep_failed(r, doc, "driver", why);
+	keep_failed(r, doc, step, why);
 }
 
 static void
@@ -212,7 +239,11 @@ start_run(struct allocs *am, const char *file, const char *sig)
 		return;
 	}
 	if (drivers_allowed(am, doc, why, sizeof(why)) < 0) {
-		refuse_driver(am, doc, file, sig, why);
+		refuse_failed(am, doc, file, sig, "driver", why);
+		return;
+	}
+	if (definitions_found(am, doc, why, sizeof(why)) < 0) {
+		refuse_failed(am, doc, file, sig, "plugin", why);
 		return;
 	}
 	arun_start(am, doc, file, sig);
@@ -338,7 +369,8 @@ allocs_submit(struct allocs *am, const struct alloc *a, char *why, size_t n)
 		    "instead", a->id, ar->file);
 		return -EEXIST;
 	}
-	if (runnable(a, why, n) < 0 || drivers_allowed(am, a, why, n) < 0)
+	if (runnable(a, why, n) < 0 || drivers_allowed(am, a, why, n) < 0 ||
+	    definitions_found(am, a, why, n) < 0)
 		return -EINVAL;
 	if ((text = alloc_to_json(a)) == NULL)
 		oom("allocs_submit");

@@ -5,8 +5,9 @@
  * rest.
  *
  * Owns: the list of running allocations. The API's views list them,
- * then the allocations that failed (alloc_dir.c keeps those). Must not: run a task (the task
- * runner does) or parse a document itself (alloc.c does).
+ * then the allocations that failed (alloc_dir.c keeps those). Must not:
+ * run a task (the task runner does) or parse a document itself (alloc.c
+ * does).
  */
 #include <stdio.h>
 #include <stdlib.h>

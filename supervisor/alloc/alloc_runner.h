@@ -74,6 +74,8 @@ struct allocs_deps {
 	trun_plugsup_fn plugsup_new;
 	void *plugsup_ctx;
 	const char *alloc_dir, *data_dir;
+	/* Privileged plugins' definitions (NULL: not looked at). */
+	const char *plugins_dir;
 	int64_t resync_ms;		/* plugin_resync_ms */
 	int64_t heartbeat_ms;		/* plugin_heartbeat_ms */
 	uid_t uid;
@@ -119,7 +121,8 @@ const char *allocs_node_plugin_type(struct allocs *am, const char *alloc,
  * -EEXIST when another file already runs that id, -EINVAL when this
  * supervisor cannot run it (one plugin task per alloc, ...), else the
  * filesystem's error (alloc_dir not writable: -EACCES, -EROFS, -ENOENT).
- * A driver the config does not allow is -EINVAL too.
+ * A driver the config does not allow, or a privileged task whose
+ * plugin definition plugins_dir does not have, is -EINVAL too.
  */
 int allocs_submit(struct allocs *am, const struct alloc *a, char *why,
     size_t n);

@@ -7,7 +7,8 @@
  * both drivers fingerprint healthy, and a driver blocked while the
  * supervisor was down has its stale task stopped, not adopted; a stopped
  * task leaves no process of its group behind, and writes with umask 022;
- * a blocked driver is refused at submit, or listed as failed.
+ * a blocked driver or a missing plugin definition is refused at submit,
+ * or listed as failed.
  */
 #include <errno.h>
 #include <signal.h>
@@ -411,6 +412,55 @@ START_TEST(a_blocked_driver_is_refused_or_listed_failed)
 }
 END_TEST
 
+#define NODEF_DOC "{\"id\": \"p\", \"tasks\": [{\"name\": \"plugin\", " \
+	"\"driver\": \"privileged\", \"config\": {\"plugin\": \"nope\"}, " \
+	"\"csi_plugin\": {\"id\": \"hp\", \"type\": \"node\"}}]}"
+
+/*
+ * A privileged task whose plugin definition is not in plugins_dir: the
+ * API refuses it (400, with why); a file written by hand is listed as
+ * failed at step "plugin", with an event, and not tried again.
+ */
+START_TEST(a_missing_definition_is_refused_or_listed_failed)
+{
+	struct berth b;
+	char defs[600], extra[800], why[1024];
+	json_t *j;
+	int status;
+
+	berth_config(&b, "1s", NULL);
+	snprintf(defs, sizeof(defs), "%s/defs", b.dir);
+	ck_assert_int_eq(mkdir(defs, 0755), 0);
+	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"", defs);
+	berth_reconfig(&b, "1s", extra);
+	allocs_for_api(&b);
+	berth_start(&b);
+	snprintf(why, sizeof(why), "task plugin: no plugin definition nope in "
+	    "plugins_dir %s", defs);
+	j = sv_api(&b, "PUT", "/v1/allocations", NODEF_DOC, &status);
+	ck_assert_int_eq(status, 400);
+	ck_assert_str_eq(field(j, "error"), why);
+	json_decref(j);
+	wait_alloc(&b, "p", NULL, 1);
+	berth_alloc(&b, "p.json", NODEF_DOC);
+	wait_alloc(&b, "p", "failed", 10000);
+	j = sv_get(&b, "/v1/allocation/p");
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(field(j, "state"), "failed");
+	ck_assert_str_eq(field(j, "step"), "plugin");
+	ck_assert_str_eq(field(j, "reason"), why);
+	ck_assert_ptr_null(json_object_get(j, "next_retry"));
+	json_decref(j);
+	wait_event(&b, "AllocFailed", "p", why, 5000);
+	usleep(1500000);
+	ck_assert_int_eq(count_events(&b, "AllocFailed", "p", NULL), 1);
+	ck_assert_int_eq(task_pids(&b, NULL), 0);
+	remove_alloc(&b, "p.json");
+	wait_alloc(&b, "p", NULL, 5000);
+	berth_stop(&b);
+}
+END_TEST
+
 /*
  * A supervisor killed after starting a task but before its handle was in
  * the registry (the handle is removed here to stand for that window):
@@ -528,5 +578,6 @@ main(void)
 	tcase_add_test(tc, an_unrecorded_task_is_not_run_twice);
 	tcase_add_test(tc, a_stopped_task_leaves_no_process_and_writes_0644);
 	tcase_add_test(tc, a_blocked_driver_is_refused_or_listed_failed);
+	tcase_add_test(tc, a_missing_definition_is_refused_or_listed_failed);
 	return harness_run("drivers", tc);
 }
