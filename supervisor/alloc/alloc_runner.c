@@ -133,6 +133,25 @@ allocs_node_plugin_type(struct allocs *am, const char *alloc,
 	return NULL;
 }
 
+/* A task that could not be started waits to try again: pending, at its
+ * driver. */
+static void
+task_failure(const struct arun *ar, struct alloc_view *v)
+{
+	const char *why;
+	int64_t at;
+	size_t i;
+
+	for (i = 0; v->step == NULL && ar->state == ARUN_RUNNING &&
+	    i < ar->ntasks; i++)
+		if ((why = trun_start_failure(ar->tasks[i], &at)) != NULL) {
+			v->status = "pending";
+			v->step = "driver";
+			v->reason = why;
+			v->next_retry_ms = at;
+		}
+}
+
 static void
 view(const struct arun *ar, struct alloc_view *v)
 {
@@ -146,6 +165,7 @@ view(const struct arun *ar, struct alloc_view *v)
 	v->next_retry_ms = ar->failed ? 0 : ar->next_retry_ms;
 	v->tasks = ar->tasks;
 	v->ntasks = ar->ntasks;
+	task_failure(ar, v);
 }
 
 /* One that failed: no tasks, not retried. */

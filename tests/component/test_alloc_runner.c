@@ -1093,6 +1093,35 @@ START_TEST(test_blocked_driver_refused_or_failed)
 }
 END_TEST
 
+START_TEST(test_task_not_started_is_pending_at_its_driver)
+{
+	struct taskproc *tp;
+	struct alloc_view v;
+	struct timespec now;
+	int64_t ms;
+
+	write_alloc("d1", false, NULL);
+	start_with_handles(NULL, 0);
+	tp = wait_proc("d1", "t");
+	/* The driver cannot start it: pending, saying why and when. */
+	tp->started(tp, -EIO, "the shim is missing", tp->arg);
+	assert_view("d1", "pending", "driver", "the shim is missing");
+	ck_assert(allocs_find(am, "d1", &v));
+	clock_gettime(CLOCK_REALTIME, &now);
+	ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	ck_assert_int_gt(v.next_retry_ms, ms + 500);
+	ck_assert_int_le(v.next_retry_ms, ms + 1000);
+	ck_assert(has_event("DriverFailure", "d1"));
+	/* Started at the next try: running, nothing said any more. */
+	ck_assert(fake_run_until(base, two_procs, NULL, 3000));
+	tp = find_proc("d1", "t");
+	tp->started(tp, 0, NULL, tp->arg);
+	assert_view("d1", "running", NULL, NULL);
+	ck_assert(allocs_find(am, "d1", &v));
+	ck_assert_int_eq(v.next_retry_ms, 0);
+}
+END_TEST
+
 START_TEST(test_stop_while_undoing_or_mount_fails_late)
 {
 	write_alloc("s1", true, NULL);
@@ -1132,6 +1161,7 @@ main(void)
 	tcase_add_test(tc, test_stop_while_waiting);
 	tcase_add_test(tc, test_stop_while_undoing_or_mount_fails_late);
 	tcase_add_test(tc, test_blocked_driver_refused_or_failed);
+	tcase_add_test(tc, test_task_not_started_is_pending_at_its_driver);
 	tcase_add_test(tc, test_unmount_retried_and_mounter_gone);
 	tcase_add_test(tc, test_changed_file_restarts_it);
 	tcase_add_test(tc, test_recovery_adopts_and_stops_stale);
