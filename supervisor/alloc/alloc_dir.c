@@ -173,9 +173,10 @@ definitions_found(struct allocs *am, const struct alloc *a, char *why,
 }
 
 /*
- * A driver the config blocks, or a plugin definition that is not there,
- * runs nothing (stale tasks are stopped): the alloc is listed as failed
- * at step, for good, until its file changes. doc is taken.
+ * A driver the config blocks, a plugin definition that is not there, or
+ * more plugin tasks than one, runs nothing (stale tasks are stopped):
+ * the alloc is listed as failed at step, for good, until its file
+ * changes. doc is taken.
  */
 static void
 refuse_failed(struct allocs *am, struct alloc *doc, const char *file,
@@ -233,9 +234,7 @@ start_run(struct allocs *am, const char *file, const char *sig)
 		return;
 	}
 	if (runnable(doc, why, sizeof(why)) < 0) {
-		if (!refused_before(am, file, sig))
-			log_warnx("alloc file %s refused: %s", file, why);
-		alloc_free(doc);
+		refuse_failed(am, doc, file, sig, "plugin", why);
 		return;
 	}
 	if (drivers_allowed(am, doc, why, sizeof(why)) < 0) {

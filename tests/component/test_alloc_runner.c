@@ -1093,6 +1093,30 @@ START_TEST(test_blocked_driver_refused_or_failed)
 }
 END_TEST
 
+START_TEST(test_two_plugin_tasks_listed_failed)
+{
+	struct alloc_view v;
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/two.json", alloc_dir);
+	harness_write(path, "{\"id\": \"two\", \"tasks\": [{\"name\": "
+	    "\"a\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/true\"}, \"csi_plugin\": {\"id\": \"p1\", \"type\": "
+	    "\"node\"}}, {\"name\": \"b\", \"driver\": \"exec\", "
+	    "\"config\": {\"command\": \"/bin/true\"}, \"csi_plugin\": "
+	    "{\"id\": \"p2\", \"type\": \"node\"}}]}");
+	start_with_handles(NULL, 0);
+	wait_state("two", "failed");
+	ck_assert(allocs_find(am, "two", &v));
+	ck_assert_str_eq(v.status, "failed");
+	ck_assert_str_eq(v.step, "plugin");
+	ck_assert_ptr_nonnull(strstr(v.reason, "an alloc may run one plugin "
+	    "task"));
+	ck_assert(has_event("AllocFailed", "two"));
+	ck_assert_int_eq(nprocs, 0);
+}
+END_TEST
+
 START_TEST(test_task_not_started_is_pending_at_its_driver)
 {
 	struct taskproc *tp;
@@ -1162,6 +1186,7 @@ main(void)
 	tcase_add_test(tc, test_stop_while_undoing_or_mount_fails_late);
 	tcase_add_test(tc, test_blocked_driver_refused_or_failed);
 	tcase_add_test(tc, test_task_not_started_is_pending_at_its_driver);
+	tcase_add_test(tc, test_two_plugin_tasks_listed_failed);
 	tcase_add_test(tc, test_unmount_retried_and_mounter_gone);
 	tcase_add_test(tc, test_changed_file_restarts_it);
 	tcase_add_test(tc, test_recovery_adopts_and_stops_stale);
