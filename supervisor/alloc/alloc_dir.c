@@ -414,6 +414,8 @@ int
 allocs_stop(struct allocs *am, const char *id, char *why, size_t n)
 {
 	struct arun *ar = find_run(am, id);
+	struct refused *f = ar == NULL ? find_failed(am, id) : NULL;
+	const char *from = ar != NULL ? ar->file : f != NULL ? f->file : NULL;
 	char file[256], path[BERTH_PATH_BUF];
 	int r;
 
@@ -421,10 +423,10 @@ allocs_stop(struct allocs *am, const char *id, char *why, size_t n)
 		snprintf(why, n, "no alloc %s", id);
 		return -ENOENT;
 	}
-	if (ar != NULL && strcmp(ar->file, file) != 0) {
+	if (from != NULL && strcmp(from, file) != 0) {
 		snprintf(why, n, "alloc %s runs from %s in alloc_dir, a file "
 		    "the API did not write; remove that file to stop it", id,
-		    ar->file);
+		    from);
 		return -EEXIST;
 	}
 	snprintf(path, sizeof(path), "%s/%s", am->d.alloc_dir, file);
