@@ -20,9 +20,39 @@
 #include "layout.h"
 #include "xalloc.h"
 
+/* Listed as failed: doc (taken) failed at step. */
+static void
+keep_failed(struct refused *r, struct alloc *doc, const char *step,
+    const char *reason)
+{
+	alloc_free(r->doc);
+	r->doc = doc;
+	snprintf(r->step, sizeof(r->step), "%s", step);
+	snprintf(r->reason, sizeof(r->reason), "%s", reason);
+}
+
+static void
+refused_drop(struct refused *r)
+{
+	alloc_free(r->doc);
+	free(r);
+}
+
+struct refused *
+find_failed(struct allocs *am, const char *alloc)
+{
+	struct refused *r;
+
+	TAILQ_FOREACH(r, &am->refused, entry)
+		if (r->doc != NULL && strcmp(r->doc->id, alloc) == 0)
+			return r;
+	return NULL;
+}
+
 /* This version of the file ran and failed: not again until it changes. */
 void
-refuse_after_run(struct allocs *am, const char *file, const char *sig)
+refuse_after_run(struct allocs *am, const char *file, const char *sig,
+    struct alloc *doc, const char *step, const char *reason)
 {
 	struct refused *r;
 
@@ -36,6 +66,7 @@ refuse_after_run(struct allocs *am, const char *file, const char *sig)
 	}
 	snprintf(r->sig, sizeof(r->sig), "%s", sig);
 	r->seen = r->after_run = true;
+	keep_failed(r, doc, step, reason);
 }
 
 /* What alloc.c cannot know: limits of this supervisor's layout. */
@@ -67,6 +98,8 @@ refused_before(struct allocs *am, const char *file, const char *sig)
 			if (strcmp(r->sig, sig) == 0)
 				return true;
 			snprintf(r->sig, sizeof(r->sig), "%s", sig);
+			r->after_run = false;
+			keep_failed(r, NULL, "", "");
 			return false;
 		}
 	r = xcalloc(1, sizeof(*r));
@@ -92,10 +125,10 @@ refused_still(struct allocs *am, const char *file, const char *sig)
 	return false;
 }
 
-/* A driver the config blocks runs nothing; its stale tasks are stopped. */
+/* A driver the config does not allow: -1 with why. */
 static int
-drivers_allowed(struct allocs *am, const struct alloc *a, const char *file,
-    const char *sig)
+drivers_allowed(struct allocs *am, const struct alloc *a, char *why,
+    size_t n)
 {
 	const char *name;
 	size_t i;
@@ -104,13 +137,63 @@ drivers_allowed(struct allocs *am, const struct alloc *a, const char *file,
 		name = alloc_driver_name(a->tasks[i].driver);
 		if (drivermgr_allowed(am->d.drivers, name))
 			continue;
-		if (!refused_before(am, file, sig))
-			log_warnx("alloc file %s refused: task %s uses driver %s, "
-			    "which driver_allow or driver_block in the config "
-			    "does not allow", file, a->tasks[i].name, name);
+		snprintf(why, n, "task %s uses driver %s, which driver_allow or "
+		    "driver_block in the config does not allow",
+		    a->tasks[i].name, name);
 		return -1;
 	}
 	return 0;
+}
+
+/*
+ * A privileged task whose definition is not in plugins_dir: -1 with why.
+ * One that cannot be looked at (not searchable) is left to the mounter.
+ */
+static int
+definitions_found(struct allocs *am, const struct alloc *a, char *why,
+    size_t n)
+{
+	char path[BERTH_PATH_BUF];
+	struct stat st;
+	size_t i;
+
+	for (i = 0; am->d.plugins_dir != NULL && i < a->ntasks; i++) {
+		if (a->tasks[i].plugin == NULL)
+			continue;
+		snprintf(path, sizeof(path), "%s/%s.conf", am->d.plugins_dir,
+		    a->tasks[i].plugin);
+		if (stat(path, &st) == 0 || errno != ENOENT)
+			continue;
+		snprintf(why, n, "task %s: no plugin definition %s in "
+		    "plugins_dir %s", a->tasks[i].name, a->tasks[i].plugin,
+		    am->d.plugins_dir);
+		return -1;
+	}
+	return 0;
+}
+
+/*
+ * A driver the config blocks, a plugin definition that is not there, or
+ * more plugin tasks than one, runs nothing (stale tasks are stopped):
+ * the alloc is listed as failed at step, for good, until its file
+ * changes. doc is taken.
+ */
+static void
+refuse_failed(struct allocs *am, struct alloc *doc, const char *file,
+    const char *sig, const char *step, const char *why)
+{
+	struct refused *r;
+
+	if (refused_before(am, file, sig)) {
+		alloc_free(doc);
+		return;
+	}
+	log_warnx("alloc file %s refused: %s", file, why);
+	alloc_failed(am, doc->id, step, why);
+	TAILQ_FOREACH(r, &am->refused, entry)
+		if (strcmp(r->file, file) == 0)
+			break;
+	keep_failed(r, doc, step, why);
 }
 
 static void
@@ -146,13 +229,20 @@ start_run(struct allocs *am, const char *file, const char *sig)
 		alloc_free(doc);
 		return;
 	}
-	why[0] = '\0';
-	if (other != NULL || runnable(doc, why, sizeof(why)) < 0 ||
-	    drivers_allowed(am, doc, file, sig) < 0) {
-		if (other == NULL && why[0] != '\0' &&
-		    !refused_before(am, file, sig))
-			log_warnx("alloc file %s refused: %s", file, why);
+	if (other != NULL) {
 		alloc_free(doc);
+		return;
+	}
+	if (runnable(doc, why, sizeof(why)) < 0) {
+		refuse_failed(am, doc, file, sig, "plugin", why);
+		return;
+	}
+	if (drivers_allowed(am, doc, why, sizeof(why)) < 0) {
+		refuse_failed(am, doc, file, sig, "driver", why);
+		return;
+	}
+	if (definitions_found(am, doc, why, sizeof(why)) < 0) {
+		refuse_failed(am, doc, file, sig, "plugin", why);
 		return;
 	}
 	arun_start(am, doc, file, sig);
@@ -223,7 +313,7 @@ scan(struct allocs *am)
 		rnext = TAILQ_NEXT(r, entry);
 		if (!r->seen) {
 			TAILQ_REMOVE(&am->refused, r, entry);
-			free(r);
+			refused_drop(r);
 		}
 	}
 }
@@ -278,7 +368,8 @@ allocs_submit(struct allocs *am, const struct alloc *a, char *why, size_t n)
 		    "instead", a->id, ar->file);
 		return -EEXIST;
 	}
-	if (runnable(a, why, n) < 0)
+	if (runnable(a, why, n) < 0 || drivers_allowed(am, a, why, n) < 0 ||
+	    definitions_found(am, a, why, n) < 0)
 		return -EINVAL;
 	if ((text = alloc_to_json(a)) == NULL)
 		oom("allocs_submit");
@@ -323,6 +414,8 @@ int
 allocs_stop(struct allocs *am, const char *id, char *why, size_t n)
 {
 	struct arun *ar = find_run(am, id);
+	struct refused *f = ar == NULL ? find_failed(am, id) : NULL;
+	const char *from = ar != NULL ? ar->file : f != NULL ? f->file : NULL;
 	char file[256], path[BERTH_PATH_BUF];
 	int r;
 
@@ -330,10 +423,10 @@ allocs_stop(struct allocs *am, const char *id, char *why, size_t n)
 		snprintf(why, n, "no alloc %s", id);
 		return -ENOENT;
 	}
-	if (ar != NULL && strcmp(ar->file, file) != 0) {
+	if (from != NULL && strcmp(from, file) != 0) {
 		snprintf(why, n, "alloc %s runs from %s in alloc_dir, a file "
 		    "the API did not write; remove that file to stop it", id,
-		    ar->file);
+		    from);
 		return -EEXIST;
 	}
 	snprintf(path, sizeof(path), "%s/%s", am->d.alloc_dir, file);
@@ -357,6 +450,6 @@ refused_free(struct allocs *am)
 
 	while ((r = TAILQ_FIRST(&am->refused)) != NULL) {
 		TAILQ_REMOVE(&am->refused, r, entry);
-		free(r);
+		refused_drop(r);
 	}
 }

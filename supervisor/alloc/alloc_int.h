@@ -58,8 +58,13 @@ struct arun {
 	enum arun_state state;
 	bool adopted;		/* tasks adopted before its volumes were in */
 	bool refuse;		/* this version does not start again */
+	bool failed;		/* its set-up failed for good */
 	struct event *retry;
 	int64_t retry_ms;
+	/* The step that failed or waits, why, and when it is tried again
+	 * (wall clock, ms; 0: not); "" when none. */
+	char step[16], reason[400];
+	int64_t next_retry_ms;
 	TAILQ_ENTRY(arun) entry;
 };
 
@@ -70,10 +75,16 @@ struct kept {
 	bool claimed;
 };
 
-/* A file refused, so that it is reported once per version. */
+/*
+ * A file refused, so that it is reported once per version. One that was
+ * read (doc) is an allocation that failed: the API lists it, with the
+ * step that failed and why, until its file changes or goes.
+ */
 struct refused {
 	char file[256], sig[96];
 	bool seen, after_run;
+	struct alloc *doc;		/* NULL: not read */
+	char step[16], reason[400];
 	TAILQ_ENTRY(refused) entry;
 };
 
@@ -108,6 +119,9 @@ void arun_stop(struct arun *ar, const char *why);
 bool arun_stopping(const struct arun *ar);
 void arun_free(struct arun *ar);
 const char *arun_state_name(enum arun_state s);
+/* In Nomad's words: "pending", "running", "complete" or "failed". */
+const char *arun_status(const struct arun *ar);
+int64_t wall_ms(void);
 
 /* alloc_dir.c */
 void scan(struct allocs *am);
@@ -115,7 +129,13 @@ void on_rescan(evutil_socket_t fd, short ev, void *arg);
 bool doc_name(const char *name);
 void on_dir_event(struct watch *w, uint32_t mask, const char *name,
     void *arg);
-void refuse_after_run(struct allocs *am, const char *file, const char *sig);
+/* This version failed after it ran (doc taken, may be NULL). */
+void refuse_after_run(struct allocs *am, const char *file, const char *sig,
+    struct alloc *doc, const char *step, const char *reason);
+/* The alloc failed at step: its event; logged as a warning. */
+void alloc_failed(struct allocs *am, const char *alloc, const char *step,
+    const char *reason);
+struct refused *find_failed(struct allocs *am, const char *alloc);
 void refused_free(struct allocs *am);
 
 /* alloc_recover.c */

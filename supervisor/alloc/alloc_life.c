@@ -12,12 +12,18 @@
  * (STOP_MOUNTING) waits for its answer. A take-back that fails waits
  * (UNMOUNT_WAIT) and tries again.
  *
+ * The API says each state in Nomad's words (arun_status): pending until
+ * its tasks run, running, complete once stopped, failed when its set-up
+ * failed for good; a step that waits or failed is said with why and,
+ * when it is tried again, when.
+ *
  * Must not: read alloc_dir (alloc_dir.c does) or run a task itself (the
  * task runner does).
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc_int.h"
 #include "events.h"
@@ -34,6 +40,63 @@ const char *
 arun_state_name(enum arun_state s)
 {
 	return state_names[s];
+}
+
+const char *
+arun_status(const struct arun *ar)
+{
+	size_t i;
+
+	if (ar->failed)
+		return "failed";
+	switch (ar->state) {
+	case ARUN_MOUNTING:
+	case ARUN_MOUNT_WAIT:
+		return "pending";
+	case ARUN_RUNNING:
+		for (i = 0; i < ar->ntasks; i++)
+			if (strcmp(trun_state(ar->tasks[i]), "running") != 0)
+				return "pending";
+		return "running";
+	case ARUN_STOPPING:
+		return "running";	/* its tasks are still alive */
+	case ARUN_UNDOING:
+	case ARUN_UNDO_WAIT:
+		return "failed";
+	case ARUN_STOP_MOUNTING:
+	case ARUN_UNMOUNTING:
+	case ARUN_UNMOUNT_WAIT:
+	case ARUN_CLEANING:
+		return "complete";
+	}
+	return "pending";
+}
+
+int64_t
+wall_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/* Say what step waits or failed, and why; step NULL: nothing does. */
+static void
+set_step(struct arun *ar, const char *step, const char *reason)
+{
+	snprintf(ar->step, sizeof(ar->step), "%s", step != NULL ? step : "");
+	snprintf(ar->reason, sizeof(ar->reason), "%s", reason != NULL ?
+	    reason : "");
+	ar->next_retry_ms = 0;
+}
+
+void
+alloc_failed(struct allocs *am, const char *alloc, const char *step,
+    const char *reason)
+{
+	events_record(am->d.events, "alloc", "AllocFailed", alloc, NULL, NULL,
+	    "%s: %s", step, reason);
 }
 
 bool
@@ -62,6 +125,7 @@ arm_retry(struct arun *ar, enum arun_state wait)
 		1000 };
 
 	ar->state = wait;
+	ar->next_retry_ms = wall_ms() + ar->retry_ms;
 	evtimer_add(ar->retry, &tv);
 	ar->retry_ms = ar->retry_ms * 2 > VOLUME_RETRY_MAX_MS ?
 	    VOLUME_RETRY_MAX_MS : ar->retry_ms * 2;
@@ -73,6 +137,7 @@ on_cleaned(const struct priv_result *res, uint32_t unmounted,
 {
 	struct arun *ar = arg;
 	struct allocs *am = ar->am;
+	struct alloc *doc;
 
 	if (res->code != BERTH__ERROR_CODE__ERROR_NONE)
 		log_warnx("alloc %s: berth-mounter could not clean it up: %s: "
@@ -80,11 +145,19 @@ on_cleaned(const struct priv_result *res, uint32_t unmounted,
 	else
 		log_info("alloc %s: stopped; %u mounts and %u entries removed",
 		    ar->doc->id, unmounted, removed);
+	/* A failed one too: what it held is taken back (AllocFailed said
+	 * why); it stays listed as failed. */
 	events_record(am->d.events, "alloc", "AllocStopped", ar->doc->id,
 	    NULL, NULL, "stopped; it ran from %s", ar->file);
 	TAILQ_REMOVE(&am->runs, ar, entry);
-	if (ar->refuse)
-		refuse_after_run(am, ar->file, ar->sig);
+	if (ar->refuse) {
+		/* Failed: listed as such until its file changes. */
+		doc = ar->failed ? ar->doc : NULL;
+		if (doc != NULL)
+			ar->doc = NULL;
+		refuse_after_run(am, ar->file, ar->sig, doc, ar->step,
+		    ar->reason);
+	}
 	arun_free(ar);
 	/* A changed file: its new version starts now. */
 	scan(am);
@@ -128,6 +201,8 @@ on_unmounted(enum volmgr_status st, const char *why, void *arg)
 	if (st != VOLMGR_OK) {
 		log_warnx("alloc %s: taking its volumes back: %s; trying again "
 		    "in %lld ms", ar->doc->id, why, (long long)ar->retry_ms);
+		if (!ar->failed)
+			set_step(ar, "volumes", why);
 		arm_retry(ar, ARUN_UNMOUNT_WAIT);
 		return;
 	}
@@ -140,6 +215,7 @@ volumes_down(struct arun *ar)
 	struct allocs *am = ar->am;
 
 	ar->state = ARUN_UNMOUNTING;
+	ar->next_retry_ms = 0;
 	am->d.volumes->unmount(am->d.volumes_ctx, ar->doc->id, ar->doc,
 	    on_unmounted, ar);
 }
@@ -222,6 +298,7 @@ on_undone(enum volmgr_status st, const char *why, void *arg)
 		arm_retry(ar, ARUN_UNDO_WAIT);
 		return;
 	}
+	ar->next_retry_ms = 0;
 	ar->refuse = true;
 	log_info("alloc %s: stopping (%s)", ar->doc->id, "its volumes could "
 	    "not be set up; it starts again when its file changes");
@@ -251,10 +328,17 @@ on_mounted(enum volmgr_status st, const char *why, void *arg)
 		log_info("alloc %s: %zu volume%s in place", ar->doc->id,
 		    ar->doc->nvolumes, ar->doc->nvolumes == 1 ? "" : "s");
 		ar->retry_ms = VOLUME_RETRY_FIRST_MS;
+		set_step(ar, NULL, NULL);
 		run_tasks(ar);
 		return;
 	}
 	if (st == VOLMGR_RETRY) {
+		/* Said once per reason: a retry that goes on is no news. */
+		if (strcmp(ar->reason, why) != 0)
+			events_record(ar->am->d.events, "alloc", "AllocPending",
+			    ar->doc->id, NULL, NULL, "volumes: %s; tried again "
+			    "in %lld ms", why, (long long)ar->retry_ms);
+		set_step(ar, "volumes", why);
 		/* Kept as far as it went; the next try goes on from there.
 		 * The first wait is routine (after a restart the plugin
 		 * registers again a moment after the allocs are read):
@@ -279,6 +363,9 @@ on_mounted(enum volmgr_status st, const char *why, void *arg)
 	}
 	log_warnx("alloc %s: volumes failed, undoing what was done; tasks not "
 	    "started: %s", ar->doc->id, why);
+	ar->failed = true;
+	set_step(ar, "volumes", why);
+	alloc_failed(ar->am, ar->doc->id, "volumes", why);
 	ar->retry_ms = VOLUME_RETRY_FIRST_MS;
 	undo(ar);
 }
@@ -368,8 +455,12 @@ arun_start(struct allocs *am, struct alloc *doc, const char *file,
 	snprintf(ar->sig, sizeof(ar->sig), "%s", sig);
 	if (!make_tasks(ar, claimed)) {
 		free(claimed);
+		ar->doc = NULL;
 		arun_free(ar);
-		refuse_after_run(am, file, sig);
+		alloc_failed(am, doc->id, "plugin", "its plugin socket path is "
+		    "too long");
+		refuse_after_run(am, file, sig, doc, "plugin", "its plugin "
+		    "socket path is too long");
 		return;
 	}
 	free(claimed);

@@ -4,8 +4,10 @@
  * API and the volume manager read. alloc_int.h says which file owns the
  * rest.
  *
- * Owns: the list of running allocations. Must not: run a task (the task
- * runner does) or parse a document itself (alloc.c does).
+ * Owns: the list of running allocations. The API's views list them,
+ * then the allocations that failed (alloc_dir.c keeps those). Must not:
+ * run a task (the task runner does) or parse a document itself (alloc.c
+ * does).
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -131,6 +133,25 @@ allocs_node_plugin_type(struct allocs *am, const char *alloc,
 	return NULL;
 }
 
+/* A task that could not be started waits to try again: pending, at its
+ * driver. */
+static void
+task_failure(const struct arun *ar, struct alloc_view *v)
+{
+	const char *why;
+	int64_t at;
+	size_t i;
+
+	for (i = 0; v->step == NULL && ar->state == ARUN_RUNNING &&
+	    i < ar->ntasks; i++)
+		if ((why = trun_start_failure(ar->tasks[i], &at)) != NULL) {
+			v->status = "pending";
+			v->step = "driver";
+			v->reason = why;
+			v->next_retry_ms = at;
+		}
+}
+
 static void
 view(const struct arun *ar, struct alloc_view *v)
 {
@@ -138,18 +159,39 @@ view(const struct arun *ar, struct alloc_view *v)
 	v->file = ar->file;
 	v->stopping = arun_stopping(ar);
 	v->state = arun_state_name(ar->state);
+	v->status = arun_status(ar);
+	v->step = ar->step[0] != '\0' ? ar->step : NULL;
+	v->reason = ar->step[0] != '\0' ? ar->reason : NULL;
+	v->next_retry_ms = ar->failed ? 0 : ar->next_retry_ms;
 	v->tasks = ar->tasks;
 	v->ntasks = ar->ntasks;
+	task_failure(ar, v);
+}
+
+/* One that failed: no tasks, not retried. */
+static void
+view_failed(const struct refused *r, struct alloc_view *v)
+{
+	memset(v, 0, sizeof(*v));
+	v->doc = r->doc;
+	v->file = r->file;
+	v->state = "failed";
+	v->status = "failed";
+	v->step = r->step;
+	v->reason = r->reason;
 }
 
 size_t
 allocs_count(const struct allocs *am)
 {
 	const struct arun *ar;
+	const struct refused *r;
 	size_t n = 0;
 
 	TAILQ_FOREACH(ar, &am->runs, entry)
 		n++;
+	TAILQ_FOREACH(r, &am->refused, entry)
+		n += r->doc != NULL;
 	return n;
 }
 
@@ -157,10 +199,16 @@ bool
 allocs_get(const struct allocs *am, size_t i, struct alloc_view *v)
 {
 	const struct arun *ar;
+	const struct refused *r;
 
 	TAILQ_FOREACH(ar, &am->runs, entry)
 		if (i-- == 0) {
 			view(ar, v);
+			return true;
+		}
+	TAILQ_FOREACH(r, &am->refused, entry)
+		if (r->doc != NULL && i-- == 0) {
+			view_failed(r, v);
 			return true;
 		}
 	return false;
@@ -170,8 +218,14 @@ bool
 allocs_find(struct allocs *am, const char *id, struct alloc_view *v)
 {
 	const struct arun *ar = find_run(am, id);
+	const struct refused *r;
 
-	if (ar != NULL)
+	if (ar != NULL) {
 		view(ar, v);
-	return ar != NULL;
+		return true;
+	}
+	if ((r = find_failed(am, id)) == NULL)
+		return false;
+	view_failed(r, v);
+	return true;
 }

@@ -74,6 +74,8 @@ struct allocs_deps {
 	trun_plugsup_fn plugsup_new;
 	void *plugsup_ctx;
 	const char *alloc_dir, *data_dir;
+	/* Privileged plugins' definitions (NULL: not looked at). */
+	const char *plugins_dir;
 	int64_t resync_ms;		/* plugin_resync_ms */
 	int64_t heartbeat_ms;		/* plugin_heartbeat_ms */
 	uid_t uid;
@@ -84,13 +86,21 @@ struct allocs_deps {
 	void *ctx;
 };
 
-/* One running allocation, as the API reads it; valid until the loop
- * turns. */
+/*
+ * One allocation, as the API reads it; valid until the loop turns. One
+ * whose set-up failed stays, "failed", until its file changes or goes.
+ */
 struct alloc_view {
 	const struct alloc *doc;
 	const char *file;		/* its file in alloc_dir */
 	bool stopping;
 	const char *state;		/* "mounting", "running", ... */
+	/* Nomad's words: "pending", "running", "complete", "failed". */
+	const char *status;
+	/* What failed or waits ("volumes", "driver", "plugin") and why;
+	 * NULL when nothing does. */
+	const char *step, *reason;
+	int64_t next_retry_ms;		/* wall clock; 0: not retried */
 	struct trun *const *tasks;
 	size_t ntasks;
 };
@@ -111,6 +121,8 @@ const char *allocs_node_plugin_type(struct allocs *am, const char *alloc,
  * -EEXIST when another file already runs that id, -EINVAL when this
  * supervisor cannot run it (one plugin task per alloc, ...), else the
  * filesystem's error (alloc_dir not writable: -EACCES, -EROFS, -ENOENT).
+ * A driver the config does not allow, or a privileged task whose
+ * plugin definition plugins_dir does not have, is -EINVAL too.
  */
 int allocs_submit(struct allocs *am, const struct alloc *a, char *why,
     size_t n);

@@ -50,6 +50,8 @@ struct trun {
 	struct timespec started;
 	int steps;			/* mounter calls still to answer */
 	char socket[512], endpoint[600], why[512];
+	bool start_failed;		/* why: it could not be started */
+	int64_t retry_at_ms;		/* wall clock of the restart wait */
 	trun_stopped_cb stopped;
 	void *arg;
 	struct task_event events[TRUN_EVENTS];
@@ -227,9 +229,13 @@ finish(struct trun *tr)
 static void
 restart_later(struct trun *tr, bool warn)
 {
+	struct timespec now;
 	char dur[32];
 
 	tr->state = TR_RESTART_WAIT;
+	clock_gettime(CLOCK_REALTIME, &now);
+	tr->retry_at_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 +
+	    tr->backoff_ms;
 	duration_format(tr->backoff_ms, dur, sizeof(dur));
 	if (warn)
 		tr_warning(tr, "Restarting", "starting again in %s", dur);
@@ -321,10 +327,12 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 			return;
 		}
 		tr_warning(tr, "DriverFailure", "%s", why);
+		tr->start_failed = true;
 		restart_later(tr, true);
 		return;
 	}
 	tr->state = TR_RUNNING;
+	tr->start_failed = false;
 	clock_gettime(CLOCK_MONOTONIC, &tr->started);
 	tr->d->driver->handle(tp, &tr->handle);
 	if (adopted)
@@ -405,6 +413,7 @@ on_prepared(const struct priv_result *res, void *arg)
 	}
 	if (tr->why[0] != '\0') {
 		tr_warning(tr, "SetupFailure", "%s", tr->why);
+		tr->start_failed = true;
 		restart_later(tr, true);
 		return;
 	}
@@ -667,6 +676,15 @@ uint32_t
 trun_restarts(const struct trun *tr)
 {
 	return tr->handle.restarts;
+}
+
+const char *
+trun_start_failure(const struct trun *tr, int64_t *retry_at_ms)
+{
+	if (tr->state != TR_RESTART_WAIT || !tr->start_failed)
+		return NULL;
+	*retry_at_ms = tr->retry_at_ms;
+	return tr->why;
 }
 
 int

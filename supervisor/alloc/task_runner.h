@@ -114,6 +114,9 @@ pid_t trun_pid(const struct trun *tr);
  * "stopping" or "dead". */
 const char *trun_state(const struct trun *tr);
 uint32_t trun_restarts(const struct trun *tr);
+/* Why it could not be started, while it waits to try again (when, wall
+ * clock ms, in retry_at_ms); NULL otherwise. */
+const char *trun_start_failure(const struct trun *tr, int64_t *retry_at_ms);
 /* A plugin task's reported health: 1 or 0; -1 for a task that is not. */
 int trun_plugin_healthy(const struct trun *tr);
 /* The most recent events (at most TRUN_EVENTS): 0 is the oldest. */

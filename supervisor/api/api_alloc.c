@@ -5,24 +5,49 @@
  * A submitted document is checked whole by alloc.c; with any problem the
  * answer is 400 with every problem ("problems": ["<path>: <reason>"]).
  * A good one is handed to the alloc runner, which writes it to alloc_dir
- * where its watch starts it. Must not: start or stop tasks itself.
+ * where its watch starts it; one this node cannot run (a driver the
+ * config does not allow, a plugin definition that is not there, a volume
+ * the registry does not have) is refused with 400 and why. Its volumes
+ * are looked up first, so the request is kept until the registry answers
+ * (and dropped quietly if the client has gone); a registry that cannot
+ * be reached leaves the check to the alloc runner.
+ *
+ * Each allocation says its "state" in Nomad's words (pending, running,
+ * complete, failed); one whose set-up waits or failed says the "step"
+ * ("volumes", "driver", "plugin"), the "reason", and "next_retry" (RFC
+ * 3339, UTC) when it is tried again. A failed one stays listed until its
+ * document is changed or stopped. Must not: start or stop tasks itself.
  */
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "alloc.h"
 #include "alloc_runner.h"
 #include "api_int.h"
+#include "registry_client.h"
 #include "task_runner.h"
 #include "xalloc.h"
 
-/* "running" once every task runs, "stopping", else "pending". */
+/* A submit kept while its volumes are looked up, one after the other. */
+struct submit {
+	struct api *api;
+	struct evhttp_request *req;	/* NULL once the client has gone */
+	struct alloc *a;
+	size_t next;			/* the volume looked up */
+};
+
+static void look_up(struct submit *s);
+
+/* "running" once every task runs, "stopping", "failed", else "pending". */
 static const char *
 alloc_status(const struct alloc_view *v)
 {
 	size_t i;
 
+	if (strcmp(v->status, "failed") == 0)
+		return "failed";
 	if (v->stopping)
 		return "stopping";
 	for (i = 0; i < v->ntasks; i++)
@@ -75,6 +100,26 @@ document(const char *doc)
 	return j;
 }
 
+/* What waits or failed: step, reason and, if retried, next_retry. */
+static void
+failure(json_t *o, const struct alloc_view *v)
+{
+	char at[32];
+	struct tm tm;
+	time_t t;
+
+	if (v->step == NULL || v->step[0] == '\0')
+		return;
+	api_set(o, "step", api_pack("s", v->step));
+	api_set(o, "reason", api_pack("s", v->reason));
+	if (v->next_retry_ms <= 0)
+		return;
+	t = (time_t)(v->next_retry_ms / 1000);
+	gmtime_r(&t, &tm);
+	strftime(at, sizeof(at), "%Y-%m-%dT%H:%M:%SZ", &tm);
+	api_set(o, "next_retry", api_pack("s", at));
+}
+
 static json_t *
 alloc_json(const struct alloc_view *v, bool full)
 {
@@ -82,10 +127,12 @@ alloc_json(const struct alloc_view *v, bool full)
 	char *doc;
 	size_t i;
 
-	o = api_pack("{s:s, s:s, s:s, s:s}", "id", v->doc->id, "namespace",
-	    v->doc->ns, "status", alloc_status(v), "file", v->file);
+	o = api_pack("{s:s, s:s, s:s, s:s, s:s}", "id", v->doc->id,
+	    "namespace", v->doc->ns, "status", alloc_status(v), "state",
+	    v->status, "file", v->file);
 	if (o == NULL)
 		return NULL;
+	failure(o, v);
 	tasks = api_array();
 	for (i = 0; i < v->ntasks; i++)
 		api_append(tasks, task_json(&v->doc->tasks[i],
@@ -122,16 +169,104 @@ api_alloc(struct api_call *c)
 	api_reply(c, 200, alloc_json(&v, true));
 }
 
+/* Hand it to the alloc runner, and answer. */
+static void
+submit(struct api_call *c, struct alloc *a)
+{
+	char why[1024];
+	int r;
+
+	if ((r = allocs_submit(c->d->allocs, a, why, sizeof(why))) < 0) {
+		api_error(c, r == -EINVAL ? 400 : r == -EEXIST ? 409 : 503,
+		    "%s", why);
+		return;
+	}
+	api_reply(c, 200, api_pack("{s:s, s:s+}", "id", a->id, "file", a->id,
+	    ".json"));
+}
+
+static void
+on_gone(struct evhttp_connection *conn, void *arg)
+{
+	struct submit *s = arg;
+
+	(void)conn;
+	s->req = NULL;
+}
+
+static void
+submit_free(struct submit *s)
+{
+	if (s->req != NULL)
+		evhttp_connection_set_closecb(evhttp_request_get_connection(
+		    s->req), NULL, NULL);
+	alloc_free(s->a);
+	free(s);
+}
+
+/* The call to answer with; false when the client has gone (s freed). */
+static bool
+resume(struct submit *s, struct api_call *c)
+{
+	if (s->req == NULL) {
+		submit_free(s);
+		return false;
+	}
+	memset(c, 0, sizeof(*c));
+	c->api = s->api;
+	c->d = &s->api->d;
+	c->req = s->req;
+	c->id = s->a->id;
+	return true;
+}
+
+static void
+on_volume(const struct regclient_result *res, void *arg)
+{
+	struct submit *s = arg;
+	const struct alloc_volume *v = &s->a->volumes[s->next];
+	struct api_call c;
+
+	if (!resume(s, &c))
+		return;
+	if (res->code == BERTH__ERROR_CODE__ERROR_NOT_FOUND ||
+	    (res->code == BERTH__ERROR_CODE__ERROR_NONE &&
+	    res->reply->volume_reply->volume == NULL)) {
+		api_error(&c, 400, "volumes.%s: no volume %s in namespace %s; "
+		    "nothing started", v->name, v->source, s->a->ns);
+		submit_free(s);
+		return;
+	}
+	/* Found, or not known now: the alloc runner checks it again. */
+	s->next++;
+	look_up(s);
+}
+
+/* The next volume, or, all looked up, the submit itself. */
+static void
+look_up(struct submit *s)
+{
+	struct api_call c;
+
+	if (s->next < s->a->nvolumes && regclient_get_volume(s->api->d.registry,
+	    s->a->ns, s->a->volumes[s->next].source, on_volume, s) == 0)
+		return;
+	/* Done, or the registry cannot be reached: submitted as it is. */
+	if (!resume(s, &c))
+		return;
+	submit(&c, s->a);
+	submit_free(s);
+}
+
 void
 api_alloc_submit(struct api_call *c)
 {
 	struct alloc_problems probs;
 	struct alloc *a = NULL;
+	struct submit *s;
 	json_error_t jerr;
 	json_t *root, *list;
-	char why[1024];
 	size_t i;
-	int r;
 
 	if (c->body == NULL) {
 		api_error(c, 400, "the body must be an allocation document "
@@ -161,15 +296,18 @@ api_alloc_submit(struct api_call *c)
 		return;
 	}
 	alloc_problems_free(&probs);
-	if ((r = allocs_submit(c->d->allocs, a, why, sizeof(why))) < 0) {
-		api_error(c, r == -EINVAL ? 400 : r == -EEXIST ? 409 : 503,
-		    "%s", why);
+	if (a->nvolumes == 0 || c->d->registry == NULL) {
+		submit(c, a);
 		alloc_free(a);
 		return;
 	}
-	api_reply(c, 200, api_pack("{s:s, s:s+}", "id", a->id, "file", a->id,
-	    ".json"));
-	alloc_free(a);
+	s = xcalloc(1, sizeof(*s));
+	s->api = c->api;
+	s->req = c->req;
+	s->a = a;
+	evhttp_connection_set_closecb(evhttp_request_get_connection(c->req),
+	    on_gone, s);
+	look_up(s);
 }
 
 void

@@ -445,6 +445,7 @@ make_allocs(struct supervisor *sv)
 		.plugsup_ctx = sv,
 		.alloc_dir = sv->cfg.alloc_dir,
 		.data_dir = sv->cfg.data_dir,
+		.plugins_dir = sv->cfg.plugins_dir,
 		.resync_ms = sv->cfg.plugin_resync_ms,
 		.heartbeat_ms = sv->cfg.plugin_heartbeat_ms,
 		.uid = sv->uid,

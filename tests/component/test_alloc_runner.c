@@ -6,14 +6,16 @@
  * the test fires, a real driver manager (never started). Every
  * transition of an allocation's life cycle (enum arun_state), the
  * recovery after a restart (adopted tasks, stale tasks, stale volumes,
- * stale plugin registrations), and registry or mounter replies that
- * fail, come late, or never come.
+ * stale plugin registrations), registry or mounter replies that fail,
+ * come late, or never come, and what the API reads of an allocation
+ * whose set-up waits or failed (its state, step, reason, next retry).
  */
 #include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -251,6 +253,7 @@ static char *dir, alloc_dir[512], data_dir[512];
 static char failed_why[256];
 static int nfailed;
 static bool auto_prepare;
+static char *blocked[] = { "privileged", NULL };	/* driver_block */
 
 static struct plugsup *
 no_plugsup(void *ctx, const struct plugsup_conf *conf,
@@ -308,6 +311,7 @@ setup(void)
 	dc.fingerprint_ms = 1000;
 	dc.retry_initial_ms = 1000;
 	dc.retry_max_ms = 1000;
+	dc.block = blocked;
 	ck_assert_ptr_nonnull(dm = drivermgr_new(base, &dc));
 	dir = harness_tmpdir("allocs");
 	snprintf(alloc_dir, sizeof(alloc_dir), "%s/allocs.d", dir);
@@ -581,6 +585,39 @@ has_event(const char *type, const char *alloc)
 	return false;
 }
 
+/* The message of the alloc's last event of this type, or NULL. */
+static const char *
+event_message(const char *type, const char *alloc)
+{
+	const struct berth_event *e;
+	const char *m = NULL;
+	uint64_t seq = 0;
+
+	while ((e = events_after(events, seq)) != NULL) {
+		if (strcmp(e->type, type) == 0 && strcmp(e->alloc, alloc) == 0)
+			m = e->message;
+		seq = e->index;
+	}
+	return m;
+}
+
+/* What the API reads of it: status, step and reason. */
+static void
+assert_view(const char *id, const char *status, const char *step,
+    const char *reason)
+{
+	struct alloc_view v;
+
+	ck_assert(allocs_find(am, id, &v));
+	ck_assert_str_eq(v.status, status);
+	if (step == NULL) {
+		ck_assert_ptr_null(v.step);
+		return;
+	}
+	ck_assert_str_eq(v.step, step);
+	ck_assert_str_eq(v.reason, reason);
+}
+
 static bool
 two_procs(void *arg)
 {
@@ -630,9 +667,25 @@ START_TEST(test_mount_wait_then_running)
 	write_alloc("v1", true, NULL);
 	start_with_handles(NULL, 0);
 	ck_assert_str_eq(state_of("v1"), "mounting");
+	assert_view("v1", "pending", NULL, NULL);
 	vol_answer(last_vcall(true, "v1"), VOLMGR_RETRY, "plugin not ready");
 	ck_assert_str_eq(state_of("v1"), "mount-wait");
 	ck_assert_int_eq(nprocs, 0);
+	/* Pending, saying why and when it is tried again (about 1 s). */
+	{
+		struct alloc_view v;
+		struct timespec now;
+		int64_t ms;
+
+		assert_view("v1", "pending", "volumes", "plugin not ready");
+		ck_assert(allocs_find(am, "v1", &v));
+		clock_gettime(CLOCK_REALTIME, &now);
+		ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+		ck_assert_int_gt(v.next_retry_ms, ms + 500);
+		ck_assert_int_le(v.next_retry_ms, ms + 1000);
+	}
+	ck_assert_str_eq(event_message("AllocPending", "v1"), "volumes: plugin "
+	    "not ready; tried again in 1000 ms");
 	/* 1 s later it mounts again. */
 	run_for(600);
 	ck_assert_int_eq(nvcalls, 1);
@@ -640,7 +693,12 @@ START_TEST(test_mount_wait_then_running)
 	ck_assert_str_eq(state_of("v1"), "mounting");
 	vol_answer(last_vcall(true, "v1"), VOLMGR_OK, "");
 	ck_assert_str_eq(state_of("v1"), "running");
-	wait_proc("v1", "t");
+	/* The cause gone, so is what it said; running once its task is. */
+	assert_view("v1", "pending", NULL, NULL);
+	wait_proc("v1", "t")->started(find_proc("v1", "t"), 0, NULL,
+	    find_proc("v1", "t")->arg);
+	assert_view("v1", "running", NULL, NULL);
+	ck_assert_ptr_null(event_message("AllocFailed", "v1"));
 }
 END_TEST
 
@@ -650,6 +708,9 @@ START_TEST(test_mount_fails_undo_refused_until_changed)
 	start_with_handles(NULL, 0);
 	vol_answer(last_vcall(true, "v2"), VOLMGR_FAILED, "claim: taken");
 	ck_assert_str_eq(state_of("v2"), "undoing");
+	assert_view("v2", "failed", "volumes", "claim: taken");
+	ck_assert_str_eq(event_message("AllocFailed", "v2"),
+	    "volumes: claim: taken");
 	/* An undo that fails is tried again 1 s later. */
 	vol_answer(last_vcall(false, "v2"), VOLMGR_RETRY, "unpublish: busy");
 	ck_assert_str_eq(state_of("v2"), "undo-wait");
@@ -662,14 +723,28 @@ START_TEST(test_mount_fails_undo_refused_until_changed)
 	vol_answer(last_vcall(false, "v2"), VOLMGR_OK, "");
 	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC, 1);
 	cleanup_reply(held(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC));
-	wait_state("v2", "gone");
+	/* Cleaned up, it stays listed as failed, saying why, for good. */
+	wait_state("v2", "failed");
+	assert_view("v2", "failed", "volumes", "claim: taken");
+	ck_assert_uint_eq(allocs_count(am), 1);
+	ck_assert(has_event("AllocStopped", "v2"));
 	/* This version is not tried again... */
 	run_for(300);
-	ck_assert_str_eq(state_of("v2"), "gone");
+	ck_assert_str_eq(state_of("v2"), "failed");
+	{
+		struct alloc_view v;
+
+		ck_assert(allocs_find(am, "v2", &v));
+		ck_assert_int_eq(v.next_retry_ms, 0);
+		ck_assert_uint_eq(v.ntasks, 0);
+		ck_assert_str_eq(v.file, "v2.json");
+	}
 	ck_assert_int_eq(nvcalls, 4);
-	/* ... a new one is. */
+	/* ... a new one is, and what failed before is forgotten. */
 	write_alloc("v2", true, ", \"args\": [\"x\"]");
 	wait_state("v2", "mounting");
+	assert_view("v2", "pending", NULL, NULL);
+	ck_assert_uint_eq(allocs_count(am), 1);
 }
 END_TEST
 
@@ -942,7 +1017,10 @@ START_TEST(test_runner_not_made_leaves_no_task_running)
 	    "\"csi_plugin\": {\"id\": \"hp\", \"type\": \"node\"}}]}");
 	hs[0] = make_handle("p1", "t", 4545);
 	start_with_handles(hs, 1);
-	ck_assert_str_eq(state_of("p1"), "gone");
+	ck_assert_str_eq(state_of("p1"), "failed");
+	assert_view("p1", "failed", "plugin", "its plugin socket path is too "
+	    "long");
+	ck_assert(has_event("AllocFailed", "p1"));
 	tp = find_proc("p1", "t");
 	ck_assert_ptr_nonnull(tp);
 	ck_assert(tp->adopted);
@@ -952,6 +1030,119 @@ START_TEST(test_runner_not_made_leaves_no_task_running)
 	/* Refused once: a rescan does not try this version again. */
 	run_for(200);
 	ck_assert_int_eq(nprocs, 1);
+	/* Its file removed, it is gone. */
+	remove_alloc("p1");
+	wait_state("p1", "gone");
+}
+END_TEST
+
+START_TEST(test_blocked_driver_refused_or_failed)
+{
+	static const char json[] = "{\"id\": \"b1\", \"tasks\": [{\"name\": "
+	    "\"t\", \"driver\": \"privileged\", \"config\": {\"plugin\": "
+	    "\"hp\"}, "
+	    "\"csi_plugin\": {\"id\": \"hp\", \"type\": \"node\"}}]}";
+	struct alloc_problems probs = { 0 };
+	struct alloc *a;
+	char why[256], path[1024];
+
+	start_with_handles(NULL, 0);
+	ck_assert_int_eq(alloc_parse(json, strlen(json), &a, &probs), 0);
+	alloc_problems_free(&probs);
+	/* Through the API: refused at once, nothing written. */
+	ck_assert_int_eq(allocs_submit(am, a, why, sizeof(why)), -EINVAL);
+	ck_assert_str_eq(why, "task t uses driver privileged, which "
+	    "driver_allow or driver_block in the config does not allow");
+	alloc_free(a);
+	snprintf(path, sizeof(path), "%s/b1.json", alloc_dir);
+	ck_assert_int_ne(access(path, F_OK), 0);
+	/* A file written by hand: listed as failed, for good, with an
+	 * event; nothing started. */
+	harness_write(path, json);
+	wait_state("b1", "failed");
+	assert_view("b1", "failed", "driver", why);
+	ck_assert_str_eq(event_message("AllocFailed", "b1"), "driver: task t "
+	    "uses driver privileged, which driver_allow or driver_block in "
+	    "the config does not allow");
+	{
+		struct alloc_view v;
+
+		ck_assert(allocs_get(am, 0, &v));
+		ck_assert_str_eq(v.doc->id, "b1");
+		ck_assert(!allocs_get(am, 1, &v));
+	}
+	run_for(200);
+	ck_assert_int_eq(nprocs, 0);
+	ck_assert_int_eq(nvcalls, 0);
+	/* Said once per version. */
+	{
+		const struct berth_event *e;
+		uint64_t seq = 0;
+		int n = 0;
+
+		while ((e = events_after(events, seq)) != NULL) {
+			n += strcmp(e->type, "AllocFailed") == 0;
+			seq = e->index;
+		}
+		ck_assert_int_eq(n, 1);
+	}
+	/* Stopped through the API: gone. */
+	ck_assert_int_eq(allocs_stop(am, "b1", why, sizeof(why)), 0);
+	wait_state("b1", "gone");
+	ck_assert_uint_eq(allocs_count(am), 0);
+}
+END_TEST
+
+START_TEST(test_two_plugin_tasks_listed_failed)
+{
+	struct alloc_view v;
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/two.json", alloc_dir);
+	harness_write(path, "{\"id\": \"two\", \"tasks\": [{\"name\": "
+	    "\"a\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/true\"}, \"csi_plugin\": {\"id\": \"p1\", \"type\": "
+	    "\"node\"}}, {\"name\": \"b\", \"driver\": \"exec\", "
+	    "\"config\": {\"command\": \"/bin/true\"}, \"csi_plugin\": "
+	    "{\"id\": \"p2\", \"type\": \"node\"}}]}");
+	start_with_handles(NULL, 0);
+	wait_state("two", "failed");
+	ck_assert(allocs_find(am, "two", &v));
+	ck_assert_str_eq(v.status, "failed");
+	ck_assert_str_eq(v.step, "plugin");
+	ck_assert_ptr_nonnull(strstr(v.reason, "an alloc may run one plugin "
+	    "task"));
+	ck_assert(has_event("AllocFailed", "two"));
+	ck_assert_int_eq(nprocs, 0);
+}
+END_TEST
+
+START_TEST(test_task_not_started_is_pending_at_its_driver)
+{
+	struct taskproc *tp;
+	struct alloc_view v;
+	struct timespec now;
+	int64_t ms;
+
+	write_alloc("d1", false, NULL);
+	start_with_handles(NULL, 0);
+	tp = wait_proc("d1", "t");
+	/* The driver cannot start it: pending, saying why and when. */
+	tp->started(tp, -EIO, "the shim is missing", tp->arg);
+	assert_view("d1", "pending", "driver", "the shim is missing");
+	ck_assert(allocs_find(am, "d1", &v));
+	clock_gettime(CLOCK_REALTIME, &now);
+	ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+	ck_assert_int_gt(v.next_retry_ms, ms + 500);
+	ck_assert_int_le(v.next_retry_ms, ms + 1000);
+	ck_assert(has_event("DriverFailure", "d1"));
+	/* Started at the next try: running, nothing said any more. */
+	ck_assert(fake_run_until(base, two_procs, NULL, 3000));
+	tp = find_proc("d1", "t");
+	tp->started(tp, 0, NULL, tp->arg);
+	assert_view("d1", "running", NULL, NULL);
+	ck_assert(allocs_find(am, "d1", &v));
+	ck_assert_int_eq(v.next_retry_ms, 0);
 }
 END_TEST
 
@@ -993,6 +1184,9 @@ main(void)
 	tcase_add_test(tc, test_stop_while_mounting_waits_for_reply);
 	tcase_add_test(tc, test_stop_while_waiting);
 	tcase_add_test(tc, test_stop_while_undoing_or_mount_fails_late);
+	tcase_add_test(tc, test_blocked_driver_refused_or_failed);
+	tcase_add_test(tc, test_task_not_started_is_pending_at_its_driver);
+	tcase_add_test(tc, test_two_plugin_tasks_listed_failed);
 	tcase_add_test(tc, test_unmount_retried_and_mounter_gone);
 	tcase_add_test(tc, test_changed_file_restarts_it);
 	tcase_add_test(tc, test_recovery_adopts_and_stops_stale);

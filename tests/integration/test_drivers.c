@@ -6,10 +6,13 @@
  * task with it; logs rotate at their limit and keep only so many files;
  * both drivers fingerprint healthy, and a driver blocked while the
  * supervisor was down has its stale task stopped, not adopted; a stopped
- * task leaves no process of its group behind, and writes with umask 022.
+ * task leaves no process of its group behind, and writes with umask 022;
+ * a blocked driver or a missing plugin definition is refused at submit,
+ * or listed as failed.
  */
 #include <errno.h>
 #include <signal.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -322,11 +325,7 @@ START_TEST(a_blocked_driver_has_its_stale_task_stopped)
 	berth_reconfig(&b, "1s", ", \"driver_block\": [\"exec\"]");
 	berth_start(&b);
 	wait_drivers(&b, "blocked", "healthy", 10000);
-	/*
-	 * Log wording kept: a refused allocation file is reported to the
-	 * operator only in the log (it never becomes an allocation, so the
-	 * API has nothing of it); that warning is part of what is tested.
-	 */
+	/* Log wording kept: the warning is part of what is tested. */
 	wait_log(&b, "alloc file w.json refused: task t uses driver exec, "
 	    "which driver_allow or driver_block in the config does not allow",
 	    10000);
@@ -335,10 +334,129 @@ START_TEST(a_blocked_driver_has_its_stale_task_stopped)
 	wait_event(&b, "Terminated", "w/t", want, 10000);
 	ck_assert(pid_wait_gone(pid, 5000));
 	ck_assert(pid_wait_gone(shim, 5000));
-	/* Not adopted: no allocation w runs, and no task started. */
-	wait_alloc(&b, "w", NULL, 1);
+	/* Not adopted: w is listed as failed, and no task started. */
+	wait_alloc(&b, "w", "failed", 5000);
 	ck_assert_int_eq(task_pids(&b, NULL), 0);
 	ck_assert_int_eq(count_events(&b, "AllocStarted", "w", NULL), 0);
+	berth_stop(&b);
+}
+END_TEST
+
+/* The API writes allocation documents into alloc_dir as the supervisor. */
+static void
+allocs_for_api(struct berth *b)
+{
+	struct passwd *pw = getpwnam("berth");
+
+	ck_assert_ptr_nonnull(pw);
+	ck_assert_int_eq(chown(b->allocs, pw->pw_uid, pw->pw_gid), 0);
+}
+
+static const char *
+field(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v != NULL ? v : "";
+}
+
+#define BLOCKED_DOC "{\"id\": \"b\", \"tasks\": [{\"name\": \"t\", " \
+	"\"driver\": \"exec\", \"config\": {\"command\": \"/bin/true\"}}]}"
+#define BLOCKED_WHY "task t uses driver exec, which driver_allow or " \
+	"driver_block in the config does not allow"
+
+/*
+ * A blocked driver: refused at once through the API (400, with why); a
+ * file written by hand is listed as failed, for good, with the step and
+ * why, and an event says the same; stopped, it is gone.
+ */
+START_TEST(a_blocked_driver_is_refused_or_listed_failed)
+{
+	struct berth b;
+	json_t *j, *list;
+	int status;
+
+	berth_config(&b, "1s", ", \"driver_block\": [\"exec\"]");
+	allocs_for_api(&b);
+	berth_start(&b);
+	wait_drivers(&b, "blocked", "healthy", 10000);
+	j = sv_api(&b, "PUT", "/v1/allocations", BLOCKED_DOC, &status);
+	ck_assert_int_eq(status, 400);
+	ck_assert_str_eq(field(j, "error"), BLOCKED_WHY);
+	json_decref(j);
+	wait_alloc(&b, "b", NULL, 1);
+	berth_alloc(&b, "b.json", BLOCKED_DOC);
+	wait_alloc(&b, "b", "failed", 10000);
+	j = sv_get(&b, "/v1/allocation/b");
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(field(j, "state"), "failed");
+	ck_assert_str_eq(field(j, "step"), "driver");
+	ck_assert_str_eq(field(j, "reason"), BLOCKED_WHY);
+	ck_assert_ptr_null(json_object_get(j, "next_retry"));
+	json_decref(j);
+	j = sv_get(&b, "/v1/allocations");
+	list = json_object_get(j, "allocations");
+	ck_assert_uint_eq(json_array_size(list), 1);
+	ck_assert_str_eq(field(json_array_get(list, 0), "state"), "failed");
+	json_decref(j);
+	wait_event(&b, "AllocFailed", "b", "driver: " BLOCKED_WHY, 5000);
+	/* Not tried again, nothing started. */
+	usleep(1500000);
+	ck_assert_int_eq(count_events(&b, "AllocFailed", "b", NULL), 1);
+	ck_assert_int_eq(task_pids(&b, NULL), 0);
+	j = sv_api(&b, "DELETE", "/v1/allocation/b", NULL, &status);
+	ck_assert_msg(status == 200, "%d %s", status, field(j, "error"));
+	json_decref(j);
+	wait_alloc(&b, "b", NULL, 5000);
+	berth_stop(&b);
+}
+END_TEST
+
+#define NODEF_DOC "{\"id\": \"p\", \"tasks\": [{\"name\": \"plugin\", " \
+	"\"driver\": \"privileged\", \"config\": {\"plugin\": \"nope\"}, " \
+	"\"csi_plugin\": {\"id\": \"hp\", \"type\": \"node\"}}]}"
+
+/*
+ * A privileged task whose plugin definition is not in plugins_dir: the
+ * API refuses it (400, with why); a file written by hand is listed as
+ * failed at step "plugin", with an event, and not tried again.
+ */
+START_TEST(a_missing_definition_is_refused_or_listed_failed)
+{
+	struct berth b;
+	char defs[600], extra[800], why[1024];
+	json_t *j;
+	int status;
+
+	berth_config(&b, "1s", NULL);
+	snprintf(defs, sizeof(defs), "%s/defs", b.dir);
+	ck_assert_int_eq(mkdir(defs, 0755), 0);
+	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"", defs);
+	berth_reconfig(&b, "1s", extra);
+	allocs_for_api(&b);
+	berth_start(&b);
+	snprintf(why, sizeof(why), "task plugin: no plugin definition nope in "
+	    "plugins_dir %s", defs);
+	j = sv_api(&b, "PUT", "/v1/allocations", NODEF_DOC, &status);
+	ck_assert_int_eq(status, 400);
+	ck_assert_str_eq(field(j, "error"), why);
+	json_decref(j);
+	wait_alloc(&b, "p", NULL, 1);
+	berth_alloc(&b, "p.json", NODEF_DOC);
+	wait_alloc(&b, "p", "failed", 10000);
+	j = sv_get(&b, "/v1/allocation/p");
+	ck_assert_ptr_nonnull(j);
+	ck_assert_str_eq(field(j, "state"), "failed");
+	ck_assert_str_eq(field(j, "step"), "plugin");
+	ck_assert_str_eq(field(j, "reason"), why);
+	ck_assert_ptr_null(json_object_get(j, "next_retry"));
+	json_decref(j);
+	wait_event(&b, "AllocFailed", "p", why, 5000);
+	usleep(1500000);
+	ck_assert_int_eq(count_events(&b, "AllocFailed", "p", NULL), 1);
+	ck_assert_int_eq(task_pids(&b, NULL), 0);
+	remove_alloc(&b, "p.json");
+	wait_alloc(&b, "p", NULL, 5000);
 	berth_stop(&b);
 }
 END_TEST
@@ -459,5 +577,7 @@ main(void)
 	tcase_add_test(tc, a_blocked_driver_has_its_stale_task_stopped);
 	tcase_add_test(tc, an_unrecorded_task_is_not_run_twice);
 	tcase_add_test(tc, a_stopped_task_leaves_no_process_and_writes_0644);
+	tcase_add_test(tc, a_blocked_driver_is_refused_or_listed_failed);
+	tcase_add_test(tc, a_missing_definition_is_refused_or_listed_failed);
 	return harness_run("drivers", tc);
 }

@@ -12,6 +12,7 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <signal.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -622,6 +623,209 @@ START_TEST(a_plugin_dying_mid_stage_is_waited_for)
 }
 END_TEST
 
+/* ---- failures that stay visible ---- */
+
+/* The API writes allocation documents into alloc_dir as the supervisor. */
+static void
+allocs_for_api(struct berth *b)
+{
+	struct passwd *pw = getpwnam("berth");
+
+	ck_assert_ptr_nonnull(pw);
+	ck_assert_int_eq(chown(b->allocs, pw->pw_uid, pw->pw_gid), 0);
+}
+
+static const char *field(json_t *o, const char *key);
+
+/*
+ * An alloc of one exec task on volume vol, submitted through the API:
+ * the answer's status, its error in err (at most n bytes).
+ */
+static int
+api_task_alloc_status(struct berth *b, const char *id, const char *vol,
+    const char *access, char *err, size_t n)
+{
+	char doc[4096];
+	json_t *j;
+	int status;
+
+	snprintf(doc, sizeof(doc), "{\"id\": \"%s\", \"volumes\": {\"data\": "
+	    "{\"type\": \"csi\", \"source\": \"%s\", \"access_mode\": \"%s\", "
+	    "\"attachment_mode\": \"file-system\"}}, \"tasks\": [{\"name\": "
+	    "\"t\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/sh\", \"args\": [\"-c\", \"%s\"]}, \"kill_timeout\": "
+	    "\"1s\", \"volume_mounts\": [{\"volume\": \"data\", "
+	    "\"destination\": \"data\"}]}]}", id, vol, access, WRITER);
+	j = sv_api(b, "PUT", "/v1/allocations", doc, &status);
+	snprintf(err, n, "%s", field(j, "error"));
+	json_decref(j);
+	return status;
+}
+
+static void
+api_task_alloc(struct berth *b, const char *id, const char *vol,
+    const char *access)
+{
+	char err[1024];
+
+	ck_assert_msg(api_task_alloc_status(b, id, vol, access, err,
+	    sizeof(err)) == 200, "PUT %s: %s", id, err);
+}
+
+static const char *
+field(json_t *o, const char *key)
+{
+	const char *v = json_string_value(json_object_get(o, key));
+
+	return v != NULL ? v : "";
+}
+
+/* GET /v1/allocation/<id>: a new reference, asserted 200. */
+static json_t *
+get_alloc(struct berth *b, const char *id)
+{
+	char path[300];
+	json_t *a;
+
+	snprintf(path, sizeof(path), "/v1/allocation/%s", id);
+	a = sv_get(b, path);
+	ck_assert_msg(a != NULL, "GET %s failed", path);
+	return a;
+}
+
+/*
+ * The alloc failed for good at its volumes, saying why (reason holds
+ * text) in its status, in the list, and in an AllocFailed event; no
+ * task of it started.
+ */
+static void
+failed_at_volumes(struct berth *b, const char *id, const char *text)
+{
+	json_t *a, *list;
+	char task[160];
+	size_t i, n = 0;
+
+	wait_alloc(b, id, "failed", 15000);
+	a = get_alloc(b, id);
+	ck_assert_str_eq(field(a, "state"), "failed");
+	ck_assert_str_eq(field(a, "step"), "volumes");
+	ck_assert_msg(strstr(field(a, "reason"), text) != NULL, "reason: %s",
+	    field(a, "reason"));
+	ck_assert_ptr_null(json_object_get(a, "next_retry"));
+	json_decref(a);
+	list = json_object_get(a = sv_get(b, "/v1/allocations"),
+	    "allocations");
+	for (i = 0; i < json_array_size(list); i++)
+		if (strcmp(field(json_array_get(list, i), "id"), id) == 0) {
+			ck_assert_str_eq(field(json_array_get(list, i),
+			    "state"), "failed");
+			n++;
+		}
+	ck_assert_uint_eq(n, 1);
+	json_decref(a);
+	wait_event(b, "AllocFailed", id, text, 5000);
+	snprintf(task, sizeof(task), "%s/t", id);
+	ck_assert_int_eq(count_events(b, "Started", task, NULL), 0);
+}
+
+START_TEST(failed_volumes_stay_listed_with_the_reason)
+{
+	struct berth b;
+	char err[1024];
+	json_t *j;
+	int status;
+
+	berth_setup(&b, NULL);
+	allocs_for_api(&b);
+	berth_start(&b);
+	plugin_up(&b);
+	create_volume(&b, "solo", "single-node-writer");
+	/* A volume that does not exist: refused at once through the API;
+	 * written by hand, listed as failed. */
+	ck_assert_int_eq(api_task_alloc_status(&b, "unknown", "nope",
+	    "single-node-writer", err, sizeof(err)), 400);
+	ck_assert_str_eq(err, "volumes.data: no volume nope in namespace "
+	    "default; nothing started");
+	wait_alloc(&b, "unknown", NULL, 1);
+	task_alloc(&b, "unknown", "nope", "single-node-writer", false, WRITER);
+	failed_at_volumes(&b, "unknown", "no volume nope in namespace default");
+	/* An access mode the volume does not have. */
+	api_task_alloc(&b, "mode", "solo", "multi-node-multi-writer");
+	failed_at_volumes(&b, "mode", "");
+	/* A second writer. */
+	api_task_alloc(&b, "a1", "solo", "single-node-writer");
+	wait_event(&b, "Started", "a1/t", NULL, 15000);
+	track_tasks(&b);
+	wait_alloc(&b, "a1", "running", 5000);
+	api_task_alloc(&b, "a2", "solo", "single-node-writer");
+	failed_at_volumes(&b, "a2", "already holds its write claim");
+	/* Not retried: still failed later, its event said once. */
+	usleep(2500000);
+	wait_alloc(&b, "a2", "failed", 1);
+	ck_assert_int_eq(count_events(&b, "AllocFailed", "a2", NULL), 1);
+	/* Stopped through the API, each is gone. */
+	j = sv_api(&b, "DELETE", "/v1/allocation/unknown", NULL, &status);
+	ck_assert_int_eq(status, 200);
+	json_decref(j);
+	wait_alloc(&b, "unknown", NULL, 5000);
+	remove_alloc(&b, "mode.json");
+	wait_alloc(&b, "mode", NULL, 5000);
+	remove_alloc(&b, "a2.json");
+	wait_alloc(&b, "a2", NULL, 5000);
+	stop_alloc(&b, "a1");
+	ck_assert_int_eq(claims(&b, "solo"), 0);
+	stop_alloc(&b, "plugin");
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
+/*
+ * A volume whose plugin is not up yet: the alloc is pending, saying why
+ * and when it is tried again, and runs once the plugin is back.
+ */
+START_TEST(a_volume_waiting_for_its_plugin_is_pending_then_runs)
+{
+	struct berth b;
+	json_t *a;
+	const char *at;
+
+	berth_setup(&b, NULL);
+	allocs_for_api(&b);
+	berth_start(&b);
+	plugin_up(&b);
+	create_volume(&b, "v", "single-node-writer");
+	stop_alloc(&b, "plugin");
+	api_task_alloc(&b, "a", "v", "single-node-writer");
+	wait_event(&b, "AllocPending", "a", "volumes: ", 15000);
+	a = get_alloc(&b, "a");
+	ck_assert_str_eq(field(a, "state"), "pending");
+	ck_assert_str_eq(field(a, "step"), "volumes");
+	ck_assert_str_ne(field(a, "reason"), "");
+	/* RFC 3339, UTC: 2026-11-24T10:00:00Z. */
+	at = field(a, "next_retry");
+	ck_assert_msg(strlen(at) == 20 && at[4] == '-' && at[10] == 'T' &&
+	    at[19] == 'Z', "next_retry: \"%s\"", at);
+	json_decref(a);
+	ck_assert_int_eq(count_events(&b, "AllocFailed", "a", NULL), 0);
+	/* The plugin back, the alloc runs; nothing left of the wait. */
+	plugin_up(&b);
+	wait_event(&b, "Started", "a/t", NULL, 45000);
+	track_tasks(&b);
+	wait_alloc(&b, "a", "running", 5000);
+	a = get_alloc(&b, "a");
+	ck_assert_str_eq(field(a, "state"), "running");
+	ck_assert_ptr_null(json_object_get(a, "step"));
+	ck_assert_ptr_null(json_object_get(a, "next_retry"));
+	json_decref(a);
+	stop_alloc(&b, "a");
+	ck_assert_int_eq(claims(&b, "v"), 0);
+	stop_alloc(&b, "plugin");
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
 /* ---- mount options and context, kept with the volume ---- */
 
 /* The text of a file the plugin wrote, at most n - 1 bytes. */
@@ -991,5 +1195,7 @@ main(void)
 	tcase_add_test(tc, a_plugin_dying_mid_stage_is_waited_for);
 	tcase_add_test(tc, mount_options_and_context_reach_the_plugin);
 	tcase_add_test(tc, a_secret_reaches_the_plugin_and_nothing_else);
+	tcase_add_test(tc, failed_volumes_stay_listed_with_the_reason);
+	tcase_add_test(tc, a_volume_waiting_for_its_plugin_is_pending_then_runs);
 	return harness_run("volumes", tc);
 }
