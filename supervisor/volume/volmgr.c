@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "events.h"
 #include "volmgr_int.h"
 #include "xalloc.h"
 
@@ -401,4 +402,14 @@ volmgr_delete(struct volmgr *vm, const char *ns, const char *id,
     volmgr_cb cb, void *arg)
 {
 	operator_job(vm, U_DELETE, NULL, ns, id, cb, arg);
+}
+
+void
+unit_event(struct unit *u, const char *type, const char *plugin,
+    const char *done)
+{
+	/* An operator's job is alloc "-": no alloc. */
+	events_record(u->job->vm->d.events, "volume", type,
+	    u->job->single == NULL ? u->job->alloc : NULL, NULL, plugin,
+	    "volume %s/%s %s", u->ns, u->vol, done);
 }

@@ -45,6 +45,7 @@ struct regclient;
 struct mclient;
 struct csi_conn;
 struct csi_fingerprint;
+struct events;
 
 enum volmgr_status {
 	VOLMGR_OK = 0,
@@ -88,6 +89,9 @@ struct volmgr_deps {
 	 * idempotent call's retries; 0: the defaults (10 s, 20 s). */
 	int csi_deadline_ms;
 	int csi_retry_total_ms;
+	/* Where register, create, delete, stage, publish, unpublish and
+	 * unstage are recorded (topic "volume"); NULL: nowhere. */
+	struct events *events;
 };
 
 struct volmgr *volmgr_new(const struct volmgr_deps *d);
