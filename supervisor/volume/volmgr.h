@@ -118,6 +118,13 @@ void volmgr_each_alloc(struct volmgr *vm, void (*fn)(const char *alloc,
 bool volmgr_ready(const struct volmgr *vm);
 /* Does any alloc hold a volume of this plugin (or a record of one)? */
 bool volmgr_uses_plugin(struct volmgr *vm, const char *plugin);
+/* What is on this node now, for the metrics. */
+struct volmgr_counts {
+	size_t in_use;		/* volumes some alloc holds (a record) */
+	size_t staged;		/* volumes staged, each counted once */
+	size_t published;	/* publications: one per alloc and usage */
+};
+void volmgr_counts(const struct volmgr *vm, struct volmgr_counts *c);
 
 /* One CreateVolume parameter, passed to the plugin as is. */
 struct volmgr_param {
