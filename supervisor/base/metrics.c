@@ -327,7 +327,8 @@ metrics_write_process(struct evbuffer *out)
 		    "Open file descriptors.");
 		metrics_line(out, "process_open_fds", NULL, fds);
 	}
-	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 && rl.rlim_cur != RLIM_INFINITY) {
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY) {
 		metrics_family(out, "process_max_fds", "gauge",
 		    "The limit on open file descriptors.");
 		metrics_line(out, "process_max_fds", NULL,

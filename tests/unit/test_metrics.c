@@ -105,15 +105,20 @@ START_TEST(histograms_are_cumulative)
 	ck_assert_ptr_nonnull(strstr(text, "# TYPE "
 	    "berth_plugin_probe_duration_seconds histogram\n"));
 	ck_assert_ptr_nonnull(strstr(text,
-	    "berth_plugin_probe_duration_seconds_bucket{le=\"0.0005\",plugin=\"hp\"} 1\n"));
+	    "berth_plugin_probe_duration_seconds_bucket{le=\"0.0005\",plugin="
+	    "\"hp\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(text,
-	    "berth_plugin_probe_duration_seconds_bucket{le=\"0.025\",plugin=\"hp\"} 1\n"));
+	    "berth_plugin_probe_duration_seconds_bucket{le=\"0.025\",plugin="
+	    "\"hp\"} 1\n"));
 	ck_assert_ptr_nonnull(strstr(text,
-	    "berth_plugin_probe_duration_seconds_bucket{le=\"0.05\",plugin=\"hp\"} 2\n"));
+	    "berth_plugin_probe_duration_seconds_bucket{le=\"0.05\",plugin="
+	    "\"hp\"} 2\n"));
 	ck_assert_ptr_nonnull(strstr(text,
-	    "berth_plugin_probe_duration_seconds_bucket{le=\"10\",plugin=\"hp\"} 2\n"));
+	    "berth_plugin_probe_duration_seconds_bucket{le=\"10\",plugin="
+	    "\"hp\"} 2\n"));
 	ck_assert_ptr_nonnull(strstr(text,
-	    "berth_plugin_probe_duration_seconds_bucket{le=\"+Inf\",plugin=\"hp\"} 3\n"));
+	    "berth_plugin_probe_duration_seconds_bucket{le=\"+Inf\",plugin="
+	    "\"hp\"} 3\n"));
 	ck_assert_ptr_nonnull(strstr(text,
 	    "berth_plugin_probe_duration_seconds_count{plugin=\"hp\"} 3\n"));
 	ck_assert_ptr_nonnull(strstr(text,
