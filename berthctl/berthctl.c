@@ -973,7 +973,8 @@ static void
 cmd_events(const char *arg)
 {
 	unsigned long long index = opt_index;
-	char path[128];
+	long long epoch = 0;	/* the supervisor's, once known */
+	char path[160];
 	json_t *j, *e;
 	size_t i;
 	long status;
@@ -982,24 +983,26 @@ cmd_events(const char *arg)
 	for (;;) {
 		snprintf(path, sizeof(path), "/v1/events?index=%llu&timeout=%s",
 		    index, opt_follow ? "60s" : "0");
+		/* Another epoch: the supervisor restarted; it says "lost". */
+		if (epoch != 0)
+			snprintf(path + strlen(path), sizeof(path) -
+			    strlen(path), "&epoch=%lld", epoch);
 		/* The server holds a poll up to 60s: wait longer than that. */
 		if ((status = call("GET", path, NULL, 0, 90 * 1000, &j)) >= 400)
 			api_failed(status, j);
 		if (json_is_true(json_object_get(j, "lost")))
-			fprintf(stderr, "berthctl: events after %llu are no "
-			    "longer kept; going on from %lld\n", index,
+			fprintf(stderr, "berthctl: events after %llu may have "
+			    "been missed (no longer kept, or the supervisor "
+			    "restarted); going on from %lld\n", index,
 			    (long long)json_integer_value(json_object_get(j,
 			    "first")));
 		json_array_foreach(json_object_get(j, "events"), i, e)
 			print_event(e);
 		fflush(stdout);
-		/* A restarted supervisor counts from 1 again. */
-		if ((unsigned long long)json_integer_value(json_object_get(j,
-		    "index")) < index)
-			index = 0;
-		else
-			index = (unsigned long long)json_integer_value(
-			    json_object_get(j, "index"));
+		/* A restarted supervisor's answer starts over by itself. */
+		index = (unsigned long long)json_integer_value(
+		    json_object_get(j, "index"));
+		epoch = json_integer_value(json_object_get(j, "epoch"));
 		json_decref(j);
 		if (!opt_follow)
 			return;

@@ -9,7 +9,8 @@ set -eu
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
  libprotobuf-c-dev protobuf-c-compiler libgrpc-dev libevent-dev libcap-dev
  libseccomp-dev libsqlite3-dev libjansson-dev libcurl4-openssl-dev check
- sqlite3 util-linux procps systemd scdoc mmdebstrap systemd-container"
+ sqlite3 util-linux procps systemd scdoc mmdebstrap systemd-container
+ prometheus"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "setup.sh: run as root (it installs packages and creates users)" >&2

@@ -63,7 +63,7 @@ static const struct route routes[] = {
 	{ "/v1/allocation/*", DELETE, NULL, api_alloc_stop, false },
 	{ "/v1/drivers", GET, NULL, api_drivers, false },
 	{ "/v1/devices", GET, NULL, api_devices, false },
-	{ "/v1/events", GET, "index,timeout", api_events, false },
+	{ "/v1/events", GET, "index,timeout,epoch", api_events, false },
 	{ "/v1/metrics", GET, NULL, api_metrics, false },
 };
 #define NROUTES (sizeof(routes) / sizeof(routes[0]))

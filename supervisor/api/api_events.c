@@ -4,9 +4,14 @@
  * N are kept, else when the next one is recorded or after the timeout
  * (default 30s, at most 5m; "0" answers at once).
  *
- * The answer: {"index": the last index, "first": the oldest kept,
- * "lost": true when events after N are no longer kept, "events": [...]}.
- * A client goes on from "index". Must not: answer from inside
+ * The answer: {"epoch": this supervisor's, "index": the last index,
+ * "first": the oldest kept, "lost": true when events after N may have
+ * been missed, "events": [...]}, each event's "time" in RFC 3339 (UTC).
+ * A client goes on from "index" with "epoch" (epoch=E). The index starts
+ * over with each supervisor, and its epoch changes: when N is beyond the
+ * last index, or E is not this supervisor's epoch, the answer is at once
+ * "lost": true with every event kept (as from index 0), so a follower
+ * never misses events silently. Must not: answer from inside
  * events_record() (deep in a manager's callback): a wake-up event runs
  * the answers from a fresh turn of the loop.
  */
@@ -27,22 +32,28 @@ struct api_waiter {
 	TAILQ_ENTRY(api_waiter) entry;
 };
 
+/* lost: the client's index or epoch is not this log's: from the start. */
 static void
-answer(struct api *api, struct evhttp_request *req, uint64_t after)
+answer(struct api *api, struct evhttp_request *req, uint64_t after,
+    bool lost)
 {
 	struct api_call c = { api, &api->d, req, NULL, { 0 }, NULL, 0 };
 	struct events *ev = api->d.events;
 	const struct berth_event *e;
+	char when[EVENTS_TIME_BUF];
 	json_t *root, *list;
 
 	root = api_object();
 	list = api_array();
 	for (e = events_after(ev, after); e != NULL;
 	    e = events_after(ev, e->index)) {
-		json_t *o = api_pack("{s:I, s:I, s:s, s:s, s:s}", "index",
-		    (json_int_t)e->index, "time_ms", (json_int_t)e->time_ms,
-		    "topic", e->topic, "type", e->type, "message", e->message);
+		json_t *o;
 
+		events_time(e, when, sizeof(when));
+		o = api_pack("{s:I, s:s, s:I, s:s, s:s, s:s}", "index",
+		    (json_int_t)e->index, "time", when, "time_ms",
+		    (json_int_t)e->time_ms, "topic", e->topic, "type", e->type,
+		    "message", e->message);
 		if (o == NULL)
 			continue;
 		if (e->alloc[0] != '\0')
@@ -54,12 +65,13 @@ answer(struct api *api, struct evhttp_request *req, uint64_t after)
 			    api_pack("s", e->plugin));
 		api_append(list, o);
 	}
+	api_set(root, "epoch", api_pack("I", (json_int_t)events_epoch(ev)));
 	api_set(root, "index", api_pack("I", (json_int_t)
 	    events_last(ev)));
 	api_set(root, "first", api_pack("I", (json_int_t)
 	    events_first(ev)));
-	api_set(root, "lost", json_boolean(events_first(ev) > 0 &&
-	    after + 1 < events_first(ev)));
+	api_set(root, "lost", json_boolean(lost || (events_first(ev) > 0 &&
+	    after + 1 < events_first(ev))));
 	api_set(root, "events", list);
 	api_reply(&c, 200, root);
 }
@@ -83,7 +95,7 @@ waiter_answer(struct api_waiter *w)
 	uint64_t after = w->after;
 
 	waiter_free(w);
-	answer(api, req, after);
+	answer(api, req, after, false);
 }
 
 static void
@@ -132,9 +144,9 @@ api_events(struct api_call *c)
 {
 	struct api *api = c->api;
 	const char *index = api_param(c, "index"), *timeout = api_param(c,
-	    "timeout");
+	    "timeout"), *epoch = api_param(c, "epoch");
 	int64_t wait_ms = API_POLL_DEFAULT_MS;
-	unsigned long long after = 0;
+	unsigned long long after = 0, their = 0;
 	struct api_waiter *w;
 	struct timeval tv;
 	char why[200], *end;
@@ -146,6 +158,16 @@ api_events(struct api_call *c)
 		    errno != 0) {
 			api_error(c, 400, "index must be a whole number, not "
 			    "\"%s\"", index);
+			return;
+		}
+	}
+	if (epoch != NULL) {
+		errno = 0;
+		their = strtoull(epoch, &end, 10);
+		if (*epoch == '\0' || *epoch == '-' || *end != '\0' ||
+		    errno != 0) {
+			api_error(c, 400, "epoch must be a whole number, not "
+			    "\"%s\"", epoch);
 			return;
 		}
 	}
@@ -163,8 +185,14 @@ api_events(struct api_call *c)
 			return;
 		}
 	}
+	/* Another supervisor's index: start over, and say so. */
+	if (after > events_last(api->d.events) || (epoch != NULL &&
+	    their != (unsigned long long)events_epoch(api->d.events))) {
+		answer(api, c->req, 0, true);
+		return;
+	}
 	if (after < events_last(api->d.events) || wait_ms == 0) {
-		answer(api, c->req, after);
+		answer(api, c->req, after, false);
 		return;
 	}
 	if (api->nwaiters >= API_POLL_MAX_WAITERS) {

@@ -335,10 +335,49 @@ api_devices(struct api_call *c)
 	    "devices", groups));
 }
 
+/* Each task's restarts since its alloc started (kept across restarts
+ * of the supervisor: the task's handle counts them). */
+static void
+task_restarts(const struct api_deps *d, struct evbuffer *out)
+{
+	struct alloc_view v;
+	size_t i, j;
+
+	metrics_family(out, "berth_task_restarts_total", "counter", "Times "
+	    "each task of a running allocation was restarted.");
+	for (i = 0; allocs_get(d->allocs, i, &v); i++)
+		for (j = 0; j < v.ntasks; j++) {
+			const char *labels[] = { "alloc", v.doc->id, "task",
+				trun_name(v.tasks[j]), NULL };
+
+			metrics_line(out, "berth_task_restarts_total", labels,
+			    (double)trun_restarts(v.tasks[j]));
+		}
+}
+
+static void
+volume_counts(const struct api_deps *d, struct evbuffer *out)
+{
+	struct volmgr_counts vc;
+
+	volmgr_counts(d->volmgr, &vc);
+	metrics_family(out, "berth_volumes_in_use", "gauge", "CSI volumes "
+	    "allocations on this node hold.");
+	metrics_line(out, "berth_volumes_in_use", NULL, (double)vc.in_use);
+	metrics_family(out, "berth_volumes_staged", "gauge", "CSI volumes "
+	    "staged on this node.");
+	metrics_line(out, "berth_volumes_staged", NULL, (double)vc.staged);
+	metrics_family(out, "berth_volume_publications", "gauge", "CSI "
+	    "volumes published, one per allocation and usage.");
+	metrics_line(out, "berth_volume_publications", NULL,
+	    (double)vc.published);
+}
+
 void
 api_metrics(struct api_call *c)
 {
 	const struct api_deps *d = c->d;
+	const char *build[] = { "version", BERTH_VERSION, NULL };
 	struct evbuffer *out = evhttp_request_get_output_buffer(c->req);
 	struct csi_inst *in;
 	struct counts n;
@@ -369,11 +408,18 @@ api_metrics(struct api_call *c)
 	evbuffer_add_printf(out, "# HELP berth_tasks_running Tasks "
 	    "running.\n# TYPE berth_tasks_running gauge\n");
 	metrics_line(out, "berth_tasks_running", NULL, (double)n.running);
-	evbuffer_add_printf(out, "# HELP berth_events_index The event log's "
-	    "last index.\n# TYPE berth_events_index counter\n");
+	task_restarts(d, out);
+	volume_counts(d, out);
+	/* A gauge: it starts over with each supervisor (see /v1/events). */
+	metrics_family(out, "berth_events_index", "gauge", "The event log's "
+	    "last index.");
 	metrics_line(out, "berth_events_index", NULL,
 	    (double)events_last(d->events));
+	metrics_family(out, "berth_build_info", "gauge", "This berth's "
+	    "version, as a label; always 1.");
+	metrics_line(out, "berth_build_info", build, 1);
 	metrics_write(out);
+	metrics_write_process(out);
 	evhttp_add_header(evhttp_request_get_output_headers(c->req),
 	    "Content-Type", "text/plain; version=0.0.4");
 	evhttp_send_reply(c->req, 200, "OK", NULL);

@@ -12,6 +12,7 @@
 struct events {
 	struct berth_event ring[EVENTS_KEPT];
 	uint64_t last;			/* ring[(i - 1) % EVENTS_KEPT] is i */
+	int64_t epoch;
 	void (*notify)(void *arg);
 	void *arg;
 };
@@ -19,7 +20,12 @@ struct events {
 struct events *
 events_new(void)
 {
-	return xcalloc(1, sizeof(struct events));
+	struct events *ev = xcalloc(1, sizeof(struct events));
+	struct timespec ts;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	ev->epoch = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	return ev;
 }
 
 void
@@ -53,6 +59,25 @@ events_record(struct events *ev, const char *topic, const char *type,
 	va_end(ap);
 	if (ev->notify != NULL)
 		ev->notify(ev->arg);
+}
+
+int64_t
+events_epoch(const struct events *ev)
+{
+	return ev->epoch;
+}
+
+void
+events_time(const struct berth_event *e, char *buf, size_t n)
+{
+	time_t secs = (time_t)(e->time_ms / 1000);
+	struct tm tm;
+	char day[24];
+
+	if (gmtime_r(&secs, &tm) == NULL ||
+	    strftime(day, sizeof(day), "%Y-%m-%dT%H:%M:%S", &tm) == 0)
+		snprintf(day, sizeof(day), "1970-01-01T00:00:00");
+	snprintf(buf, n, "%s.%03dZ", day, (int)(e->time_ms % 1000));
 }
 
 uint64_t

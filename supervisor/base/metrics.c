@@ -4,8 +4,11 @@
  * Owns: fixed tables of series, found by a linear search (there are a
  * few dozen at most). Must not: allocate in a hook.
  */
+#include <dirent.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
+#include <sys/resource.h>
 
 #include <event2/buffer.h>
 
@@ -13,11 +16,13 @@
 
 struct series {
 	char l1[METRICS_LABEL_MAX + 1], l2[METRICS_LABEL_MAX + 1];
+	char l3[METRICS_LABEL_MAX + 1];
 	uint64_t count;
 };
 
+/* k3 NULL: two labels. */
 struct counter {
-	const char *name, *help, *k1, *k2;
+	const char *name, *help, *k1, *k2, *k3;
 	struct series s[METRICS_SERIES_MAX];
 	size_t n;
 };
@@ -38,14 +43,14 @@ struct histogram {
 };
 
 static struct counter rpc_errors = { "berth_csi_rpc_errors_total",
-	"CSI calls that ended with a gRPC code other than OK.", "method",
-	"code", { { "", "", 0 } }, 0 };
+	"CSI calls that ended with a gRPC code other than OK.", "plugin",
+	"method", "code", { { "", "", "", 0 } }, 0 };
 static struct counter mount_ops = { "berth_mount_operations_total",
 	"Requests to berth-mounter, by verb and result.", "verb", "result",
-	{ { "", "", 0 } }, 0 };
+	NULL, { { "", "", "", 0 } }, 0 };
 static struct histogram probes = { "berth_plugin_probe_duration_seconds",
-	"How long a CSI Probe of a plugin took, whatever its outcome.", NULL,
-	{ { "", { 0 }, 0, 0 } }, 0 };
+	"How long a CSI Probe of a plugin took, whatever its outcome.",
+	"plugin", { { "", { 0 }, 0, 0 } }, 0 };
 static struct histogram reg_writes = {
 	"berth_registry_write_duration_seconds",
 	"From sending a write to berth-registry to its durable answer.",
@@ -58,15 +63,18 @@ copy_label(char *dst, const char *src)
 }
 
 static void
-count(struct counter *c, const char *l1, const char *l2)
+count(struct counter *c, const char *l1, const char *l2, const char *l3)
 {
 	char a[METRICS_LABEL_MAX + 1], b[METRICS_LABEL_MAX + 1];
+	char d[METRICS_LABEL_MAX + 1];
 	size_t i;
 
 	copy_label(a, l1);
 	copy_label(b, l2);
+	copy_label(d, l3);
 	for (i = 0; i < c->n; i++)
-		if (strcmp(c->s[i].l1, a) == 0 && strcmp(c->s[i].l2, b) == 0)
+		if (strcmp(c->s[i].l1, a) == 0 &&
+		    strcmp(c->s[i].l2, b) == 0 && strcmp(c->s[i].l3, d) == 0)
 			break;
 	if (i == c->n) {
 		if (c->n == METRICS_SERIES_MAX) {
@@ -74,9 +82,11 @@ count(struct counter *c, const char *l1, const char *l2)
 			i = c->n - 1;
 			copy_label(c->s[i].l1, "other");
 			copy_label(c->s[i].l2, "other");
+			copy_label(c->s[i].l3, "other");
 		} else {
 			copy_label(c->s[i].l1, a);
 			copy_label(c->s[i].l2, b);
+			copy_label(c->s[i].l3, d);
 			c->n++;
 		}
 	}
@@ -109,21 +119,28 @@ observe(struct histogram *h, const char *l1, double ms)
 }
 
 void
-metrics_csi_rpc_error(const char *method, const char *code)
+metrics_csi_rpc_error(const char *plugin, const char *method,
+    const char *code)
 {
-	count(&rpc_errors, method, code);
+	count(&rpc_errors, plugin, method, code);
 }
 
 void
-metrics_probe_latency(double ms)
+metrics_probe_latency(const char *plugin, double ms)
 {
-	observe(&probes, NULL, ms);
+	observe(&probes, plugin, ms);
 }
 
 void
 metrics_mount_op(const char *verb, const char *result)
 {
-	count(&mount_ops, verb, result);
+	/* The volume manager takes a bind in place (found again after a
+	 * restart) as done: so do the metrics. */
+	if (verb != NULL && result != NULL &&
+	    strcmp(verb, "bind_volume") == 0 &&
+	    strcmp(result, "ERROR_CONFLICT") == 0)
+		result = "kept";
+	count(&mount_ops, verb, result, NULL);
 }
 
 void
@@ -167,11 +184,10 @@ write_counter(struct evbuffer *out, const struct counter *c)
 {
 	size_t i;
 
-	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s counter\n", c->name,
-	    c->help, c->name);
+	metrics_family(out, c->name, "counter", c->help);
 	for (i = 0; i < c->n; i++) {
 		const char *labels[] = { c->k1, c->s[i].l1, c->k2, c->s[i].l2,
-			NULL };
+			c->k3, c->s[i].l3, NULL };
 
 		metrics_line(out, c->name, labels, (double)c->s[i].count);
 	}
@@ -183,8 +199,7 @@ write_histogram(struct evbuffer *out, const struct histogram *h)
 	char name[128], le[32];
 	size_t i, b;
 
-	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s histogram\n",
-	    h->name, h->help, h->name);
+	metrics_family(out, h->name, "histogram", h->help);
 	for (i = 0; i < h->n; i++) {
 		const char *labels[] = { "le", le, h->k1, h->s[i].l1, NULL };
 		const char *plain[] = { h->k1, h->s[i].l1, NULL };
@@ -213,6 +228,112 @@ metrics_write(struct evbuffer *out)
 	write_counter(out, &mount_ops);
 	write_histogram(out, &probes);
 	write_histogram(out, &reg_writes);
+}
+
+void
+metrics_family(struct evbuffer *out, const char *name, const char *type,
+    const char *help)
+{
+	evbuffer_add_printf(out, "# HELP %s %s\n# TYPE %s %s\n", name, help,
+	    name, type);
+}
+
+/* /proc/self/stat's fields from the 14th (utime) on, after the name. */
+static int
+read_stat(unsigned long long *utime, unsigned long long *stime,
+    unsigned long long *start, long *rss, unsigned long long *vsize)
+{
+	char buf[1024], *p;
+	FILE *f;
+	size_t n;
+
+	if ((f = fopen("/proc/self/stat", "r")) == NULL)
+		return -1;
+	n = fread(buf, 1, sizeof(buf) - 1, f);
+	fclose(f);
+	buf[n] = '\0';
+	/* The name may hold spaces and parentheses: after the last ')'. */
+	if ((p = strrchr(buf, ')')) == NULL)
+		return -1;
+	if (sscanf(p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u "
+	    "%llu %llu %*d %*d %*d %*d %*d %*d %llu %llu %ld", utime, stime,
+	    start, vsize, rss) != 5)
+		return -1;
+	return 0;
+}
+
+/* Seconds since 1970 when the system booted, from /proc/stat. */
+static double
+boot_time(void)
+{
+	char line[256];
+	double bt = 0;
+	FILE *f;
+
+	if ((f = fopen("/proc/stat", "r")) == NULL)
+		return 0;
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "btime %lf", &bt) == 1)
+			break;
+	fclose(f);
+	return bt;
+}
+
+static int
+open_fds(void)
+{
+	struct dirent *de;
+	DIR *d;
+	int n = 0;
+
+	if ((d = opendir("/proc/self/fd")) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.')
+			n++;
+	closedir(d);
+	return n - 1;		/* not the one opendir holds */
+}
+
+void
+metrics_write_process(struct evbuffer *out)
+{
+	unsigned long long ut, st, start, vsize;
+	double hz = (double)sysconf(_SC_CLK_TCK);
+	long page = sysconf(_SC_PAGESIZE), rss;
+	struct rlimit rl;
+	int fds;
+
+	if (read_stat(&ut, &st, &start, &rss, &vsize) == 0 && hz > 0) {
+		metrics_family(out, "process_cpu_seconds_total", "counter",
+		    "User and system CPU time spent, in seconds.");
+		metrics_line(out, "process_cpu_seconds_total", NULL,
+		    (double)(ut + st) / hz);
+		metrics_family(out, "process_resident_memory_bytes", "gauge",
+		    "Resident memory size, in bytes.");
+		metrics_line(out, "process_resident_memory_bytes", NULL,
+		    (double)rss * (double)page);
+		metrics_family(out, "process_virtual_memory_bytes", "gauge",
+		    "Virtual memory size, in bytes.");
+		metrics_line(out, "process_virtual_memory_bytes", NULL,
+		    (double)vsize);
+		metrics_family(out, "process_start_time_seconds", "gauge",
+		    "Start time of the process since 1970, in seconds.");
+		metrics_line(out, "process_start_time_seconds", NULL,
+		    boot_time() + (double)start / hz);
+	}
+	if ((fds = open_fds()) >= 0) {
+		metrics_family(out, "process_open_fds", "gauge",
+		    "Open file descriptors.");
+		metrics_line(out, "process_open_fds", NULL, fds);
+	}
+	if (getrlimit(RLIMIT_NOFILE, &rl) == 0 &&
+	    rl.rlim_cur != RLIM_INFINITY) {
+		metrics_family(out, "process_max_fds", "gauge",
+		    "The limit on open file descriptors.");
+		metrics_line(out, "process_max_fds", NULL,
+		    (double)rl.rlim_cur);
+	}
 }
 
 void

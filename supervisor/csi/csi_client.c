@@ -153,6 +153,7 @@ struct csi_conn {
 	struct csi_client *client;
 	grpc_channel *channel;
 	char endpoint[SOCKET_PATH_MAX + 16];
+	char plugin[128];		/* the metrics' label; "" unknown */
 	TAILQ_ENTRY(csi_conn) entry;
 };
 
@@ -265,7 +266,8 @@ rpc_deliver(struct csi_rpc *rpc)
 	ProtobufCMessage *reply = rpc->reply;
 
 	if (result.code != CSI_OK)
-		metrics_csi_rpc_error(csi_method_name(rpc->method),
+		metrics_csi_rpc_error(rpc->conn != NULL ?
+		    rpc->conn->plugin : "", csi_method_name(rpc->method),
 		    csi_code_name(result.code));
 	rpc_free(rpc);
 	cb(&result, reply, arg);
@@ -636,6 +638,12 @@ csi_conn_open(struct csi_client *c, const char *endpoint)
 	grpc_channel_credentials_release(creds);
 	TAILQ_INSERT_TAIL(&c->conns, conn, entry);
 	return conn;
+}
+
+void
+csi_conn_set_plugin(struct csi_conn *conn, const char *plugin)
+{
+	snprintf(conn->plugin, sizeof(conn->plugin), "%s", plugin);
 }
 
 const char *

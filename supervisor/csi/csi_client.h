@@ -139,6 +139,8 @@ struct csi_conn *csi_conn_open(struct csi_client *client,
 /* Ends the conn's calls with CANCELLED (callbacks still run) and frees it. */
 void csi_conn_close(struct csi_conn *conn);
 const char *csi_conn_endpoint(const struct csi_conn *conn);
+/* The plugin's name, the label of the conn's error metrics. */
+void csi_conn_set_plugin(struct csi_conn *conn, const char *plugin);
 
 /*
  * Start a call; the callback always runs exactly once, from the event

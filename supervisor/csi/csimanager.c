@@ -391,6 +391,7 @@ fingerprint(struct csi_inst *in)
 		fp_failed(in, "cannot connect to %s", in->endpoint);
 		return;
 	}
+	csi_conn_set_plugin(in->conn, csi_inst_name(in));
 	fc = call_ctx(in);
 	csi_call(in->conn, CSI_GET_PLUGIN_CAPABILITIES, &req.base,
 	    FP_DEADLINE_MS, &csi_retry_default, on_plugin_caps, fc);

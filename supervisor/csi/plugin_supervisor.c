@@ -301,7 +301,7 @@ on_probe(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 	bool ok = res->code == CSI_OK && csi_probe_ready(
 	    (Csi__V1__ProbeResponse *)reply) != CSI_READY_FALSE;
 
-	metrics_probe_latency(ms_since(&ps->probe_sent));
+	metrics_probe_latency(ps->id, ms_since(&ps->probe_sent));
 	if (reply != NULL)
 		protobuf_c_message_free_unpacked(reply, NULL);
 	if (call_done(ps))
@@ -407,6 +407,7 @@ probe(struct plugsup *ps)
 		retry_waiting(ps);
 		return;
 	}
+	csi_conn_set_plugin(ps->conn, ps->id);
 	ps->probing = true;
 	ps->pending++;
 	clock_gettime(CLOCK_REALTIME, &ps->probe_sent);

@@ -14,6 +14,7 @@
 #include <time.h>
 
 #include "alloc.h"
+#include "events.h"
 #include "volmgr_int.h"
 #include "xalloc.h"
 
@@ -401,4 +402,46 @@ volmgr_delete(struct volmgr *vm, const char *ns, const char *id,
     volmgr_cb cb, void *arg)
 {
 	operator_job(vm, U_DELETE, NULL, ns, id, cb, arg);
+}
+
+void
+unit_event(struct unit *u, const char *type, const char *plugin,
+    const char *done)
+{
+	/* An operator's job is alloc "-": no alloc. */
+	events_record(u->job->vm->d.events, "volume", type,
+	    u->job->single == NULL ? u->job->alloc : NULL, NULL, plugin,
+	    "volume %s/%s %s", u->ns, u->vol, done);
+}
+
+/* Is p's volume (staged, if so asked) also one of a pub before it? */
+static bool
+counted_before(const struct volmgr *vm, const struct vpub *p, bool staged)
+{
+	const struct vpub *q;
+
+	TAILQ_FOREACH(q, &vm->pubs, entry) {
+		if (q == p)
+			return false;
+		if ((!staged || q->staged) && strcmp(q->ns, p->ns) == 0 &&
+		    strcmp(q->vol, p->vol) == 0)
+			return true;
+	}
+	return false;
+}
+
+void
+volmgr_counts(const struct volmgr *vm, struct volmgr_counts *c)
+{
+	const struct vpub *p;
+
+	memset(c, 0, sizeof(*c));
+	TAILQ_FOREACH(p, &vm->pubs, entry) {
+		if (!counted_before(vm, p, false))
+			c->in_use++;
+		if (p->staged && !counted_before(vm, p, true))
+			c->staged++;
+		if (p->published)
+			c->published++;
+	}
 }

@@ -45,6 +45,7 @@ struct regclient;
 struct mclient;
 struct csi_conn;
 struct csi_fingerprint;
+struct events;
 
 enum volmgr_status {
 	VOLMGR_OK = 0,
@@ -88,6 +89,9 @@ struct volmgr_deps {
 	 * idempotent call's retries; 0: the defaults (10 s, 20 s). */
 	int csi_deadline_ms;
 	int csi_retry_total_ms;
+	/* Where register, create, delete, stage, publish, unpublish and
+	 * unstage are recorded (topic "volume"); NULL: nowhere. */
+	struct events *events;
 };
 
 struct volmgr *volmgr_new(const struct volmgr_deps *d);
@@ -114,6 +118,13 @@ void volmgr_each_alloc(struct volmgr *vm, void (*fn)(const char *alloc,
 bool volmgr_ready(const struct volmgr *vm);
 /* Does any alloc hold a volume of this plugin (or a record of one)? */
 bool volmgr_uses_plugin(struct volmgr *vm, const char *plugin);
+/* What is on this node now, for the metrics. */
+struct volmgr_counts {
+	size_t in_use;		/* volumes some alloc holds (a record) */
+	size_t staged;		/* volumes staged, each counted once */
+	size_t published;	/* publications: one per alloc and usage */
+};
+void volmgr_counts(const struct volmgr *vm, struct volmgr_counts *c);
 
 /* One CreateVolume parameter, passed to the plugin as is. */
 struct volmgr_param {

@@ -191,6 +191,9 @@ void unit_end(struct unit *u);
 void unit_fail(struct unit *u, enum volmgr_status st, const char *fmt, ...)
     BERTH_PRINTF(3, 4);
 double ms_since(const struct timespec *t);
+/* One volume event for the unit's volume: "volume NS/ID done". */
+void unit_event(struct unit *u, const char *type, const char *plugin,
+    const char *done);
 
 /* volmgr_pubs.c */
 void kvs_clear(struct kvs *k);

@@ -347,6 +347,7 @@ mount_step(struct unit *u, const struct vreply *r)
 		stage(u, r->mounted);
 		break;
 	case MS_STAGE:
+		unit_event(u, "VolumeStaged", p->plugin, "staged");
 		staged(u);
 		break;
 	case MS_STAGED:
@@ -358,6 +359,7 @@ mount_step(struct unit *u, const struct vreply *r)
 	case MS_PUBLISH:
 		log_info("volmgr: alloc %s: volume %s/%s published", p->alloc,
 		    p->ns, p->vol);
+		unit_event(u, "VolumePublished", p->plugin, "published");
 		published(u);
 		break;
 	case MS_PUBLISHED:

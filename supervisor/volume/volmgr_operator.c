@@ -160,6 +160,9 @@ register_step(struct unit *u, const struct vreply *r)
 		validated(u, r->csi);
 		break;
 	default:
+		if (u->st.op == OS_PUT)
+			unit_event(u, "VolumeRegistered", u->spec.plugin,
+			    "registered");
 		unit_end(u);
 		break;
 	}
@@ -251,6 +254,9 @@ create_step(struct unit *u, const struct vreply *r)
 		created(u, r->csi);
 		break;
 	default:
+		if (u->st.op == OS_PUT)
+			unit_event(u, "VolumeCreated", u->spec.plugin,
+			    "created");
 		unit_end(u);
 		break;
 	}
@@ -330,6 +336,8 @@ delete_step(struct unit *u, const struct vreply *r)
 		forget_volume(u);
 		break;
 	default:
+		if (u->st.op == OS_FORGET)
+			unit_event(u, "VolumeDeleted", NULL, "deleted");
 		unit_end(u);
 		break;
 	}

@@ -168,9 +168,12 @@ unmount_step(struct unit *u, const struct vreply *r)
 		got_volume(u, r->reg);
 		break;
 	case US_UNPUBLISH:
+		unit_event(u, "VolumeUnpublished", u->pub->plugin,
+		    "unpublished");
 		unstage(u);
 		break;
 	case US_UNSTAGE:
+		unit_event(u, "VolumeUnstaged", u->pub->plugin, "unstaged");
 		controller_unpublish(u);
 		break;
 	case US_CUNPUBLISH:

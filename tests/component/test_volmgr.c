@@ -31,6 +31,7 @@
 #include "alloc.h"
 #include "csi_client.h"
 #include "csimanager.h"
+#include "events.h"
 #include "fake_peer.h"
 #include "harness.h"
 #include "layout.h"
@@ -66,6 +67,7 @@ static struct {
 	struct regclient *rc;
 	struct mclient *mc;
 	struct volmgr *vm;
+	struct events *events;		/* what the manager records */
 	/* What find_plugin and node_plugin_type answer. */
 	struct csi_fingerprint node_fp, ctl_fp;
 	bool have_node, have_ctl;
@@ -377,7 +379,7 @@ new_manager(void)
 	    .mounter = fx.mc, .data_dir = fx.data, .find_plugin = find_plugin,
 	    .plugins_ctx = &fx, .node_plugin_type = node_plugin_type,
 	    .allocs_ctx = &fx, .csi_deadline_ms = 500,
-	    .csi_retry_total_ms = 1000 };
+	    .csi_retry_total_ms = 1000, .events = fx.events };
 
 	fx.vm = volmgr_new(&d);
 }
@@ -540,6 +542,7 @@ setup(void)
 	snprintf(path, sizeof(path), "%s/volumes/%s", fx.state, VOL);
 	mkdirs(path);
 	fx.registered = true;
+	fx.events = events_new();
 	fingerprints();
 	ck_assert_ptr_nonnull(fx.base = event_base_new());
 	fx.reg = fake_peer_new(fx.base, "berth-registry", NULL, &fx.rchan,
@@ -578,6 +581,7 @@ teardown(void)
 	fake_peer_free(fx.mnt);
 	fake_peer_free(fx.reg);
 	event_base_free(fx.base);
+	events_free(fx.events);
 	if (fx.plugin_started && !fx.plugin.reaped) {
 		kill(fx.plugin.pid, SIGCONT);
 		kill(fx.plugin.pid, SIGTERM);
@@ -1437,6 +1441,69 @@ START_TEST(test_create_then_delete)
 }
 END_TEST
 
+/* The types of the volume events recorded after index from, in order,
+ * each "Type:alloc:plugin:message" and a space. */
+static const char *
+volume_events(uint64_t from)
+{
+	static char buf[2048];
+	const struct berth_event *e;
+	size_t n = 0;
+
+	buf[0] = '\0';
+	for (e = events_after(fx.events, from); e != NULL;
+	    e = events_after(fx.events, e->index)) {
+		ck_assert_str_eq(e->topic, "volume");
+		n += snprintf(buf + n, sizeof(buf) - n, "%s:%s:%s:%s ",
+		    e->type, e->alloc, e->plugin, e->message);
+		ck_assert_uint_lt(n, sizeof(buf));
+	}
+	return buf;
+}
+
+/* Every volume operation is an event; a refused one is none. */
+START_TEST(test_volume_operations_are_events)
+{
+	struct volmgr_spec s = spec();
+	uint64_t last;
+
+	fx.registered = false;
+	start(NULL, NULL);
+	volmgr_register(fx.vm, &s, done, (void *)0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_str_eq(volume_events(0), "VolumeRegistered::" PLUGIN
+	    ":volume default/vol1 registered ");
+	last = events_last(fx.events);
+	mount_job(&alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_str_eq(volume_events(last), "VolumeStaged:a1:" PLUGIN
+	    ":volume default/vol1 staged VolumePublished:a1:" PLUGIN
+	    ":volume default/vol1 published ");
+	last = events_last(fx.events);
+	unmount_job("a1", &alloc1, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	ck_assert_str_eq(volume_events(last), "VolumeUnpublished:a1:" PLUGIN
+	    ":volume default/vol1 unpublished VolumeUnstaged:a1:" PLUGIN
+	    ":volume default/vol1 unstaged ");
+	last = events_last(fx.events);
+	fx.claimed = true;
+	volmgr_delete(fx.vm, NS, VOL, done, (void *)3);
+	ck_assert_int_eq(wait_job(3), VOLMGR_FAILED);
+	ck_assert_str_eq(volume_events(last), "");
+	fx.claimed = false;
+	volmgr_delete(fx.vm, NS, VOL, done, (void *)4);
+	ck_assert_int_eq(wait_job(4), VOLMGR_OK);
+	ck_assert_str_eq(volume_events(last), "VolumeDeleted:::volume "
+	    "default/vol1 deleted ");
+	last = events_last(fx.events);
+	s.id = "made";
+	volmgr_create(fx.vm, &s, done, (void *)5);
+	ck_assert_int_eq(wait_job(5), VOLMGR_OK);
+	ck_assert_str_eq(volume_events(last), "VolumeCreated::" PLUGIN
+	    ":volume default/made created ");
+}
+END_TEST
+
 START_TEST(test_create_needs_controller)
 {
 	struct volmgr_spec s = spec();
@@ -1708,6 +1775,7 @@ main(void)
 	tcase_add_test(tc, test_each_alloc_once);
 	tcase_add_test(tc, test_register_validated);
 	tcase_add_test(tc, test_create_then_delete);
+	tcase_add_test(tc, test_volume_operations_are_events);
 	tcase_add_test(tc, test_create_needs_controller);
 	tcase_add_test(tc, test_options_merged_and_context_passed);
 	tcase_add_test(tc, test_volume_options_when_alloc_names_none);

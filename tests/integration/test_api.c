@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
@@ -551,9 +552,11 @@ START_TEST(allocations_plugins_events_and_metrics)
 		ck_assert_ptr_nonnull(strstr(a.body, "# TYPE "
 		    "berth_plugin_probe_duration_seconds histogram"));
 		ck_assert_ptr_nonnull(strstr(a.body,
-		    "berth_plugin_probe_duration_seconds_count "));
+		    "berth_plugin_probe_duration_seconds_count{plugin="
+		    "\"hostpath\"} "));
 		ck_assert_ptr_null(strstr(a.body,
-		    "berth_plugin_probe_duration_seconds_count 0\n"));
+		    "berth_plugin_probe_duration_seconds_count{plugin="
+		    "\"hostpath\"} 0\n"));
 		ck_assert_ptr_nonnull(strstr(a.body, "berth_mount_operations_"
 		    "total{verb=\"prepare_task\",result=\"ok\"} 1\n"));
 		ck_assert_ptr_nonnull(strstr(a.body, "berth_registry_write_"
@@ -1144,6 +1147,156 @@ START_TEST(head_is_get_without_the_body)
 }
 END_TEST
 
+/* GET /v1/events with a query; the answer. */
+static json_t *
+events_q(struct berth *b, const char *fmt, ...)
+{
+	char path[512];
+	va_list ap;
+
+	va_start(ap, fmt);
+	vsnprintf(path, sizeof(path), fmt, ap);
+	va_end(ap);
+	return api_ok(b, "GET", path, NULL);
+}
+
+static long long
+jint(json_t *o, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(o, key));
+}
+
+/* /v1/metrics passes `promtool check metrics`; the page, to free(). */
+static char *
+metrics_lint(struct berth *b)
+{
+	char file[1024], cmd[1200], out[4096];
+	struct answer a;
+	size_t n;
+	FILE *p;
+	int st;
+
+	ck_assert_msg(system("command -v promtool >/dev/null") == 0,
+	    "promtool is missing (Debian's prometheus; scripts/setup.sh)");
+	request(b, "GET", "/v1/metrics", NULL, 0, &a);
+	ck_assert_int_eq(a.status, 200);
+	snprintf(file, sizeof(file), "%s/metrics.txt", b->dir);
+	harness_write(file, a.body);
+	snprintf(cmd, sizeof(cmd), "promtool check metrics < %s 2>&1", file);
+	ck_assert_ptr_nonnull(p = popen(cmd, "r"));
+	n = fread(out, 1, sizeof(out) - 1, p);
+	out[n] = '\0';
+	st = pclose(p);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && n == 0,
+	    "promtool check metrics: %d: %s\n%s", st, out, a.body);
+	return strdup(a.body);
+}
+
+/* "2026-11-24T09:52:01.123Z": RFC 3339, in UTC. */
+static void
+assert_rfc3339(const char *t)
+{
+	struct tm tm = { 0 };
+	const char *end = strptime(t, "%Y-%m-%dT%H:%M:%S", &tm);
+
+	ck_assert_msg(end != NULL && strlen(end) == 5 && end[0] == '.' &&
+	    end[4] == 'Z', "not RFC 3339 in UTC: %s", t);
+	ck_assert_int_ge(tm.tm_year, 120);
+}
+
+/*
+ * A follower across a supervisor restart: the index starts over and the
+ * epoch changes, and both an index beyond the last and the old epoch
+ * answer at once with lost and the new log from its start. The metrics
+ * pass promtool before and after, with the plugin's labels, the task
+ * restarts, build and process metrics, and no error for the re-adopted
+ * plugin's binds.
+ */
+START_TEST(events_follow_a_restart_and_metrics_pass_lint)
+{
+	struct berth b;
+	json_t *j, *ev, *e;
+	char doc[2048], *m, out[65536], err[4096], big[32];
+	long long epoch, last;
+	struct timespec t0, t1;
+	size_t i;
+
+	api_up(&b, NULL);
+	hostpath_doc(doc, sizeof(doc), "a1", "hostpath");
+	json_decref(api_ok(&b, "PUT", "/v1/allocations", doc));
+	json_decref(wait_plugin_healthy(&b, "hostpath"));
+	m = metrics_lint(&b);
+	ck_assert_ptr_nonnull(strstr(m, "\nberth_build_info{version=\""));
+	ck_assert_ptr_nonnull(strstr(m, "\nberth_task_restarts_total{alloc="
+	    "\"a1\",task=\"plugin\"} 0\n"));
+	ck_assert_ptr_nonnull(strstr(m, "\nberth_volumes_in_use 0\n"));
+	ck_assert_ptr_nonnull(strstr(m, "\nprocess_resident_memory_bytes "));
+	ck_assert_ptr_nonnull(strstr(m, "\nprocess_cpu_seconds_total "));
+	ck_assert_ptr_nonnull(strstr(m, "\nprocess_open_fds "));
+	ck_assert_ptr_nonnull(strstr(m, "# TYPE berth_events_index gauge\n"));
+	free(m);
+
+	j = events_q(&b, "/v1/events?index=0");
+	epoch = jint(j, "epoch");
+	last = jint(j, "index");
+	ck_assert_int_gt(epoch, 0);
+	ck_assert_int_ge(last, 3);
+	ck_assert(json_is_false(json_object_get(j, "lost")));
+	ev = json_object_get(j, "events");
+	json_array_foreach(ev, i, e)
+		assert_rfc3339(jstr(e, "time"));
+	json_decref(j);
+	/* Caught up, same epoch: nothing lost, nothing new. */
+	j = events_q(&b, "/v1/events?index=%lld&epoch=%lld&timeout=0", last,
+	    epoch);
+	ck_assert(json_is_false(json_object_get(j, "lost")));
+	ck_assert_int_eq(json_array_size(json_object_get(j, "events")), 0);
+	json_decref(j);
+
+	berth_kill(&b);
+	berth_start(&b);
+	json_decref(wait_plugin_healthy(&b, "hostpath"));
+	/* Beyond the last index: at once, lost, from the start. */
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	j = events_q(&b, "/v1/events?index=%lld&timeout=30s", last + 1000);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_int_lt(t1.tv_sec - t0.tv_sec, 5);
+	ck_assert(json_is_true(json_object_get(j, "lost")));
+	ck_assert_int_ne(jint(j, "epoch"), epoch);
+	ck_assert_int_eq(jint(json_array_get(json_object_get(j, "events"), 0),
+	    "index"), 1);
+	json_decref(j);
+	/* berthctl says so, and goes on from the new log's start. */
+	snprintf(big, sizeof(big), "%lld", last + 1000);
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "events",
+	    "--index", big, NULL), 0);
+	ck_assert_msg(strstr(err, "may have been missed") != NULL, "%s", err);
+	/* The old epoch, at an index the new log has: lost, from 1. */
+	j = events_q(&b, "/v1/events?index=1&epoch=%lld&timeout=30s", epoch);
+	ck_assert(json_is_true(json_object_get(j, "lost")));
+	ck_assert_int_eq(jint(json_array_get(json_object_get(j, "events"), 0),
+	    "index"), 1);
+	last = jint(j, "index");
+	epoch = jint(j, "epoch");
+	json_decref(j);
+	/* The new epoch: followed as before. */
+	j = events_q(&b, "/v1/events?index=%lld&epoch=%lld&timeout=0", last,
+	    epoch);
+	ck_assert(json_is_false(json_object_get(j, "lost")));
+	json_decref(j);
+
+	/* The plugin was adopted: its restarts and binds are no error. */
+	m = metrics_lint(&b);
+	ck_assert_ptr_nonnull(strstr(m, "\nberth_task_restarts_total{alloc="
+	    "\"a1\",task=\"plugin\"} 0\n"));
+	ck_assert_ptr_null(strstr(m, "result=\"ERROR_CONFLICT\""));
+	free(m);
+	json_decref(api_ok(&b, "DELETE", "/v1/allocation/a1", NULL));
+	wait_event(&b, "AllocStopped", "a1", NULL, 10000);
+	api_down(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1158,5 +1311,6 @@ main(void)
 	tcase_add_test(tc, berthctl_help_usage_and_ids);
 	tcase_add_test(tc, berthctl_tables_fit_and_json_everywhere);
 	tcase_add_test(tc, head_is_get_without_the_body);
+	tcase_add_test(tc, events_follow_a_restart_and_metrics_pass_lint);
 	return harness_run("api", tc);
 }

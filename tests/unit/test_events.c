@@ -1,10 +1,13 @@
 /*
  * test_events.c: the supervisor's event ring: indexes that only grow,
- * reading after an index, the oldest kept once the ring wraps, and the
- * notify hook.
+ * reading after an index, the oldest kept once the ring wraps, the
+ * notify hook, the epoch and the RFC 3339 times.
  */
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include <check.h>
 
@@ -76,6 +79,52 @@ START_TEST(ring_keeps_the_newest)
 }
 END_TEST
 
+/* Each log has its own epoch: when it was made. */
+START_TEST(epoch_names_each_log)
+{
+	struct events *a, *b;
+	struct timespec ts;
+	int64_t now;
+
+	clock_gettime(CLOCK_REALTIME, &ts);
+	now = (int64_t)ts.tv_sec * 1000000 + ts.tv_nsec / 1000;
+	a = events_new();
+	usleep(2000);
+	b = events_new();
+	ck_assert_int_ge(events_epoch(a), now);
+	ck_assert_int_lt(events_epoch(a), now + 10 * 1000000);
+	ck_assert_int_gt(events_epoch(b), events_epoch(a));
+	events_free(a);
+	events_free(b);
+}
+END_TEST
+
+START_TEST(times_are_rfc3339_utc)
+{
+	struct berth_event e = { 0 };
+	struct events *ev = events_new();
+	char buf[EVENTS_TIME_BUF];
+	struct tm tm = { 0 };
+	char *end;
+
+	e.time_ms = 1795513921123LL;	/* 2026-11-24T09:52:01.123Z */
+	events_time(&e, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "2026-11-24T09:52:01.123Z");
+	e.time_ms = 5;
+	events_time(&e, buf, sizeof(buf));
+	ck_assert_str_eq(buf, "1970-01-01T00:00:00.005Z");
+	/* A recorded event's time is now, and reads back. */
+	events_record(ev, "task", "Started", "a", "t", NULL, "x");
+	events_time(events_after(ev, 0), buf, sizeof(buf));
+	end = strptime(buf, "%Y-%m-%dT%H:%M:%S", &tm);
+	ck_assert_ptr_nonnull(end);
+	ck_assert_int_eq(strlen(end), 5);
+	ck_assert_int_eq(end[4], 'Z');
+	ck_assert_int_le(llabs((long long)timegm(&tm) - time(NULL)), 5);
+	events_free(ev);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -83,5 +132,7 @@ main(void)
 
 	tcase_add_test(tc, indexes_and_reading_after);
 	tcase_add_test(tc, ring_keeps_the_newest);
+	tcase_add_test(tc, epoch_names_each_log);
+	tcase_add_test(tc, times_are_rfc3339_utc);
 	return harness_run("events", tc);
 }
