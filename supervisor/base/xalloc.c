@@ -78,3 +78,12 @@ xasprintf(char **out, const char *fmt, ...)
 		oom("asprintf");
 	return n;
 }
+
+void
+xfree_wiped(void *p, size_t n)
+{
+	if (p == NULL)
+		return;
+	explicit_bzero(p, n);
+	free(p);
+}

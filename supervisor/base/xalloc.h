@@ -20,12 +20,17 @@
 
 #include "log.h"
 
-void *xmalloc(size_t n);
-void *xcalloc(size_t n, size_t size);
-void *xreallocarray(void *p, size_t n, size_t size);
-char *xstrdup(const char *s);
-char *xstrndup(const char *s, size_t n);
+/* Never NULL, and the compiler is told so. */
+#define XALLOC_NONNULL __attribute__((returns_nonnull))
+
+void *xmalloc(size_t n) XALLOC_NONNULL;
+void *xcalloc(size_t n, size_t size) XALLOC_NONNULL;
+void *xreallocarray(void *p, size_t n, size_t size) XALLOC_NONNULL;
+char *xstrdup(const char *s) XALLOC_NONNULL;
+char *xstrndup(const char *s, size_t n) XALLOC_NONNULL;
 int xasprintf(char **out, const char *fmt, ...) BERTH_PRINTF(2, 3);
+/* Wipe n bytes of p (a secret's copy), then free it; p may be NULL. */
+void xfree_wiped(void *p, size_t n);
 
 /* Log what failed and exit 1; for the checks the x-functions cannot do. */
 void oom(const char *what) __attribute__((noreturn));

@@ -123,8 +123,7 @@ secret_read(const char *dir, const char *name, struct kvs *out,
 	}
 	if (ok)
 		ok = secret_parse(buf, out, why);
-	explicit_bzero(buf, SECRET_FILE_MAX + 1);
-	free(buf);
+	xfree_wiped(buf, SECRET_FILE_MAX + 1);
 	if (!ok)
 		secrets_wipe(out);
 	return ok;

@@ -19,7 +19,7 @@ PKGS="systemd,systemd-sysv,dbus,sudo,jq,procps,util-linux,mount"
 # berth's runtime libraries (what meson links, as Debian 12 names them).
 PKGS="$PKGS,libprotobuf-c1,libgrpc29,libevent-2.1-7,libevent-core-2.1-7"
 PKGS="$PKGS,libevent-pthreads-2.1-7,libevent-extra-2.1-7,libcap2"
-PKGS="$PKGS,libseccomp2,libsqlite3-0,libjansson4,libsystemd0"
+PKGS="$PKGS,libseccomp2,libsqlite3-0,libjansson4,libsystemd0,libcurl4"
 SUITE=bookworm
 cache=${BERTH_BOOT_CACHE:-/var/cache/berth-test}
 

@@ -116,6 +116,8 @@ START_TEST(test_success)
 	free(t);
 	free(s);
 	free(xmalloc(0));
+	xfree_wiped(NULL, 16);
+	xfree_wiped(xstrdup("key=value"), 10);
 }
 END_TEST
 
