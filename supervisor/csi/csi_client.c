@@ -251,8 +251,7 @@ rpc_free(struct csi_rpc *rpc)
 	TAILQ_REMOVE(&rpc->client->rpcs, rpc, entry);
 	if (rpc->timer != NULL)
 		event_free(rpc->timer);
-	explicit_bzero(rpc->request, rpc->request_len);	/* may hold secrets */
-	free(rpc->request);
+	xfree_wiped(rpc->request, rpc->request_len);	/* may hold secrets */
 	free(rpc);
 }
 
