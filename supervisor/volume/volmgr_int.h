@@ -217,11 +217,11 @@ void take_volume(struct vpub *p, const Berth__Volume *v);
 
 /* volmgr_secrets.c: a call's secrets, by the volume's references (key
  * the call, one of alloc_secret_calls, value the secret's name) */
-/* The secret that refs names for call, into out (empty when it names none);
- * false, the unit failed and ended, when it cannot be read. Wipe out
- * with secrets_wipe() once the call is sent. */
-bool secrets_load(struct unit *u, const struct kvs *refs, const char *call,
-    struct kvs *out);
+/* The secret name names, else the one refs names for call, into out
+ * (empty when none is named); false, the unit failed and ended, when it
+ * cannot be read. Wipe out with secrets_wipe() once the call is sent. */
+bool secrets_load(struct unit *u, const char *name, const struct kvs *refs,
+    const char *call, struct kvs *out);
 void secrets_wipe(struct kvs *k);
 
 /* volmgr_records.c */

@@ -108,7 +108,7 @@ controller_publish(struct unit *u)
 		prepare_stage(u, NULL);
 		return;
 	}
-	if (!secrets_load(u, &p->srefs, "controller_publish", &sec))
+	if (!secrets_load(u, NULL, &p->srefs, "controller_publish", &sec))
 		return;
 	req.volume_id = p->external_id;
 	req.node_id = (char *)node.fp->node_id;
@@ -172,10 +172,10 @@ prepare_stage(struct unit *u, const ProtobufCMessage *reply)
 	prepare_volume(u, true);
 }
 
-/* The secret references for a stage or publish: the alloc's request's
- * when it names one (in one, cleared by the caller), else the volume's. */
-static const struct kvs *
-call_refs(struct unit *u, const char *call, struct kvs *one)
+/* A stage's or publish's secrets: the one the alloc's request names,
+ * else the volume's reference for the call. */
+static bool
+pub_secrets(struct unit *u, const char *call, struct kvs *sec)
 {
 	const struct alloc_volume *r = u->pub->req;
 	const char *name = NULL;
@@ -183,10 +183,7 @@ call_refs(struct unit *u, const char *call, struct kvs *one)
 	if (r != NULL)
 		name = strcmp(call, "stage") == 0 ? r->stage_secret :
 		    r->publish_secret;
-	if (name == NULL)
-		return &u->pub->srefs;
-	kvs_add(one, call, name);
-	return one;
+	return secrets_load(u, name, &u->pub->srefs, call, sec);
 }
 
 /* mounted: the staging path is a mount point already. */
@@ -200,8 +197,7 @@ stage(struct unit *u, bool mounted)
 	struct kv_entry e1[CTX_MAX], e2[CTX_MAX], es[CTX_MAX];
 	void *p1[CTX_MAX], *p2[CTX_MAX], *ps[CTX_MAX];
 	char path[BERTH_PATH_BUF];
-	struct kvs sec, one = { 0 };
-	bool loaded;
+	struct kvs sec;
 	struct capbuf cb;
 
 	/* Staged before (by another alloc, or before a restart): never a
@@ -215,9 +211,7 @@ stage(struct unit *u, bool mounted)
 	}
 	if (!node_or_end(u, &node))
 		return;
-	loaded = secrets_load(u, call_refs(u, "stage", &one), "stage", &sec);
-	kvs_clear(&one);
-	if (!loaded)
+	if (!pub_secrets(u, "stage", &sec))
 		return;
 	csi_path(u, true, path, sizeof(path));
 	req.volume_id = p->external_id;
@@ -279,8 +273,7 @@ publish(struct unit *u, bool mounted)
 	struct kv_entry e1[CTX_MAX], e2[CTX_MAX], es[CTX_MAX];
 	void *p1[CTX_MAX], *p2[CTX_MAX], *ps[CTX_MAX];
 	char stage[BERTH_PATH_BUF], target[BERTH_PATH_BUF];
-	struct kvs sec, one = { 0 };
-	bool loaded;
+	struct kvs sec;
 	struct capbuf cb;
 
 	if (mounted) {
@@ -291,10 +284,7 @@ publish(struct unit *u, bool mounted)
 	}
 	if (!node_or_end(u, &node))
 		return;
-	loaded = secrets_load(u, call_refs(u, "publish", &one), "publish",
-	    &sec);
-	kvs_clear(&one);
-	if (!loaded)
+	if (!pub_secrets(u, "publish", &sec))
 		return;
 	if (node.fp->stage_unstage)
 		csi_path(u, true, stage, sizeof(stage));

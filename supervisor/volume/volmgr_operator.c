@@ -106,7 +106,7 @@ validate(struct unit *u)
 		return;
 	}
 	spec_secrets(s, &u->srefs);
-	if (!secrets_load(u, &u->srefs, "validate", &sec))
+	if (!secrets_load(u, NULL, &u->srefs, "validate", &sec))
 		return;
 	spec_capability(s, &cb, caps);
 	req.volume_id = (char *)s->external_id;
@@ -198,7 +198,7 @@ create(struct unit *u)
 		return;
 	}
 	spec_secrets(s, &u->srefs);
-	if (!secrets_load(u, &u->srefs, "create", &sec))
+	if (!secrets_load(u, NULL, &u->srefs, "create", &sec))
 		return;
 	spec_capability(s, &cb, caps);
 	req.name = (char *)s->id;
@@ -306,7 +306,7 @@ delete_volume(struct unit *u, const Berth__VolumeReply *vr)
 	for (size_t i = 0; i < vr->volume->n_secrets; i++)
 		kvs_add(&u->srefs, vr->volume->secrets[i]->key,
 		    vr->volume->secrets[i]->value);
-	if (!secrets_load(u, &u->srefs, "delete", &sec))
+	if (!secrets_load(u, NULL, &u->srefs, "delete", &sec))
 		return;
 	req.volume_id = vr->volume->external_id != NULL &&
 	    vr->volume->external_id[0] != '\0' ? vr->volume->external_id :

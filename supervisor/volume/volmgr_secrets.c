@@ -130,10 +130,13 @@ secret_read(const char *dir, const char *name, struct kvs *out,
 }
 
 bool
-secrets_load(struct unit *u, const struct kvs *refs, const char *call,
-    struct kvs *out)
+secrets_load(struct unit *u, const char *name, const struct kvs *refs,
+    const char *call, struct kvs *out)
 {
-	const char *name = ref_of(refs, call), *why = NULL;
+	const char *why = NULL;
+
+	if (name == NULL)
+		name = ref_of(refs, call);
 
 	out->n = 0;
 	if (name == NULL)

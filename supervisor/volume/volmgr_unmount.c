@@ -107,7 +107,7 @@ controller_unpublish(struct unit *u)
 		release(u);
 		return;
 	}
-	if (!secrets_load(u, &p->srefs, "controller_unpublish", &sec))
+	if (!secrets_load(u, NULL, &p->srefs, "controller_unpublish", &sec))
 		return;
 	req.volume_id = p->external_id;
 	req.node_id = (char *)node.fp->node_id;
