@@ -44,6 +44,8 @@ static const struct {
 	{ B(LIST_HANDLES), B(HANDLE_LIST) },
 	{ B(SUBSCRIBE), B(SUBSCRIBE_REPLY) },
 	{ B(UNSUBSCRIBE), B(ACK) },
+	{ B(ALLOCATE_IDS), B(IDS_REPLY) },
+	{ B(RELEASE_IDS), B(INDEX_REPLY) },
 };
 
 Berth__Envelope__BodyCase
