@@ -548,7 +548,7 @@ START_TEST(a_volume_staged_per_usage_before_an_upgrade_is_kept)
 	volume_dir(&b, vdir, sizeof(vdir));
 	ck_assert_int_eq(mount(vdir, path, NULL, MS_BIND, NULL), 0);
 	/* ...and its schema (version 2) and mount records. */
-	db_sql(&b, "DROP INDEX volumes_external; "
+	db_sql(&b, "DROP INDEX volumes_external; DROP TABLE task_ids; "
 	    "ALTER TABLE mounts DROP COLUMN stage_usage; "
 	    "PRAGMA user_version = 2", NULL, 0);
 
