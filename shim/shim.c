@@ -166,6 +166,8 @@ main(int argc, char **argv)
 		default: usage();
 		}
 	}
+	if (argc == 1)
+		return shim_init_main();
 	if (dir == NULL || optind >= argc || argv[optind][0] != '/')
 		usage();
 	/* Its life is its task's: only the task's end ends it. */

@@ -26,20 +26,23 @@
  * Init mode, in a task's sandbox (shim_init.c):
  *
  *	berth-shim -I
+ *	berth-shim		(no argument: how root's template runs it)
  *
  * berth-mounter's launcher starts it as the container's init (pid 1 of
  * the task's pid namespace), as the task's uid, with no capability and
  * no_new_privs, with two descriptors (crun --preserve-fds=2):
- * SHIM_CHAN_FD, its end of the channel to the supervisor (a
- * SOCK_SEQPACKET socket), and SHIM_DIR_FD, its status directory (not
- * mounted in the container: the task reaches it by no path). It makes
+ * SHIM_DIR_FD, its status directory (not mounted in the container: the
+ * task reaches it by no path; O_PATH will do), and SHIM_CHAN_FD, its end
+ * of the channel to the supervisor (a SOCK_SEQPACKET socket). It makes
  * itself undumpable, so that the task, which shares its uid, can neither
  * ptrace it nor open its descriptors through /proc.
  *
  * Every datagram on the channel starts with a uint32_t, its enum
  * shim_msg; what follows is its body. The supervisor sends the command
  * (SHIM_MSG_ARG: the absolute path, then each argument, in order), the
- * environment (SHIM_MSG_ENV, one "K=V" each) and then SHIM_MSG_RUN; the
+ * environment (SHIM_MSG_ENV, one "K=V" each), the task's working
+ * directory if not the shim's own (SHIM_MSG_DIR, an absolute path) and
+ * then SHIM_MSG_RUN; the
  * shim answers SHIM_MSG_STARTED, and when the task ends, SHIM_MSG_EXIT,
  * after it wrote the status file:
  *
@@ -90,8 +93,8 @@ struct shim_report {
 };
 
 /* Init mode (see above). */
-#define SHIM_CHAN_FD		3
-#define SHIM_DIR_FD		4
+#define SHIM_DIR_FD		3
+#define SHIM_CHAN_FD		4
 #define SHIM_CTL_SOCK		"ctl.sock"
 #define SHIM_MSG_MAX		65536
 #define SHIM_MAX_ARGS		1024
@@ -104,6 +107,7 @@ enum shim_msg {
 	SHIM_MSG_STOP,		/* sv: struct shim_stop */
 	SHIM_MSG_STARTED,	/* shim: struct shim_started */
 	SHIM_MSG_EXIT,		/* shim: struct shim_exit */
+	SHIM_MSG_DIR,		/* sv: the task's working directory */
 };
 
 struct shim_run {

@@ -44,6 +44,7 @@ static char *args[SHIM_MAX_ARGS + 1];
 static size_t nargs;
 static char *envs[SHIM_MAX_ENV + 1];
 static size_t nenvs;
+static char *wd;		/* NULL: the shim's own */
 
 static void
 chan_send(const void *m, size_t len)
@@ -114,7 +115,13 @@ read_spec(void)
 			x = memchr(buf + 4, '=', (size_t)n - 4) == NULL ?
 			    -EINVAL : take_string(envs, &nenvs, SHIM_MAX_ENV,
 			    buf + 4, (size_t)n - 4);
-		else if (type == SHIM_MSG_RUN && n == sizeof(run)) {
+		else if (type == SHIM_MSG_DIR && wd == NULL) {
+			size_t one = 0;
+
+			x = take_string(&wd, &one, 1, buf + 4, (size_t)n - 4);
+			if (x == 0 && wd[0] != '/')
+				x = -EINVAL;
+		} else if (type == SHIM_MSG_RUN && n == sizeof(run)) {
 			memcpy(&run, buf, sizeof(run));
 			break;
 		} else
@@ -233,7 +240,8 @@ start(void)
 	ssize_t n;
 	pid_t pid;
 
-	if ((cwd = open(".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	if ((cwd = open(wd != NULL ? wd : ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) < 0 ||
 	    (unlinkat(dfd, SHIM_STATUS_FILE, 0) < 0 && errno != ENOENT))
 		fail(SHIM_STAGE_SETUP, errno);
 	if ((x = log_open(&out, false)) < 0 || (x = log_open(&err, false)) < 0
@@ -378,7 +386,11 @@ shim_init_main(void)
 	    fcntl(SHIM_DIR_FD, F_SETFD, FD_CLOEXEC) < 0 ||
 	    fstat(SHIM_DIR_FD, &st) < 0 || !S_ISDIR(st.st_mode))
 		fail(SHIM_STAGE_SETUP, errno != 0 ? errno : ENOTDIR);
-	dfd = SHIM_DIR_FD;
+	/* Readable (it may come as O_PATH): fsync needs it. */
+	if ((dfd = openat(SHIM_DIR_FD, ".", O_RDONLY | O_DIRECTORY |
+	    O_CLOEXEC)) < 0)
+		fail(SHIM_STAGE_SETUP, errno);
+	close(SHIM_DIR_FD);
 	sigemptyset(&chld);
 	sigaddset(&chld, SIGCHLD);
 	if (sigprocmask(SIG_BLOCK, &chld, NULL) < 0 ||

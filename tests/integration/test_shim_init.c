@@ -1,8 +1,8 @@
 /*
  * test_shim_init.c: berth-shim -I, the real binary, started as the
  * mounter's launcher starts it (pid 1 of a new pid namespace, as an
- * ordinary uid, no_new_privs, its channel on descriptor 3 and its status
- * directory on 4), and driven over its channel as the supervisor drives
+ * ordinary uid, no_new_privs, its status directory on descriptor 3 and
+ * its channel on 4), and driven over its channel as the supervisor drives
  * it: the command, arguments and environment; the started and exit
  * reports; logs and the status file; a stop with a grace that kills every
  * process of the task; orphans killed with the task; a supervisor that
@@ -59,16 +59,18 @@ shim_start(struct shim *s, uid_t uid)
 		if (unshare(CLONE_NEWPID) < 0 || (p = fork()) < 0)
 			_exit(120);
 		if (p == 0) {
-			if ((d = open(s->dir, O_RDONLY | O_DIRECTORY)) < 0 ||
-			    dup2(sp[1], 100) < 0 || dup2(d, 101) < 0 ||
+			if (dup2(sp[1], 100) < 0 ||
+			    (d = open(s->dir, O_PATH | O_DIRECTORY)) < 0 ||
+			    dup2(d, 101) < 0 ||
 			    dup2(100, SHIM_CHAN_FD) < 0 ||
-			    dup2(101, SHIM_DIR_FD) < 0 || chdir(s->cwd) < 0 ||
+			    dup2(101, SHIM_DIR_FD) < 0 || chdir("/") < 0 ||
 			    setgroups(0, NULL) < 0 || setgid(uid) < 0 ||
 			    setuid(uid) < 0 ||
 			    prctl(PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
 				_exit(121);
-			execl(harness_bin("berth-shim"), "berth-shim", "-I",
-			    (char *)NULL);
+			/* Root's template runs it with no argument. */
+			execl(harness_bin("berth-shim"), "berth-shim",
+			    uid % 2 ? "-I" : (char *)NULL, (char *)NULL);
 			_exit(122);
 		}
 		close(sp[1]);
@@ -109,6 +111,7 @@ run_sh(struct shim *s, const char *script, uint64_t run_id)
 	send_str(s->chan, SHIM_MSG_ARG, script);
 	send_str(s->chan, SHIM_MSG_ENV, "X=hello there");
 	send_str(s->chan, SHIM_MSG_ENV, "PATH=/usr/bin:/bin");
+	send_str(s->chan, SHIM_MSG_DIR, s->cwd);
 	send_run(s, run_id, 0);
 }
 
@@ -403,6 +406,24 @@ START_TEST(a_restarted_supervisor_comes_back_through_ctl_sock)
 	ck_assert(S_ISSOCK(sb.st_mode));
 	ck_assert_int_eq(sb.st_mode & 0777, 0660);
 	ck_assert_uint_eq(sb.st_uid, 70105);
+	/* Undumpable: its /proc files are root's, though it runs as 70105. */
+	{
+		char buf[64];
+		long shim;
+		FILE *f;
+
+		snprintf(path, sizeof(path), "/proc/%ld/task/%ld/children",
+		    (long)s.outer, (long)s.outer);
+		ck_assert_ptr_nonnull(f = fopen(path, "r"));
+		ck_assert_int_eq(fscanf(f, "%ld", &shim), 1);
+		fclose(f);
+		ck_assert_ptr_nonnull(proc_status_field(shim, "Uid", buf,
+		    sizeof(buf)));
+		ck_assert_int_eq(strncmp(buf, "70105\t", 6), 0);
+		snprintf(path, sizeof(path), "/proc/%ld/fd", shim);
+		ck_assert_int_eq(stat(path, &sb), 0);
+		ck_assert_uint_eq(sb.st_uid, 0);
+	}
 	/* The supervisor goes away; the task goes on. */
 	close(s.chan);
 	usleep(100000);
