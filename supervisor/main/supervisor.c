@@ -606,6 +606,42 @@ raise_nofile(void)
 		    (unsigned long long)rl.rlim_max);
 }
 
+/*
+ * Spawn mode, as root: the tasks' cgroup parent, made and given to our
+ * user as systemd's Delegate=yes would; service mode: systemd delegated
+ * our own cgroup, so we move into a "supervisor" leaf of it and tasks go
+ * under "tasks" beside it. Without either, tasks still get their limits
+ * (crun, as root, makes their cgroups), and we say so.
+ */
+static void
+tasks_cgroup(struct supervisor *sv, const struct priv_user *su)
+{
+	char err[512];
+	int r;
+
+	if ((r = cgroup_mounts_find(&sv->cgroups, NULL)) < 0) {
+		log_warnx("tasks_cgroup: /proc/self/mountinfo: %s; tasks' use "
+		    "of CPU and memory will not be shown", strerror(-r));
+		return;
+	}
+	if (su != NULL) {
+		snprintf(sv->cgroup_parent, sizeof(sv->cgroup_parent), "%s",
+		    sv->cfg.cgroup_parent);
+		if (cgroup_delegate(&sv->cgroups, sv->cfg.cgroup_parent,
+		    su->uid, su->gid, err, sizeof(err)) < 0)
+			log_warnx("tasks_cgroup: %s; the tasks' cgroups stay "
+			    "root's alone", err);
+		return;
+	}
+	if (cgroup_enter_leaf(&sv->cgroups, sv->cgroup_parent,
+	    sizeof(sv->cgroup_parent), err, sizeof(err)) < 0) {
+		sv->cgroup_parent[0] = '\0';
+		log_warnx("tasks_cgroup: %s", err);
+		return;
+	}
+	log_info("tasks_cgroup: tasks' cgroups under %s", sv->cgroup_parent);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -644,6 +680,7 @@ main(int argc, char **argv)
 	if (geteuid() != 0) {
 		/* Not root: service mode, the helpers are systemd's. */
 		sv.service_mode = true;
+		tasks_cgroup(&sv, NULL);
 		service_mode_start(sv.cfg.run_dir, &sv.mounter.fd,
 		    &sv.registry.fd);
 		if (api_group_id(&sv.cfg, getgid(), &api_group, err,
@@ -670,6 +707,7 @@ main(int argc, char **argv)
 		config_free(&sv.cfg);
 		return EX_CANTCREAT;
 	}
+	tasks_cgroup(&sv, &su);
 
 	notify_status("starting berth-mounter and berth-registry");
 	{
