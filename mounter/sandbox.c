@@ -22,9 +22,9 @@ const cap_value_t mounter_caps[] = {
 	CAP_SYS_ADMIN,
 	/* prepare_task: a task's directory belongs to the task's user. */
 	CAP_CHOWN,
-	/* The launcher's only, for crun (start_task; SECURITY.md). */
-	CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_MKNOD, CAP_SYS_CHROOT,
-	CAP_KILL, CAP_DAC_OVERRIDE, CAP_FOWNER,
+	/* The launcher's only, for crun: the task's ids, its bounding set,
+	 * its /dev, cgroups in root's 0555 hierarchies (SECURITY.md). */
+	CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_MKNOD, CAP_DAC_OVERRIDE,
 };
 const int mounter_ncaps = sizeof(mounter_caps) / sizeof(mounter_caps[0]);
 
