@@ -294,7 +294,7 @@ volume_cleanup(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		    q != NULL ? q->n : 0);
 	j->m = m;
 	j->rq = *rq;
-	j->out.pidfd = -1;
+	j->out.pidfd = j->out.chanfd = -1;
 	for (end = &q->head; *end != NULL; end = &(*end)->next)
 		;
 	*end = j;

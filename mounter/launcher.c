@@ -148,6 +148,27 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 	return errno;
 }
 
+/* crun, in the child: status dir and channel as fds 3 and 4 (in the
+ * mounter's mount namespace, with the launcher's capabilities). */
+static int
+task_child(const struct launch_req *rq, const int fds[3], const char **what)
+{
+	char *argv[LAUNCH_ARGS + 1], *envp[] = { "PATH=/usr/sbin:/usr/bin:"
+	    "/sbin:/bin", NULL };
+	int i;
+
+	*what = "passing the task's descriptors";
+	if (setsid() < 0 || dup2(fds[1], 3) < 0 || dup2(fds[2], 4) < 0 ||
+	    close_range(5, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
+		return errno;
+	for (i = 0; i < rq->def.nargs; i++)
+		argv[i] = (char *)rq->def.args[i];
+	argv[i] = NULL;
+	*what = "exec";
+	fexecve(fds[0], argv, envp);
+	return errno;
+}
+
 static void
 launch(const struct launch_req *rq, const int fds[3])
 {
@@ -166,7 +187,8 @@ launch(const struct launch_req *rq, const int fds[3])
 	}
 	if (pid == 0) {
 		close(ep[0]);
-		msg.err = plugin_child(rq, fds, &what);
+		msg.err = rq->task ? task_child(rq, fds, &what) :
+		    plugin_child(rq, fds, &what);
 		snprintf(msg.what, sizeof(msg.what), "%s", what);
 		if (write(ep[1], &msg, sizeof(msg)) < 0)
 			_exit(126);

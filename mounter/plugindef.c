@@ -49,7 +49,7 @@ grantable(const char *name)
 
 	if (cap_from_name(name, &cap) < 0 || strncmp(name, "CAP_", 4) != 0)
 		return -1;
-	for (i = 0; i < mounter_ncaps; i++)
+	for (i = 0; i < MOUNTER_NCAPS; i++)
 		if (mounter_caps[i] == cap && cap < 64)
 			return (int)cap;
 	return -1;

@@ -22,6 +22,9 @@ const cap_value_t mounter_caps[] = {
 	CAP_SYS_ADMIN,
 	/* prepare_task: a task's directory belongs to the task's user. */
 	CAP_CHOWN,
+	/* The launcher's only, for crun: the task's ids, its bounding set,
+	 * its /dev, cgroups in root's 0555 hierarchies (SECURITY.md). */
+	CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_MKNOD, CAP_DAC_OVERRIDE,
 };
 const int mounter_ncaps = sizeof(mounter_caps) / sizeof(mounter_caps[0]);
 
@@ -51,6 +54,8 @@ static const int allowed[] = {
 	/* unbind_volume, cleanup_alloc: unmount one component, remove */
 	SCMP_SYS(fchdir), SCMP_SYS(umount2), SCMP_SYS(unlinkat),
 	SCMP_SYS(getdents64),
+	/* start_task: the task's channel */
+	SCMP_SYS(socketpair),
 	/* adopt_plugin, signal_plugin; a plugin's end (waitid on its pidfd) */
 	SCMP_SYS(pidfd_open), SCMP_SYS(pidfd_send_signal), SCMP_SYS(waitid),
 #ifdef BERTH_SANITIZE
