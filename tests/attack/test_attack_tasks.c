@@ -89,22 +89,27 @@ setup(void)
 	mc_start_opts(&c, NULL, args, PEER);
 }
 
+/* crun makes the cgroup parent in every hierarchy: remove it from all. */
 static void
 teardown(void)
 {
-	static const char *const hier[] = { "memory", "pids", "cpu",
-		"cpuacct", "unified" };
-	char path[256];
-	size_t i;
+	char path[600];
+	struct dirent *de;
+	DIR *d;
 
 	mc_stop(&c);
 	harness_rmtree(conf);
 	free(conf);
-	for (i = 0; i < sizeof(hier) / sizeof(hier[0]); i++) {
-		snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s", hier[i],
+	if ((d = opendir("/sys/fs/cgroup")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s", de->d_name,
 		    cg);
 		rmdir(path);
 	}
+	closedir(d);
 }
 
 static void
