@@ -37,6 +37,7 @@
 #include "plugin_supervisor.h"
 #include "privdrop.h"
 #include "service_mode.h"
+#include "shim.h"
 #include "taskdrv.h"
 #include "watch.h"
 #include "spawn.h"
@@ -711,14 +712,22 @@ main(int argc, char **argv)
 
 	notify_status("starting berth-mounter and berth-registry");
 	{
+		/* The mounter enforces the range and runs this shim as
+		 * tasks' init, in cgroups under the parent root made. */
+		char shim[PATH_MAX];
 		char *margv[] = { "berth-mounter", "--spawned", "--data-dir",
 			sv.cfg.data_dir, "--run-dir", sv.cfg.run_dir,
-			"--plugins-dir", sv.cfg.plugins_dir,
+			"--plugins-dir", sv.cfg.plugins_dir, "--task-ids",
+			sv.cfg.task_ids, "--cgroup-parent",
+			sv.cfg.cgroup_parent, "--shim", shim,
 			verbose ? "--verbose" : NULL, NULL };
 		char *rargv[] = { "berth-registry", "--spawned", "--data-dir",
 			sv.cfg.data_dir, "--user", sv.cfg.registry_user,
 			verbose ? "--verbose" : NULL, NULL };
 
+		if (spawn_helper_path(SHIM_NAME, shim, sizeof(shim)) < 0 ||
+		    shim[0] == '\0')
+			snprintf(shim, sizeof(shim), "%s", SHIM_NAME);
 		start_helper(&sv.mounter, margv);
 		start_helper(&sv.registry, rargv);
 	}
