@@ -5,7 +5,8 @@
  * with why, a task killed by a signal says which; berthctl alloc list
  * and alloc status show each with its last exit and reason; an ended
  * allocation stays ended across a supervisor SIGKILL and starts nothing;
- * a bad restart block is refused at PUT with every problem.
+ * a bad restart block is refused at PUT with every problem; the metrics
+ * count restarts and ended tasks, and pass promtool's check.
  */
 #include <fcntl.h>
 #include <stdarg.h>
@@ -106,10 +107,37 @@ line_has(const char *out, const char *start, ...)
 	va_end(ap);
 }
 
+/* /v1/metrics, checked by `promtool check metrics`, in buf. */
+static void
+metrics(struct berth *b, char *buf, size_t n)
+{
+	char file[700], cmd[1600], out[4096];
+	size_t len;
+	FILE *p;
+	int st;
+
+	ck_assert_msg(system("command -v promtool >/dev/null") == 0,
+	    "promtool is missing (Debian's prometheus; scripts/setup.sh)");
+	snprintf(file, sizeof(file), "%s/metrics.txt", b->dir);
+	snprintf(cmd, sizeof(cmd), "curl -sf --unix-socket %s "
+	    "http://berth/v1/metrics >%s", b->sock, file);
+	ck_assert_int_eq(system(cmd), 0);
+	snprintf(cmd, sizeof(cmd), "promtool check metrics <%s 2>&1", file);
+	ck_assert_ptr_nonnull(p = popen(cmd, "r"));
+	len = fread(out, 1, sizeof(out) - 1, p);
+	out[len] = '\0';
+	st = pclose(p);
+	ck_assert_msg(WIFEXITED(st) && WEXITSTATUS(st) == 0 && len == 0,
+	    "promtool check metrics: %d: %s", st, out);
+	ck_assert_ptr_nonnull(p = fopen(file, "r"));
+	buf[fread(buf, 1, n - 1, p)] = '\0';
+	fclose(p);
+}
+
 START_TEST(true_completes_false_and_missing_fail)
 {
 	struct berth b;
-	char out[8192];
+	static char out[65536];
 	json_t *a, *t, *e;
 
 	berth_config(&b, "1s", NULL);
@@ -194,6 +222,15 @@ START_TEST(true_completes_false_and_missing_fail)
 	line_has(out, "t ", "failed", " 2 ", "code 1", NULL);
 	ck_assert_ptr_nonnull(strstr(out, "  NotRestarting  exited with "
 	    "status 1; 2 restarts"));
+
+	/* The metrics: restarts, and the tasks ended, by how. */
+	metrics(&b, out, sizeof(out));
+	ck_assert_ptr_nonnull(strstr(out, "berth_task_restarts_total{alloc="
+	    "\"bad\",task=\"t\"} 2\n"));
+	ck_assert_ptr_nonnull(strstr(out, "berth_task_ended{alloc=\"bad\","
+	    "task=\"t\",state=\"failed\"} 1\n"));
+	ck_assert_ptr_nonnull(strstr(out, "berth_task_ended{alloc=\"ok\","
+	    "task=\"t\",state=\"complete\"} 1\n"));
 
 	/* Stopped, an ended allocation is gone. */
 	remove_alloc(&b, "bad.json");
