@@ -978,6 +978,20 @@ START_TEST(test_stale_task_that_ended_meanwhile)
 }
 END_TEST
 
+/* An ended task of an alloc gone meanwhile: forgotten, not adopted. */
+START_TEST(test_stale_ended_task_is_forgotten)
+{
+	Berth__Handle *hs[1];
+
+	hs[0] = make_end_handle("old", "t", true, "1-2-3.000000004");
+	start_with_handles(hs, 1);
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_DELETE_HANDLE, 1);
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC, 1);
+	ck_assert_int_eq(nprocs, 0);
+	ck_assert(!has_event("Terminated", "old"));
+}
+END_TEST
+
 START_TEST(test_handles_unreadable_or_never_read)
 {
 	write_alloc("h1", false, NULL);
@@ -1284,6 +1298,7 @@ main(void)
 	tcase_add_test(tc, test_ended_alloc_stays_ended_after_a_restart);
 	tcase_add_test(tc, test_recovery_adopts_and_stops_stale);
 	tcase_add_test(tc, test_stale_task_that_ended_meanwhile);
+	tcase_add_test(tc, test_stale_ended_task_is_forgotten);
 	tcase_add_test(tc, test_handles_unreadable_or_never_read);
 	tcase_add_test(tc, test_stale_registrations_and_volumes);
 	tcase_add_test(tc, test_stale_volumes_wait_for_the_volume_manager);
