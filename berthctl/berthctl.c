@@ -771,7 +771,8 @@ show_alloc(json_t *a)
 	table_print(&t);
 }
 
-/* Every task running, and a plugin task healthy too; else what is not. */
+/* Every task running (or complete), and a plugin task healthy too; else
+ * what is not. */
 static bool
 alloc_ready(json_t *a, char *what, size_t n)
 {
@@ -785,6 +786,9 @@ alloc_ready(json_t *a, char *what, size_t n)
 		snprintf(what, n, "%s", alloc_state(a));
 	json_array_foreach(json_object_get(a, "tasks"), i, task) {
 		plugin = json_object_get(task, "csi_plugin");
+		/* One that ran and ended well leaves the others to run. */
+		if (strcmp(str(task, "state"), "complete") == 0)
+			continue;
 		if (strcmp(str(task, "state"), "running") != 0) {
 			snprintf(what, n, "task %s %s", str(task, "name"),
 			    str(task, "state"));

@@ -9,6 +9,7 @@
  * count restarts and ended tasks, and pass promtool's check.
  */
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -277,6 +278,47 @@ START_TEST(an_end_outlives_a_supervisor_restart)
 }
 END_TEST
 
+/*
+ * One task runs once and completes, the other runs on: the allocation
+ * runs, and berthctl alloc run --wait says so; once the other has
+ * exited 0 too, with no restart left, it is complete.
+ */
+START_TEST(a_completed_task_leaves_the_others_running)
+{
+	struct berth b;
+	struct passwd *pw = getpwnam("berth");
+	char path[700], out[8192];
+	json_t *a;
+
+	berth_config(&b, "1s", NULL);
+	/* The API writes into alloc_dir as the supervisor's user. */
+	ck_assert_ptr_nonnull(pw);
+	ck_assert_int_eq(chown(b.allocs, pw->pw_uid, pw->pw_gid), 0);
+	berth_start(&b);
+	snprintf(path, sizeof(path), "%s/two.json", b.dir);
+	harness_write(path, "{\"id\": \"two\", \"tasks\": [{\"name\": "
+	    "\"once\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/true\"}, \"restart\": {\"attempts\": 0}}, {\"name\": "
+	    "\"on\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/sh\", \"args\": [\"-c\", \"while [ ! -e go ]; do "
+	    "sleep 0.05; done\"]}, \"restart\": {\"attempts\": 0}}]}");
+	ck_assert_int_eq(ctl(&b, out, sizeof(out), "alloc", "run", path,
+	    "--wait", "--timeout", "30s", NULL), 0);
+	wait_event(&b, "NotRestarting", "two/once", "exited with status 0",
+	    10000);
+	ck_assert_ptr_nonnull(a = sv_get(&b, "/v1/allocation/two"));
+	ck_assert_str_eq(jstr(a, "state"), "running");
+	ck_assert_str_eq(jstr(first_task(a), "state"), "complete");
+	json_decref(a);
+	/* The other ends well too: complete. */
+	snprintf(path, sizeof(path), "%s/data/allocs/two/on/go", b.dir);
+	harness_write(path, "");
+	wait_event(&b, "AllocComplete", "two", NULL, 10000);
+	ck_assert_int_eq(count_events(&b, "Started", "two/once", NULL), 1);
+	berth_stop(&b);
+}
+END_TEST
+
 /* A bad restart block: 400 at PUT, every problem with its path. */
 START_TEST(a_bad_restart_block_is_refused)
 {
@@ -317,6 +359,7 @@ main(void)
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, true_completes_false_and_missing_fail);
 	tcase_add_test(tc, an_end_outlives_a_supervisor_restart);
+	tcase_add_test(tc, a_completed_task_leaves_the_others_running);
 	tcase_add_test(tc, a_bad_restart_block_is_refused);
 	return harness_run("restart", tc);
 }
