@@ -22,9 +22,10 @@
  * (UNMOUNT_WAIT) and tries again.
  *
  * The API says each state in Nomad's words (arun_status): pending until
- * its tasks run, running, complete once stopped, failed when its set-up
- * failed for good; a step that waits or failed is said with why and,
- * when it is tried again, when.
+ * its tasks run, running, complete once stopped or once its tasks ended
+ * well, failed when its set-up or one of its tasks failed for good; a
+ * step that waits or failed is said with why and, when it is tried
+ * again, when.
  *
  * Must not: read alloc_dir (alloc_dir.c does) or run a task itself (the
  * task runner does).

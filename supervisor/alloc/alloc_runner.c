@@ -163,7 +163,9 @@ view(const struct arun *ar, struct alloc_view *v)
 	v->status = arun_status(ar);
 	v->step = ar->step[0] != '\0' ? ar->step : NULL;
 	v->reason = ar->reason[0] != '\0' ? ar->reason : NULL;
-	v->next_retry_ms = ar->failed ? 0 : ar->next_retry_ms;
+	/* Ended, it is not tried again (its volumes' take-back may be). */
+	v->next_retry_ms = ar->failed || ar->end != AEND_NONE ? 0 :
+	    ar->next_retry_ms;
 	v->tasks = ar->tasks;
 	v->ntasks = ar->ntasks;
 	task_failure(ar, v);

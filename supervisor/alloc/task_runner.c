@@ -30,7 +30,7 @@ enum tr_state {
 	TR_PREPARING,		/* directories through the mounter */
 	TR_STARTING,		/* the driver is starting or adopting it */
 	TR_RUNNING,
-	TR_RESTART_WAIT,	/* ended; starts again after a backoff */
+	TR_RESTART_WAIT,	/* ended; starts again after a delay */
 	TR_STOPPING,		/* deregistering, then killing */
 	TR_DEAD,		/* stopped for good */
 	TR_ENDED,		/* its restart policy starts it no more */
