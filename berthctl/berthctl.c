@@ -662,23 +662,60 @@ alloc_state(json_t *a)
 	    str(a, "status");
 }
 
+/* A task's last exit: "code 1", "signal 9 (SIGKILL)", or "-". */
+static const char *
+exit_text(json_t *task, char *buf, size_t n)
+{
+	json_t *e = json_object_get(task, "last_exit");
+
+	if (json_object_get(e, "signal") != NULL)
+		snprintf(buf, n, "signal %lld (%s)", (long long)
+		    json_integer_value(json_object_get(e, "signal")), str(e,
+		    "name"));
+	else if (json_object_get(e, "code") != NULL)
+		snprintf(buf, n, "code %lld", (long long)json_integer_value(
+		    json_object_get(e, "code")));
+	else
+		snprintf(buf, n, "-");
+	return buf;
+}
+
+/* The alloc's last exit: its failed task's, else the last one's told. */
+static const char *
+alloc_exit(json_t *a, char *buf, size_t n)
+{
+	json_t *task, *pick = NULL;
+	size_t i;
+
+	json_array_foreach(json_object_get(a, "tasks"), i, task) {
+		if (json_object_get(task, "last_exit") == NULL)
+			continue;
+		if (strcmp(str(task, "state"), "failed") == 0) {
+			pick = task;
+			break;
+		}
+		pick = task;
+	}
+	return exit_text(pick, buf, n);
+}
+
 static void
 cmd_alloc_list(const char *arg)
 {
 	json_t *j = get_table("/v1/allocations"), *a;
-	struct table t = { 4, 0, 0, NULL };
-	char n[32];
+	struct table t = { 5, 0, 0, NULL };
+	char n[32], ex[64];
 	size_t i;
 
 	(void)arg;
 	if (j == NULL)
 		return;
-	table_row(&t, "ID", "STATE", "TASKS", "REASON");
+	table_row(&t, "ID", "STATE", "TASKS", "LAST EXIT", "REASON");
 	json_array_foreach(json_object_get(j, "allocations"), i, a) {
 		snprintf(n, sizeof(n), "%zu", json_array_size(json_object_get(a,
 		    "tasks")));
-		table_row(&t, str(a, "id"), alloc_state(a), n, str(a,
-		    "reason"));
+		table_row(&t, str(a, "id"), alloc_state(a), n, alloc_exit(a,
+		    ex, sizeof(ex)), str(a, "reason"));
 	}
 	table_print(&t);
 	json_decref(j);
@@ -689,7 +726,7 @@ show_alloc(json_t *a)
 {
 	struct table t = { 2, 0, 0, NULL };
 	json_t *task, *e, *plugin;
-	char pid[32], restarts[32], when[32];
+	char pid[32], restarts[32], when[32], ex[64];
 	size_t i, k;
 
 	table_row(&t, "ID", str(a, "id"));
@@ -699,21 +736,22 @@ show_alloc(json_t *a)
 		table_row(&t, "Step", str(a, "step"));
 	if (json_object_get(a, "reason") != NULL)
 		table_row(&t, "Reason", str(a, "reason"));
+	table_row(&t, "Last exit", alloc_exit(a, ex, sizeof(ex)));
 	if (json_object_get(a, "next_retry") != NULL)
 		table_row(&t, "Next retry", str(a, "next_retry"));
 	table_row(&t, "File", str(a, "file"));
 	table_print(&t);
 	printf("\nTasks\n");
-	t.ncols = 7;
-	table_row(&t, "NAME", "DRIVER", "STATE", "PID", "RESTARTS", "PLUGIN",
-	    "HEALTHY");
+	t.ncols = 8;
+	table_row(&t, "NAME", "DRIVER", "STATE", "PID", "RESTARTS",
+	    "LAST EXIT", "PLUGIN", "HEALTHY");
 	json_array_foreach(json_object_get(a, "tasks"), i, task) {
 		plugin = json_object_get(task, "csi_plugin");
 		table_row(&t, str(task, "name"), str(task, "driver"), str(task,
 		    "state"), num(task, "pid", pid, sizeof(pid)), num(task,
-		    "restarts", restarts, sizeof(restarts)), plugin != NULL ?
-		    str(plugin, "id") : "-", plugin != NULL ? yesno(plugin,
-		    "healthy") : "-");
+		    "restarts", restarts, sizeof(restarts)), exit_text(task, ex,
+		    sizeof(ex)), plugin != NULL ? str(plugin, "id") : "-",
+		    plugin != NULL ? yesno(plugin, "healthy") : "-");
 	}
 	table_print(&t);
 	printf("\nRecent events\n");
@@ -733,7 +771,8 @@ show_alloc(json_t *a)
 	table_print(&t);
 }
 
-/* Every task running, and a plugin task healthy too; else what is not. */
+/* Every task running (or complete), and a plugin task healthy too; else
+ * what is not. */
 static bool
 alloc_ready(json_t *a, char *what, size_t n)
 {
@@ -747,6 +786,9 @@ alloc_ready(json_t *a, char *what, size_t n)
 		snprintf(what, n, "%s", alloc_state(a));
 	json_array_foreach(json_object_get(a, "tasks"), i, task) {
 		plugin = json_object_get(task, "csi_plugin");
+		/* One that ran and ended well leaves the others to run. */
+		if (strcmp(str(task, "state"), "complete") == 0)
+			continue;
 		if (strcmp(str(task, "state"), "running") != 0) {
 			snprintf(what, n, "task %s %s", str(task, "name"),
 			    str(task, "state"));
@@ -803,10 +845,9 @@ alloc_wait(const char *id)
 			alloc_failed(id, j);
 		if (status == 200 && alloc_ready(j, what, sizeof(what)))
 			break;
-		if (status == 200 && strcmp(alloc_state(j), "complete") == 0) {
-			progress_end();
-			die(EXIT_FAIL, "alloc %s: complete before it ran", id);
-		}
+		/* Its tasks ran, and ended well before the next look. */
+		if (status == 200 && strcmp(alloc_state(j), "complete") == 0)
+			break;
 		progress(since, "alloc %s: waiting for it to run: %s", id,
 		    status == 404 ? "not taken up yet" : what);
 		json_decref(j);
@@ -817,7 +858,7 @@ alloc_wait(const char *id)
 		}
 		sleep_ms(POLL_INTERVAL_MS);
 	}
-	progress(since, "alloc %s: running", id);
+	progress(since, "alloc %s: %s", id, alloc_state(j));
 	progress_end();
 	if (json_out)
 		print_json(j);
@@ -1068,7 +1109,8 @@ static const struct cmd cmds[] = {
 	"input). With --wait, wait until every task runs and every plugin\n"
 	"task is healthy, showing what it waits for, at most --timeout (2m\n"
 	"by default). A failed allocation ends the wait at once: its reason\n"
-	"is printed and the exit status is 1.\n",
+	"is printed and the exit status is 1; one whose tasks all ended well\n"
+	"(complete) ends it too, with exit status 0.\n",
 	cmd_alloc_run },
 	{ "alloc", "stop", "ID", NULL, 0,
 	"stop an allocation",
@@ -1077,12 +1119,15 @@ static const struct cmd cmds[] = {
 	{ "alloc", "list", NULL, NULL, 0,
 	"every allocation with its state",
 	"Every allocation: its state (pending, running, complete, failed),\n"
-	"its number of tasks, and why it failed.\n",
+	"its number of tasks, its last exit (code or signal), and why it\n"
+	"failed or completed.\n",
 	cmd_alloc_list },
 	{ "alloc", "status", "ID", NULL, 0,
 	"one allocation, its tasks and events",
 	"One allocation: its state (and the failing step, reason and next\n"
-	"retry when it failed), its tasks, and their recent events.\n",
+	"retry when it failed; the reason when it completed), its last exit,\n"
+	"its tasks with their restarts and last exits, and their recent\n"
+	"events.\n",
 	cmd_alloc_status },
 	{ "driver", "list", NULL, NULL, 0,
 	"every task driver with its health",

@@ -46,6 +46,15 @@ enum arun_state {
 	ARUN_UNMOUNTING,	/* tasks dead: volumes taken back (in flight) */
 	ARUN_UNMOUNT_WAIT,	/* the take-back failed: again later */
 	ARUN_CLEANING,		/* the mounter clears what is left */
+	ARUN_ENDED,		/* its tasks ended for good, its volumes given
+				 * back; its directory kept until it stops */
+};
+
+/* An allocation whose tasks' restart policies start none again. */
+enum arun_end {
+	AEND_NONE,
+	AEND_COMPLETE,		/* every task exited 0 */
+	AEND_FAILED,		/* a task's policy gave up after a failure */
 };
 
 struct arun {
@@ -59,6 +68,8 @@ struct arun {
 	bool adopted;		/* tasks adopted before its volumes were in */
 	bool refuse;		/* this version does not start again */
 	bool failed;		/* its set-up failed for good */
+	enum arun_end end;	/* on its way to ARUN_ENDED, or there */
+	bool stop_asked;	/* stopped while ending: cleaned up after */
 	struct event *retry;
 	int64_t retry_ms;
 	/* The step that failed or waits, why, and when it is tried again
@@ -115,6 +126,8 @@ struct arun *find_run(struct allocs *am, const char *alloc);
 void arun_start(struct allocs *am, struct alloc *doc, const char *file,
     const char *sig);
 void arun_stop(struct arun *ar, const char *why);
+/* A task ended for good (trun_deps' ended): the alloc may end too. */
+void arun_task_ended(struct trun *tr, void *arg);
 /* Asked to stop, or stopping: the scan leaves it alone. */
 bool arun_stopping(const struct arun *ar);
 void arun_free(struct arun *ar);

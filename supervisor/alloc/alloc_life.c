@@ -6,6 +6,15 @@
  *   MOUNTING --ok--> RUNNING --stop--> STOPPING --tasks dead-->
  *   UNMOUNTING --ok--> CLEANING --> gone
  *
+ * Once every task has ended for good (its restart policy starts it no
+ * more), or one has failed so, the alloc ends: the others are stopped,
+ * its volumes given back, and it stays ENDED, complete or failed, with
+ * its directory (the tasks' logs), until it is stopped; each task's end
+ * is kept in the registry, so that a supervisor that restarts finds it
+ * ended and starts nothing.
+ *
+ *   RUNNING --ended--> STOPPING --> UNMOUNTING --> ENDED --stop--> CLEANING
+ *
  * A mount that may pass waits (MOUNT_WAIT) and mounts again; one that
  * fails is undone (UNDOING, UNDO_WAIT) and this version of the file is
  * refused until it changes. A stop asked while a mount is in flight
@@ -13,9 +22,10 @@
  * (UNMOUNT_WAIT) and tries again.
  *
  * The API says each state in Nomad's words (arun_status): pending until
- * its tasks run, running, complete once stopped, failed when its set-up
- * failed for good; a step that waits or failed is said with why and,
- * when it is tried again, when.
+ * its tasks run, running, complete once stopped or once its tasks ended
+ * well, failed when its set-up or one of its tasks failed for good; a
+ * step that waits or failed is said with why and, when it is tried
+ * again, when.
  *
  * Must not: read alloc_dir (alloc_dir.c does) or run a task itself (the
  * task runner does).
@@ -34,6 +44,7 @@ static void on_retry(evutil_socket_t fd, short ev, void *arg);
 static const char *const state_names[] = {
 	"mounting", "mount-wait", "stop-mounting", "running", "undoing",
 	"undo-wait", "stopping", "unmounting", "unmount-wait", "cleaning",
+	"ended",
 };
 
 const char *
@@ -47,15 +58,19 @@ arun_status(const struct arun *ar)
 {
 	size_t i;
 
-	if (ar->failed)
+	if (ar->failed || ar->end == AEND_FAILED)
 		return "failed";
+	if (ar->end == AEND_COMPLETE)
+		return "complete";
 	switch (ar->state) {
 	case ARUN_MOUNTING:
 	case ARUN_MOUNT_WAIT:
 		return "pending";
 	case ARUN_RUNNING:
+		/* One that completed leaves the others running. */
 		for (i = 0; i < ar->ntasks; i++)
-			if (strcmp(trun_state(ar->tasks[i]), "running") != 0)
+			if (!trun_ended(ar->tasks[i]) &&
+			    strcmp(trun_state(ar->tasks[i]), "running") != 0)
 				return "pending";
 		return "running";
 	case ARUN_STOPPING:
@@ -67,6 +82,7 @@ arun_status(const struct arun *ar)
 	case ARUN_UNMOUNTING:
 	case ARUN_UNMOUNT_WAIT:
 	case ARUN_CLEANING:
+	case ARUN_ENDED:
 		return "complete";
 	}
 	return "pending";
@@ -102,6 +118,9 @@ alloc_failed(struct allocs *am, const char *alloc, const char *step,
 bool
 arun_stopping(const struct arun *ar)
 {
+	/* Ending on its own, it is stopped only when asked. */
+	if (ar->end != AEND_NONE)
+		return ar->stop_asked || ar->state == ARUN_CLEANING;
 	return ar->state == ARUN_STOP_MOUNTING || ar->state >= ARUN_STOPPING;
 }
 
@@ -192,6 +211,16 @@ clean_up(struct arun *ar)
 	    NULL, on_cleaned, ar);
 }
 
+/* Stopped once ended: the tasks' ends are no longer kept. */
+static void
+forget_tasks(struct arun *ar)
+{
+	size_t i;
+
+	for (i = 0; i < ar->ntasks; i++)
+		trun_forget(ar->tasks[i]);
+}
+
 /* Volumes taken back (or none held): the mounter cleans up the rest. */
 static void
 on_unmounted(enum volmgr_status st, const char *why, void *arg)
@@ -201,11 +230,19 @@ on_unmounted(enum volmgr_status st, const char *why, void *arg)
 	if (st != VOLMGR_OK) {
 		log_warnx("alloc %s: taking its volumes back: %s; trying again "
 		    "in %lld ms", ar->doc->id, why, (long long)ar->retry_ms);
-		if (!ar->failed)
+		if (!ar->failed && ar->end == AEND_NONE)
 			set_step(ar, "volumes", why);
 		arm_retry(ar, ARUN_UNMOUNT_WAIT);
 		return;
 	}
+	if (ar->end != AEND_NONE && !ar->stop_asked) {
+		ar->state = ARUN_ENDED;
+		ar->next_retry_ms = 0;
+		log_info("alloc %s: %s; its volumes given back, its directory "
+		    "kept until it is stopped", ar->doc->id, arun_status(ar));
+		return;
+	}
+	forget_tasks(ar);
 	clean_up(ar);
 }
 
@@ -266,13 +303,96 @@ arun_stop(struct arun *ar, const char *why)
 		log_info("alloc %s: stopping (%s)", ar->doc->id, why);
 		stop_tasks(ar);
 		return;
-	case ARUN_STOP_MOUNTING:
+	case ARUN_ENDED:
+		log_info("alloc %s: stopping (%s)", ar->doc->id, why);
+		forget_tasks(ar);
+		clean_up(ar);
+		return;
 	case ARUN_STOPPING:
 	case ARUN_UNMOUNTING:
 	case ARUN_UNMOUNT_WAIT:
+		/* Ending on its own: cleaned up once its volumes are back. */
+		if (ar->end != AEND_NONE && !ar->stop_asked) {
+			log_info("alloc %s: stopping (%s)", ar->doc->id, why);
+			ar->stop_asked = true;
+		}
+		return;
+	case ARUN_STOP_MOUNTING:
 	case ARUN_CLEANING:
 		return;
 	}
+}
+
+/*
+ * Ended for good: tr the task whose end decided it. The tasks still
+ * running are stopped (a failed task takes its siblings along, as in
+ * Nomad), then its volumes are given back.
+ */
+static void
+end_alloc(struct arun *ar, struct trun *tr)
+{
+	struct allocs *am = ar->am;
+	size_t i, n = ar->ntasks;
+
+	if (trun_failed(tr)) {
+		ar->end = AEND_FAILED;
+		set_step(ar, "restart", NULL);
+		snprintf(ar->reason, sizeof(ar->reason), "task %s: %s",
+		    trun_name(tr), trun_end_reason(tr));
+		log_warnx("alloc %s: failed: %s", ar->doc->id, ar->reason);
+		alloc_failed(am, ar->doc->id, "restart", ar->reason);
+	} else {
+		ar->end = AEND_COMPLETE;
+		set_step(ar, NULL, NULL);
+		snprintf(ar->reason, sizeof(ar->reason), "every task exited "
+		    "with status 0 and none is restarted; last, task %s: %s",
+		    trun_name(tr), trun_end_reason(tr));
+		log_info("alloc %s: complete: %s", ar->doc->id, ar->reason);
+		events_record(am->d.events, "alloc", "AllocComplete",
+		    ar->doc->id, NULL, NULL, "%s", ar->reason);
+	}
+	evtimer_del(ar->retry);
+	ar->state = ARUN_STOPPING;
+	ar->retry_ms = VOLUME_RETRY_FIRST_MS;
+	ar->dead = 0;
+	for (i = 0; i < n; i++)
+		ar->dead += trun_ended(ar->tasks[i]);
+	if (ar->dead == n) {
+		volumes_down(ar);
+		return;
+	}
+	/* The last stop (perhaps at once) takes the volumes back. */
+	for (i = 0; i < n; i++)
+		if (!trun_ended(ar->tasks[i]))
+			trun_stop(ar->tasks[i]);
+}
+
+/* Ends for good when one task failed so, or every task has ended. */
+static void
+check_end(struct arun *ar, struct trun *tr)
+{
+	size_t i, nended = 0;
+
+	if (ar->state != ARUN_RUNNING || ar->end != AEND_NONE)
+		return;
+	for (i = 0; i < ar->ntasks; i++) {
+		if (trun_failed(ar->tasks[i]) && (tr == NULL ||
+		    !trun_failed(tr)))
+			tr = ar->tasks[i];
+		if (trun_ended(ar->tasks[i])) {
+			nended++;
+			if (tr == NULL)
+				tr = ar->tasks[i];
+		}
+	}
+	if (tr != NULL && (trun_failed(tr) || nended == ar->ntasks))
+		end_alloc(ar, tr);
+}
+
+void
+arun_task_ended(struct trun *tr, void *arg)
+{
+	check_end(arg, tr);
 }
 
 /* Start every task not running yet (adopted ones run already). */
@@ -284,6 +404,8 @@ run_tasks(struct arun *ar)
 	ar->state = ARUN_RUNNING;
 	for (i = 0; i < ar->ntasks; i++)
 		trun_run(ar->tasks[i]);
+	/* One that ended while its volumes were set up (adopted). */
+	check_end(ar, NULL);
 }
 
 /* A failed mount, undone: this version of the file does not run. */
@@ -408,6 +530,7 @@ make_tasks(struct arun *ar, struct kept **claimed)
 {
 	struct allocs *am = ar->am;
 	const struct alloc *doc = ar->doc;
+	const Berth__TaskHandle *th;
 	size_t i, k;
 
 	for (i = 0; i < doc->ntasks; i++) {
@@ -415,9 +538,14 @@ make_tasks(struct arun *ar, struct kept **claimed)
 
 		claimed[i] = claim(am, doc->id, t->name, alloc_driver_name(
 		    t->driver));
-		ar->adopted |= claimed[i] != NULL;
-		ar->tasks[i] = trun_new(&am->task, doc, t, claimed[i] != NULL ?
-		    claimed[i]->th : NULL, task_stopped, ar);
+		th = claimed[i] != NULL ? claimed[i]->th : NULL;
+		/* An end kept for another version of the file: not ours. */
+		if (th != NULL && th->end != NULL && strcmp(th->end->version,
+		    ar->sig) != 0)
+			th = NULL;
+		ar->adopted |= th != NULL && th->end == NULL;
+		ar->tasks[i] = trun_new(&am->task, doc, t, th, task_stopped,
+		    ar);
 		if (ar->tasks[i] == NULL) {
 			log_warnx("alloc file %s refused: task %s: its plugin "
 			    "socket path is too long", ar->file, t->name);
@@ -430,8 +558,35 @@ make_tasks(struct arun *ar, struct kept **claimed)
 			ar->ntasks = 0;
 			return false;
 		}
+		trun_set_version(ar->tasks[i], ar->sig);
 		ar->ntasks++;
 	}
+	return true;
+}
+
+/*
+ * It had ended before the supervisor restarted (a task's end was kept):
+ * it ends again, and nothing starts; a task still running is adopted to
+ * be stopped.
+ */
+static bool
+ended_before(struct arun *ar)
+{
+	size_t i, nended = 0;
+	bool failed = false;
+
+	for (i = 0; i < ar->ntasks; i++) {
+		nended += trun_ended(ar->tasks[i]);
+		failed |= trun_failed(ar->tasks[i]);
+	}
+	if (!failed && nended < ar->ntasks)
+		return false;
+	log_info("alloc %s: it had ended before this supervisor started: "
+	    "nothing of it starts", ar->doc->id);
+	for (i = 0; i < ar->ntasks; i++)
+		trun_adopt(ar->tasks[i]);
+	ar->state = ARUN_RUNNING;
+	check_end(ar, NULL);
 	return true;
 }
 
@@ -465,6 +620,8 @@ arun_start(struct allocs *am, struct alloc *doc, const char *file,
 	}
 	free(claimed);
 	TAILQ_INSERT_TAIL(&am->runs, ar, entry);
+	if (ended_before(ar))
+		return;
 	log_info("alloc %s: running %zu task%s from %s", doc->id, ar->ntasks,
 	    ar->ntasks == 1 ? "" : "s", file);
 	events_record(am->d.events, "alloc", "AllocStarted", doc->id, NULL,

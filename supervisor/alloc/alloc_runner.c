@@ -64,6 +64,7 @@ allocs_new(const struct allocs_deps *d)
 		.heartbeat_ms = d->heartbeat_ms,
 		.uid = d->uid,
 		.gid = d->gid,
+		.ended = arun_task_ended,
 	};
 	TAILQ_INIT(&am->runs);
 	TAILQ_INIT(&am->refused);
@@ -161,8 +162,10 @@ view(const struct arun *ar, struct alloc_view *v)
 	v->state = arun_state_name(ar->state);
 	v->status = arun_status(ar);
 	v->step = ar->step[0] != '\0' ? ar->step : NULL;
-	v->reason = ar->step[0] != '\0' ? ar->reason : NULL;
-	v->next_retry_ms = ar->failed ? 0 : ar->next_retry_ms;
+	v->reason = ar->reason[0] != '\0' ? ar->reason : NULL;
+	/* Ended, it is not tried again (its volumes' take-back may be). */
+	v->next_retry_ms = ar->failed || ar->end != AEND_NONE ? 0 :
+	    ar->next_retry_ms;
 	v->tasks = ar->tasks;
 	v->ntasks = ar->ntasks;
 	task_failure(ar, v);

@@ -88,7 +88,9 @@ struct allocs_deps {
 
 /*
  * One allocation, as the API reads it; valid until the loop turns. One
- * whose set-up failed stays, "failed", until its file changes or goes.
+ * whose set-up failed stays, "failed", until its file changes or goes;
+ * so does one whose tasks ended for good, "complete" or "failed" (step
+ * "restart"), with the reason.
  */
 struct alloc_view {
 	const struct alloc *doc;
@@ -97,8 +99,9 @@ struct alloc_view {
 	const char *state;		/* "mounting", "running", ... */
 	/* Nomad's words: "pending", "running", "complete", "failed". */
 	const char *status;
-	/* What failed or waits ("volumes", "driver", "plugin") and why;
-	 * NULL when nothing does. */
+	/* What failed or waits ("volumes", "driver", "plugin", "restart")
+	 * and why; NULL when nothing does. A complete one has a reason
+	 * and no step. */
 	const char *step, *reason;
 	int64_t next_retry_ms;		/* wall clock; 0: not retried */
 	struct trun *const *tasks;

@@ -152,6 +152,11 @@ stop_stale(struct allocs *am, const struct kept *k)
 		oom("stop_stale");
 	st->am = am;
 	TAILQ_INSERT_TAIL(&am->stale, st, entry);
+	/* It had ended for good: only its record and directory are left. */
+	if (k->th != NULL && k->th->end != NULL) {
+		stale_done(st);
+		return;
+	}
 	if (!drivermgr_allowed(am->d.drivers, k->driver))
 		log_info("alloc %s task %s: driver %s is blocked by the config "
 		    "now; its task, if still running, is stopped", k->alloc,

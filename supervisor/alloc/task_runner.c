@@ -20,6 +20,7 @@
 #include "mounter_client.h"
 #include "plugin_supervisor.h"
 #include "registry_client.h"
+#include "restarts.h"
 #include "task_runner.h"
 #include "taskdrv.h"
 #include "xalloc.h"
@@ -29,9 +30,10 @@ enum tr_state {
 	TR_PREPARING,		/* directories through the mounter */
 	TR_STARTING,		/* the driver is starting or adopting it */
 	TR_RUNNING,
-	TR_RESTART_WAIT,	/* ended; starts again after a backoff */
+	TR_RESTART_WAIT,	/* ended; starts again after a delay */
 	TR_STOPPING,		/* deregistering, then killing */
 	TR_DEAD,		/* stopped for good */
+	TR_ENDED,		/* its restart policy starts it no more */
 };
 
 struct trun {
@@ -52,6 +54,11 @@ struct trun {
 	char socket[512], endpoint[600], why[512];
 	bool start_failed;		/* why: it could not be started */
 	int64_t retry_at_ms;		/* wall clock of the restart wait */
+	struct restarts rs;		/* the restart policy's count */
+	/* How it ended last (exited: it ran), and once TR_ENDED whether
+	 * it failed, why, and for which version of the alloc's file. */
+	Berth__TaskEnd end;
+	char reason[768], version[96];
 	trun_stopped_cb stopped;
 	void *arg;
 	struct task_event events[TRUN_EVENTS];
@@ -155,9 +162,13 @@ put_handle(struct trun *tr)
 {
 	Berth__Handle h = BERTH__HANDLE__INIT;
 	Berth__ReattachHandle rh = BERTH__REATTACH_HANDLE__INIT;
-	uint8_t buf[128];
+	uint8_t *buf;
 
 	handle_key(tr, &h, &rh);
+	tr->handle.interval_start_ms = tr->rs.interval_start_ms;
+	tr->handle.interval_restarts = (uint32_t)tr->rs.count;
+	tr->handle.end = tr->state == TR_ENDED ? &tr->end : NULL;
+	buf = xmalloc(berth__task_handle__get_packed_size(&tr->handle));
 	rh.state.len = berth__task_handle__pack(&tr->handle, buf);
 	rh.state.data = buf;
 	/* Unacknowledged it is not kept: the callback says so. */
@@ -165,6 +176,7 @@ put_handle(struct trun *tr)
 	    NULL) < 0)
 		log_warnx("task_runner: cannot reach berth-registry to keep "
 		    "task %s of alloc %s", tr->t->name, tr->a->id);
+	free(buf);
 }
 
 static void
@@ -218,33 +230,99 @@ arm(struct trun *tr, int64_t ms)
 static void
 finish(struct trun *tr)
 {
+	bool ended = tr->state == TR_ENDED;
+
 	evtimer_del(tr->timer);
 	tr->state = TR_DEAD;
 	delete_handle(tr);
-	tr_event(tr, "Killed", "task stopped");
+	if (!ended)
+		tr_event(tr, "Killed", "task stopped");
 	tr->stopped(tr, tr->arg);
 }
 
-/* warn: after a failure, so a crash loop is a warning each turn. */
-static void
-restart_later(struct trun *tr, bool warn)
+static int64_t
+now_ms(void)
 {
 	struct timespec now;
+
+	clock_gettime(CLOCK_REALTIME, &now);
+	return (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000;
+}
+
+/* Start again after ms; warn: after a failure, so that a crash loop is
+ * a warning each turn. */
+static void
+restart_after(struct trun *tr, int64_t ms, const char *why, bool warn)
+{
 	char dur[32];
 
 	tr->state = TR_RESTART_WAIT;
-	clock_gettime(CLOCK_REALTIME, &now);
-	tr->retry_at_ms = (int64_t)now.tv_sec * 1000 + now.tv_nsec / 1000000 +
-	    tr->backoff_ms;
-	duration_format(tr->backoff_ms, dur, sizeof(dur));
+	tr->retry_at_ms = now_ms() + ms;
+	duration_format(ms, dur, sizeof(dur));
 	if (warn)
-		tr_warning(tr, "Restarting", "starting again in %s", dur);
+		tr_warning(tr, "Restarting", "starting again in %s: %s", dur,
+		    why);
 	else
-		tr_event(tr, "Restarting", "starting again in %s", dur);
-	arm(tr, tr->backoff_ms);
+		tr_event(tr, "Restarting", "starting again in %s: %s", dur,
+		    why);
+	arm(tr, ms);
+}
+
+/* berth's own step failed (not the task): tried again with a backoff,
+ * 1 s doubling to 30 s, outside the task's restart policy. */
+static void
+restart_later(struct trun *tr)
+{
+	restart_after(tr, tr->backoff_ms, "its set-up failed", true);
 	tr->backoff_ms *= 2;
 	if (tr->backoff_ms > TRUN_RESTART_MAX_MS)
 		tr->backoff_ms = TRUN_RESTART_MAX_MS;
+}
+
+/* For good: its record stays in the registry until its alloc stops. */
+static void
+end_task(struct trun *tr, bool failed, const char *what, const char *policy)
+{
+	evtimer_del(tr->timer);
+	tr->state = TR_ENDED;
+	tr->end.failed = failed;
+	snprintf(tr->reason, sizeof(tr->reason), "%s; %s", what, policy);
+	tr->end.reason = tr->reason;
+	tr->end.version = tr->version;
+	put_handle(tr);
+	if (failed)
+		tr_warning(tr, "NotRestarting", "%s", tr->reason);
+	else
+		tr_event(tr, "NotRestarting", "%s", tr->reason);
+	if (tr->d->ended != NULL)
+		tr->d->ended(tr, tr->arg);
+}
+
+/*
+ * It ended (what: how; ok: exit status 0): the restart policy says when
+ * it starts again, or that it ends for good, complete or failed.
+ */
+static void
+after_end(struct trun *tr, bool ok, const char *what, bool warn)
+{
+	char policy[256];
+	int64_t delay;
+
+	if (!restarts_next(&tr->rs, &tr->t->restart, now_ms(), &delay, policy,
+	    sizeof(policy))) {
+		end_task(tr, !ok, what, policy);
+		return;
+	}
+	tr->handle.restarts++;
+	restart_after(tr, delay, policy, warn);
+}
+
+static void
+set_exit(struct trun *tr, const struct task_exit *ex)
+{
+	tr->end.exited = ex->status_known;
+	tr->end.signaled = ex->status_known && ex->signaled;
+	tr->end.code = ex->status_known ? ex->code : 0;
 }
 
 static double
@@ -261,14 +339,15 @@ static void
 on_exited(struct taskproc *tp, const struct task_exit *ex, void *arg)
 {
 	struct trun *tr = arg;
-	char how[128];
-	bool failed;
+	char how[128], what[700];
+	bool failed, ok;
 
 	/* ex may live in tp: read it before the free. Ended on its own,
 	 * and not well: that is for an operator to see. */
 	task_exit_describe(ex, how, sizeof(how));
-	failed = !tr->restart_asked && !(ex->status_known && !ex->signaled &&
-	    ex->code == 0);
+	ok = ex->status_known && !ex->signaled && ex->code == 0;
+	failed = !tr->restart_asked && !ok;
+	set_exit(tr, ex);
 	tr->d->driver->free(tp);
 	tr->proc = NULL;
 	if (tr->ps != NULL && tr->state != TR_STOPPING)
@@ -288,9 +367,16 @@ on_exited(struct taskproc *tp, const struct task_exit *ex, void *arg)
 		    " (restarted by berth)" : "");
 	if (secs_since(&tr->started) > TRUN_RESTART_MAX_MS / 1000)
 		tr->backoff_ms = TRUN_RESTART_FIRST_MS;
+	/* A restart berth asked for (an unhealthy plugin) is a failure the
+	 * policy counts, as Nomad's check restarts are. */
+	if (tr->restart_asked)
+		snprintf(what, sizeof(what), "%s, restarted by berth: %s", how,
+		    tr->why);
+	else
+		snprintf(what, sizeof(what), "%s", how);
+	ok = ok && !tr->restart_asked;
 	tr->restart_asked = false;
-	tr->handle.restarts++;
-	restart_later(tr, failed);
+	after_end(tr, ok, what, failed);
 }
 
 static void
@@ -298,6 +384,8 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 {
 	struct trun *tr = arg;
 	bool adopted = tr->adopting;
+	char policy[256], what[700];
+	int64_t delay;
 
 	tr->adopting = false;
 	tr->have_adopt = false;		/* a restart starts it anew */
@@ -312,12 +400,24 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 			return;
 		}
 		if (adopted) {
-			/* It ended while we were away: start it as new,
-			 * once its alloc says (its volumes are in place). */
+			/* It ended while we were away: its policy counts it
+			 * (how is not known for sure: not as a success);
+			 * it starts as new, once its alloc says (its volumes
+			 * are in place). */
 			tr_event(tr, "Terminated", "pid %ld %s while the "
 			    "supervisor was not running", (long)tr->handle.pid,
 			    why);
 			tr->have_adopt = false;
+			if (!restarts_next(&tr->rs, &tr->t->restart, now_ms(),
+			    &delay, policy, sizeof(policy))) {
+				snprintf(what, sizeof(what), "pid %ld %s while "
+				    "the supervisor was not running",
+				    (long)tr->handle.pid, why);
+				tr->hold = false;
+				end_task(tr, true, what, policy);
+				return;
+			}
+			tr->handle.restarts++;
 			if (tr->hold) {
 				tr->hold = false;
 				tr->state = TR_PENDING;
@@ -328,12 +428,16 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 		}
 		tr_warning(tr, "DriverFailure", "%s", why);
 		tr->start_failed = true;
-		restart_later(tr, true);
+		/* A start that failed (no such command) counts as an end. */
+		tr->end.exited = false;
+		snprintf(what, sizeof(what), "could not start: %s", why);
+		after_end(tr, false, what, true);
 		return;
 	}
 	tr->state = TR_RUNNING;
 	tr->start_failed = false;
 	clock_gettime(CLOCK_MONOTONIC, &tr->started);
+	restarts_begin(&tr->rs, now_ms());
 	tr->d->driver->handle(tp, &tr->handle);
 	if (adopted)
 		log_info("task_runner: alloc %s task %s: adopted pid %ld, "
@@ -414,7 +518,7 @@ on_prepared(const struct priv_result *res, void *arg)
 	if (tr->why[0] != '\0') {
 		tr_warning(tr, "SetupFailure", "%s", tr->why);
 		tr->start_failed = true;
-		restart_later(tr, true);
+		restart_later(tr);
 		return;
 	}
 	/* A socket left by an earlier run would be probed as if new (the
@@ -514,6 +618,21 @@ deregistered(void *arg)
 		finish(tr);
 }
 
+/* It ended for good before the supervisor restarted: so it stays. */
+static void
+restore_end(struct trun *tr, const Berth__TaskEnd *e)
+{
+	tr->state = TR_ENDED;
+	tr->end.failed = e->failed;
+	tr->end.exited = e->exited;
+	tr->end.signaled = e->signaled;
+	tr->end.code = e->code;
+	snprintf(tr->reason, sizeof(tr->reason), "%s", e->reason);
+	snprintf(tr->version, sizeof(tr->version), "%s", e->version);
+	tr->end.reason = tr->reason;
+	tr->end.version = tr->version;
+}
+
 struct trun *
 trun_new(const struct trun_deps *d, const struct alloc *a,
     const struct alloc_task *t, const Berth__TaskHandle *adopt,
@@ -531,6 +650,9 @@ trun_new(const struct trun_deps *d, const struct alloc *a,
 	tr->arg = arg;
 	tr->backoff_ms = TRUN_RESTART_FIRST_MS;
 	berth__task_handle__init(&tr->handle);
+	berth__task_end__init(&tr->end);
+	tr->end.reason = tr->reason;
+	tr->end.version = tr->version;
 	if (adopt != NULL) {
 		tr->handle.pid = adopt->pid;
 		tr->handle.start_time = adopt->start_time;
@@ -539,7 +661,11 @@ trun_new(const struct trun_deps *d, const struct alloc *a,
 		tr->handle.restarts = adopt->restarts;
 		tr->handle.shim_pid = adopt->shim_pid;
 		tr->handle.shim_start_time = adopt->shim_start_time;
-		tr->have_adopt = adopt->pid > 0;
+		tr->rs.interval_start_ms = adopt->interval_start_ms;
+		tr->rs.count = (int)adopt->interval_restarts;
+		tr->have_adopt = adopt->pid > 0 && adopt->end == NULL;
+		if (adopt->end != NULL)
+			restore_end(tr, adopt->end);
 	}
 	if ((tr->timer = evtimer_new(d->base, on_timer, tr)) == NULL)
 		oom("trun_new");
@@ -610,10 +736,28 @@ trun_stop(struct trun *tr)
 		else
 			deregistered(tr);
 		return;
+	case TR_ENDED:
+		finish(tr);
+		return;
 	case TR_STOPPING:
 	case TR_DEAD:
 		return;
 	}
+}
+
+void
+trun_forget(struct trun *tr)
+{
+	if (tr->state != TR_ENDED)
+		return;
+	tr->state = TR_DEAD;
+	delete_handle(tr);
+}
+
+void
+trun_set_version(struct trun *tr, const char *version)
+{
+	snprintf(tr->version, sizeof(tr->version), "%s", version);
 }
 
 void
@@ -664,12 +808,40 @@ trun_event(const struct trun *tr, size_t i)
 }
 
 static const char *const state_names[] = { "pending", "preparing",
-	"starting", "running", "restarting", "stopping", "dead" };
+	"starting", "running", "restarting", "stopping", "dead", "ended" };
 
 const char *
 trun_state(const struct trun *tr)
 {
+	if (tr->state == TR_ENDED)
+		return tr->end.failed ? "failed" : "complete";
 	return state_names[tr->state];
+}
+
+bool
+trun_ended(const struct trun *tr)
+{
+	return tr->state == TR_ENDED;
+}
+
+bool
+trun_failed(const struct trun *tr)
+{
+	return tr->state == TR_ENDED && tr->end.failed;
+}
+
+const char *
+trun_end_reason(const struct trun *tr)
+{
+	return tr->state == TR_ENDED ? tr->reason : NULL;
+}
+
+bool
+trun_last_exit(const struct trun *tr, bool *signaled, int *code)
+{
+	*signaled = tr->end.signaled;
+	*code = tr->end.code;
+	return tr->end.exited;
 }
 
 uint32_t

@@ -2,7 +2,8 @@
  * task_runner.h: one task of an allocation, from its directory to its
  * last exit: prepares its directory (and a plugin's socket directory)
  * through the mounter, starts or adopts it through the task driver,
- * restarts it with backoff when it ends, persists its handle in the
+ * restarts it as its restart policy says when it ends (or ends it for
+ * good, complete or failed), persists its handle in the
  * registry so that a restarted supervisor adopts it instead of starting
  * it twice, runs its plugin supervisor when it has a csi_plugin block,
  * and records its task events.
@@ -71,9 +72,15 @@ struct trun_deps {
 	int64_t heartbeat_ms;		/* plugin_heartbeat_ms */
 	uid_t uid;			/* an exec task's user and group */
 	gid_t gid;
+	/* A task ended for good (NULL: not told), with the runner's arg. */
+	void (*ended)(struct trun *tr, void *arg);
 };
 
-/* Restart backoff: from 1 s doubling to 30 s; reset after 30 s of running. */
+/*
+ * A set-up that failed (berth's step, not the task's) is tried again
+ * outside the restart policy: from 1 s doubling to 30 s; reset after 30 s
+ * of running.
+ */
 #define TRUN_RESTART_FIRST_MS 1000
 #define TRUN_RESTART_MAX_MS 30000
 #define TRUN_EVENTS 16
@@ -106,13 +113,25 @@ void trun_adopt(struct trun *tr);
 void trun_stop(struct trun *tr);
 /* Forget the runner; the task keeps running (the supervisor stops). */
 void trun_free(struct trun *tr);
+/* A task that ended for good: its record in the registry goes (its alloc
+ * is stopped); no stopped callback. */
+void trun_forget(struct trun *tr);
+/* The version of the alloc's file, recorded with an end for good. */
+void trun_set_version(struct trun *tr, const char *version);
 
 const char *trun_name(const struct trun *tr);
 bool trun_dead(const struct trun *tr);
 pid_t trun_pid(const struct trun *tr);
 /* "pending", "preparing", "starting", "running", "restarting",
- * "stopping" or "dead". */
+ * "stopping", "dead", or once ended for good "complete" or "failed". */
 const char *trun_state(const struct trun *tr);
+/* Ended for good: its restart policy starts it no more. */
+bool trun_ended(const struct trun *tr);
+bool trun_failed(const struct trun *tr);
+/* Once ended: how it ended last and the policy's word; else NULL. */
+const char *trun_end_reason(const struct trun *tr);
+/* Its last exit, if it ever exited: a signal, or an exit status. */
+bool trun_last_exit(const struct trun *tr, bool *signaled, int *code);
 uint32_t trun_restarts(const struct trun *tr);
 /* Why it could not be started, while it waits to try again (when, wall
  * clock ms, in retry_at_ms); NULL otherwise. */

@@ -14,9 +14,13 @@
  *
  * Each allocation says its "state" in Nomad's words (pending, running,
  * complete, failed); one whose set-up waits or failed says the "step"
- * ("volumes", "driver", "plugin"), the "reason", and "next_retry" (RFC
- * 3339, UTC) when it is tried again. A failed one stays listed until its
- * document is changed or stopped. Must not: start or stop tasks itself.
+ * ("volumes", "driver", "plugin", or "restart" when a task's restart
+ * policy gave up), the "reason", and "next_retry" (RFC 3339, UTC) when it
+ * is tried again; a complete one says its "reason" too. Each task says
+ * its "last_exit" ({"code": N} or {"signal": N, "name": "SIGKILL"}) once
+ * it has exited, and once ended for good its "reason". A complete or
+ * failed one stays listed until its document is changed or stopped.
+ * Must not: start or stop tasks itself.
  */
 #include <errno.h>
 #include <stdlib.h>
@@ -40,7 +44,8 @@ struct submit {
 
 static void look_up(struct submit *s);
 
-/* "running" once every task runs, "stopping", "failed", else "pending". */
+/* "running" once every task runs (or has completed), "stopping",
+ * "failed", "complete", else "pending". */
 static const char *
 alloc_status(const struct alloc_view *v)
 {
@@ -50,10 +55,35 @@ alloc_status(const struct alloc_view *v)
 		return "failed";
 	if (v->stopping)
 		return "stopping";
+	if (strcmp(v->status, "complete") == 0)
+		return "complete";
 	for (i = 0; i < v->ntasks; i++)
-		if (strcmp(trun_state(v->tasks[i]), "running") != 0)
+		if (!trun_ended(v->tasks[i]) &&
+		    strcmp(trun_state(v->tasks[i]), "running") != 0)
 			return "pending";
 	return "running";
+}
+
+/* How it ended last, if it ever exited; its end for good, if it did. */
+static void
+task_end(json_t *o, const struct trun *tr)
+{
+	const char *abbr, *reason;
+	bool signaled;
+	int code;
+
+	if (trun_last_exit(tr, &signaled, &code)) {
+		abbr = signaled ? sigabbrev_np(code) : NULL;
+		if (signaled)
+			api_set(o, "last_exit", api_pack("{s:i, s:s+}",
+			    "signal", code, "name", "SIG", abbr != NULL ?
+			    abbr : "?"));
+		else
+			api_set(o, "last_exit", api_pack("{s:i}", "code",
+			    code));
+	}
+	if ((reason = trun_end_reason(tr)) != NULL)
+		api_set(o, "reason", api_pack("s", reason));
 }
 
 static json_t *
@@ -73,6 +103,7 @@ task_json(const struct alloc_task *t, const struct trun *tr, bool events)
 		api_set(o, "csi_plugin", api_pack("{s:s?, s:s, "
 		    "s:b}", "id", t->csi.id, "type",
 		    alloc_csi_type_name(t->csi.type), "healthy", healthy == 1));
+	task_end(o, tr);
 	if (!events)
 		return o;
 	list = api_array();
@@ -108,6 +139,9 @@ failure(json_t *o, const struct alloc_view *v)
 	struct tm tm;
 	time_t t;
 
+	if (v->reason != NULL && (v->step == NULL || v->step[0] == '\0') &&
+	    strcmp(v->status, "complete") == 0)
+		api_set(o, "reason", api_pack("s", v->reason));
 	if (v->step == NULL || v->step[0] == '\0')
 		return;
 	api_set(o, "step", api_pack("s", v->step));

@@ -336,7 +336,8 @@ api_devices(struct api_call *c)
 }
 
 /* Each task's restarts since its alloc started (kept across restarts
- * of the supervisor: the task's handle counts them). */
+ * of the supervisor: the task's handle counts them), and the tasks that
+ * ended for good. */
 static void
 task_restarts(const struct api_deps *d, struct evbuffer *out)
 {
@@ -352,6 +353,19 @@ task_restarts(const struct api_deps *d, struct evbuffer *out)
 
 			metrics_line(out, "berth_task_restarts_total", labels,
 			    (double)trun_restarts(v.tasks[j]));
+		}
+	metrics_family(out, "berth_task_ended", "gauge", "Each task that its "
+	    "restart policy starts no more, by how it ended: complete or "
+	    "failed.");
+	for (i = 0; allocs_get(d->allocs, i, &v); i++)
+		for (j = 0; j < v.ntasks; j++) {
+			const char *labels[] = { "alloc", v.doc->id, "task",
+				trun_name(v.tasks[j]), "state", trun_state(
+				v.tasks[j]), NULL };
+
+			if (trun_ended(v.tasks[j]))
+				metrics_line(out, "berth_task_ended", labels,
+				    1);
 		}
 }
 

@@ -62,6 +62,12 @@ static const struct name csi_types[] = {
 	{ NULL, 0 }
 };
 
+static const struct name restart_modes[] = {
+	{ "fail", ALLOC_RESTART_FAIL },
+	{ "delay", ALLOC_RESTART_DELAY },
+	{ NULL, 0 }
+};
+
 static const struct name access_modes[] = {
 	{ "single-node-reader-only",
 	    BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_READER_ONLY },
@@ -129,6 +135,12 @@ const char *
 alloc_driver_name(enum alloc_driver d)
 {
 	return value_name(drivers, d);
+}
+
+const char *
+alloc_restart_mode_name(enum alloc_restart_mode m)
+{
+	return value_name(restart_modes, m);
 }
 
 /*
@@ -1007,6 +1019,91 @@ task_resources(struct walk *w, json_t *v, void *dst)
 		    t->memory_max_mb, t->memory_mb);
 }
 
+static void
+restart_attempts(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_restart *r = dst;
+	json_int_t n;
+
+	r->attempts = -1;
+	if (!json_is_integer(v)) {
+		problem(w, "must be a whole number, not %s", type_name(v));
+		return;
+	}
+	if ((n = json_integer_value(v)) < 0 ||
+	    n > ALLOC_MAX_RESTART_ATTEMPTS) {
+		problem(w, "must be from 0 to %d, not %lld",
+		    ALLOC_MAX_RESTART_ATTEMPTS, (long long)n);
+		return;
+	}
+	r->attempts = (int)n;
+}
+
+static void
+restart_interval(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_restart *r = dst;
+	char min[32];
+
+	if ((r->interval_ms = take_duration(w, v, true, DURATION_MAX_MS)) < 0)
+		return;
+	if (r->interval_ms < ALLOC_MIN_RESTART_INTERVAL_MS) {
+		duration_format(ALLOC_MIN_RESTART_INTERVAL_MS, min,
+		    sizeof(min));
+		problem(w, "must be at least %s", min);
+		r->interval_ms = -1;
+	}
+}
+
+static void
+restart_delay(struct walk *w, json_t *v, void *dst)
+{
+	((struct alloc_restart *)dst)->delay_ms = take_duration(w, v, false,
+	    DURATION_MAX_MS);
+}
+
+static void
+restart_mode(struct walk *w, json_t *v, void *dst)
+{
+	((struct alloc_restart *)dst)->mode = take_enum(w, v, restart_modes);
+}
+
+static const struct field restart_fields[] = {
+	FN("attempts", false, restart_attempts),
+	FN("interval", false, restart_interval),
+	FN("delay", false, restart_delay),
+	FN("mode", false, restart_mode),
+};
+
+/*
+ * Nomad's restart block; what is absent keeps its default. Two rules tie
+ * the fields together, as in Nomad: "delay" needs attempts to count, and
+ * the attempts with their delays must fit in the interval.
+ */
+static void
+task_restart(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_restart *r = &((struct alloc_task *)dst)->restart;
+	char iv[32], dl[32];
+
+	if (!object_of(w, v))
+		return;
+	walk_fields(w, v, restart_fields, NFIELDS(restart_fields), r);
+	if (r->attempts < 0 || r->interval_ms < 0 || r->delay_ms < 0 ||
+	    r->mode == 0)
+		return;		/* said already */
+	if (r->attempts == 0 && r->mode == ALLOC_RESTART_DELAY)
+		problem(w, "mode \"delay\" with 0 attempts would never start "
+		    "the task again; give attempts, or use mode \"fail\"");
+	else if ((int64_t)r->attempts * r->delay_ms > r->interval_ms) {
+		duration_format(r->interval_ms, iv, sizeof(iv));
+		duration_format(r->delay_ms, dl, sizeof(dl));
+		problem(w, "%d attempts with a delay of %s do not fit in an "
+		    "interval of %s; lengthen the interval or lower attempts "
+		    "or delay", r->attempts, dl, iv);
+	}
+}
+
 static const struct field task_fields[] = {
 	FN("name", true, task_name),
 	FN("driver", true, task_driver),
@@ -1017,6 +1114,7 @@ static const struct field task_fields[] = {
 	FN("user", false, task_user),
 	FN("resources", false, task_resources),
 	FN("csi_plugin", false, task_csi_plugin),
+	FN("restart", false, task_restart),
 	FN("volume_mounts", false, task_volume_mounts),
 };
 
@@ -1033,6 +1131,9 @@ alloc_task(struct walk *w, json_t *v, size_t i, void *ctx)
 	t->cpu = ALLOC_DEFAULT_CPU;
 	t->memory_mb = t->memory_max_mb = ALLOC_DEFAULT_MEMORY_MB;
 	t->pids = ALLOC_DEFAULT_PIDS;
+	t->restart = (struct alloc_restart){ ALLOC_DEFAULT_RESTART_ATTEMPTS,
+	    ALLOC_DEFAULT_RESTART_INTERVAL_MS, ALLOC_DEFAULT_RESTART_DELAY_MS,
+	    ALLOC_RESTART_FAIL };
 	if (!object_of(w, v))
 		return;
 	w->task = t;

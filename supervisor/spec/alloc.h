@@ -61,6 +61,17 @@
 #define ALLOC_MAX_PIDS		65536
 /* A task's "user": a name on root's allow-list (the mounter checks). */
 #define ALLOC_USER_MAX_LEN	32
+/*
+ * A task's "restart" block, Nomad's (its defaults are those of Nomad's
+ * service jobs): at most attempts restarts within interval, each after
+ * delay; then mode "fail" ends the task for good, "delay" waits for the
+ * interval to end and starts the count again.
+ */
+#define ALLOC_DEFAULT_RESTART_ATTEMPTS	2
+#define ALLOC_MAX_RESTART_ATTEMPTS	10000
+#define ALLOC_DEFAULT_RESTART_INTERVAL_MS	(30 * 60 * 1000)
+#define ALLOC_MIN_RESTART_INTERVAL_MS	(5 * 1000)
+#define ALLOC_DEFAULT_RESTART_DELAY_MS	(15 * 1000)
 /* A volume spec's "parameters" (PUT /v1/volume/<id>/create). */
 #define ALLOC_MAX_PARAMS	32
 #define ALLOC_MAX_CONTEXT	32	/* volume context entries */
@@ -84,6 +95,18 @@ enum alloc_csi_type {
 	ALLOC_CSI_NODE,
 	ALLOC_CSI_CONTROLLER,
 	ALLOC_CSI_MONOLITH		/* serves as both node and controller */
+};
+
+enum alloc_restart_mode {
+	ALLOC_RESTART_FAIL = 1,		/* the task fails for good */
+	ALLOC_RESTART_DELAY		/* it waits for the next interval */
+};
+
+struct alloc_restart {
+	int attempts;			/* restarts allowed per interval */
+	int64_t interval_ms;
+	int64_t delay_ms;		/* before each restart */
+	enum alloc_restart_mode mode;
 };
 
 struct alloc_mount {
@@ -118,6 +141,7 @@ struct alloc_task {
 	int memory_max_mb;	/* >= memory_mb; memory_mb when absent */
 	int pids;
 	struct alloc_csi_plugin csi;
+	struct alloc_restart restart;
 	struct alloc_mount *mounts;
 	size_t nmounts;
 };
@@ -234,6 +258,7 @@ const char *alloc_access_mode_name(Berth__AccessMode m);
 const char *alloc_attachment_mode_name(Berth__AttachmentMode m);
 const char *alloc_csi_type_name(enum alloc_csi_type t);
 const char *alloc_driver_name(enum alloc_driver d);
+const char *alloc_restart_mode_name(enum alloc_restart_mode m);
 
 /*
  * The alloc as a compact JSON document, defaults written out, which

@@ -119,6 +119,19 @@ task_mounts(const struct alloc_task *t, bool *ok)
 }
 
 static json_t *
+task_restart(const struct alloc_restart *r, bool *ok)
+{
+	json_t *o;
+
+	o = xnonnull(json_object(), "task_restart: json_object");
+	put(o, "attempts", json_integer(r->attempts), ok);
+	put(o, "interval", duration(r->interval_ms), ok);
+	put(o, "delay", duration(r->delay_ms), ok);
+	put(o, "mode", json_string(alloc_restart_mode_name(r->mode)), ok);
+	return o;
+}
+
+static json_t *
 task(const struct alloc_task *t, bool *ok)
 {
 	json_t *o;
@@ -142,6 +155,7 @@ task(const struct alloc_task *t, bool *ok)
 		    t->memory_max_mb, "pids", t->pids), "task: json_pack"), ok);
 	if (t->csi.type != ALLOC_CSI_NONE)
 		put(o, "csi_plugin", task_csi(&t->csi, ok), ok);
+	put(o, "restart", task_restart(&t->restart, ok), ok);
 	if (t->nmounts > 0)
 		put(o, "volume_mounts", task_mounts(t, ok), ok);
 	return o;

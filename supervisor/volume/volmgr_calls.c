@@ -96,6 +96,23 @@ reg_ticket(struct unit *u)
 	return call_new(u);
 }
 
+/*
+ * A helper's error, as the operator reads it: its own message, without
+ * the code's internal name (logged); a deadline or a lost connection
+ * already says who did not answer.
+ */
+static void
+peer_failed(struct unit *u, const char *peer, Berth__ErrorCode code,
+    const char *msg)
+{
+	log_info("volmgr: %s: %s: %s", peer, ipc_error_name(code), msg);
+	if (code == BERTH__ERROR_CODE__ERROR_TIMEOUT ||
+	    code == BERTH__ERROR_CODE__ERROR_CLOSED)
+		unit_fail(u, ipc_status(code), "%s", msg);
+	else
+		unit_fail(u, ipc_status(code), "%s refused: %s", peer, msg);
+}
+
 /* r: a regclient_*() call's return, made with reg_ticket(u). */
 void
 call_registry(struct unit *u, int r)
@@ -119,8 +136,7 @@ on_registry(const struct regclient_result *res, void *arg)
 		r.reg = res->reply;
 	else if (!(u->kind == U_UNMOUNT && res->code ==
 	    BERTH__ERROR_CODE__ERROR_NOT_FOUND)) {
-		unit_fail(u, ipc_status(res->code), "berth-registry: %s: %s",
-		    ipc_error_name(res->code), res->message);
+		peer_failed(u, "berth-registry", res->code, res->message);
 		unit_end(u);
 		return;
 	}
@@ -164,8 +180,7 @@ mounter_answered(struct unit *u, const struct priv_result *res,
 			unit_step(u, r);
 			return;
 		}
-		unit_fail(u, ipc_status(res->code), "berth-mounter: %s: %s",
-		    ipc_error_name(res->code), res->message);
+		peer_failed(u, "berth-mounter", res->code, res->message);
 		unit_end(u);
 		return;
 	}

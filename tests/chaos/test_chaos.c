@@ -249,6 +249,8 @@ start_alloc(struct chaos *c, int slot)
 	    "\"tasks\": [{\"name\": \"t\", \"driver\": \"exec\", \"config\": {"
 	    "\"command\": \"/bin/sh\", \"args\": [\"-c\", \"echo %s >> "
 	    "volumes/data/log; exec sleep 3600\"]}, \"kill_timeout\": \"1s\", "
+	    "\"restart\": {\"attempts\": 10, \"interval\": \"1m\", "
+	    "\"delay\": \"1s\", \"mode\": \"delay\"}, "
 	    "\"volume_mounts\": [{\"volume\": \"data\", \"destination\": "
 	    "\"data\"}]}]}", c->active[slot], slot, c->active[slot]);
 	put_file(c, c->active[slot], doc);
@@ -574,7 +576,8 @@ START_TEST(any_process_killed_at_any_moment)
 	put_file(&c, "plugin", "{\"id\": \"plugin\", \"tasks\": [{\"name\": "
 	    "\"p\", \"driver\": \"privileged\", \"config\": {\"plugin\": "
 	    "\"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", \"type\": "
-	    "\"monolith\"}}]}");
+	    "\"monolith\"}, \"restart\": {\"attempts\": 10, \"interval\": "
+	    "\"1m\", \"delay\": \"1s\", \"mode\": \"delay\"}}]}");
 	for (int i = 0; i < 150 && ctl(&c, out, sizeof(out), "plugin",
 	    "status", "hp") != 0; i++)
 		usleep(100000);

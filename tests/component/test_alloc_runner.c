@@ -366,6 +366,46 @@ write_alloc(const char *id, bool volume, const char *extra)
 	harness_write(path, doc);
 }
 
+/* An alloc of its own text, in alloc_dir. */
+static void
+write_text(const char *id, const char *doc)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/%s.json", alloc_dir, id);
+	harness_write(path, doc);
+}
+
+/* Two tasks, t and u, each with its restart block. */
+static void
+write_two(const char *id, const char *t_restart, const char *u_restart)
+{
+	char doc[2048];
+
+	snprintf(doc, sizeof(doc), "{\"id\": \"%s\", \"tasks\": ["
+	    "{\"name\": \"t\", \"driver\": \"exec\", \"config\": {"
+	    "\"command\": \"/bin/true\"}, \"kill_timeout\": \"200ms\", "
+	    "\"restart\": %s}, "
+	    "{\"name\": \"u\", \"driver\": \"exec\", \"config\": {"
+	    "\"command\": \"/bin/true\"}, \"kill_timeout\": \"200ms\", "
+	    "\"restart\": %s}]}", id, t_restart, u_restart);
+	write_text(id, doc);
+}
+
+/* The version of alloc_dir/<id>.json, as the scan writes it. */
+static void
+file_version(const char *id, char *buf, size_t n)
+{
+	char path[1024];
+	struct stat st;
+
+	snprintf(path, sizeof(path), "%s/%s.json", alloc_dir, id);
+	ck_assert_int_eq(stat(path, &st), 0);
+	snprintf(buf, n, "%lu-%lld-%lld.%09ld", (unsigned long)st.st_ino,
+	    (long long)st.st_size, (long long)st.st_mtim.tv_sec,
+	    st.st_mtim.tv_nsec);
+}
+
 static void
 remove_alloc(const char *id)
 {
@@ -397,6 +437,33 @@ make_handle(const char *alloc, const char *task, pid_t pid)
 	berth__task_handle__pack(&th, rh->state.data);
 	h->handle_case = BERTH__HANDLE__HANDLE_REATTACH;
 	h->reattach = rh;
+	return h;
+}
+
+/* The handle of a task that ended for good, for this file version. */
+static Berth__Handle *
+make_end_handle(const char *alloc, const char *task, bool failed,
+    const char *version)
+{
+	Berth__Handle *h = make_handle(alloc, task, 4321);
+	Berth__TaskHandle th = BERTH__TASK_HANDLE__INIT;
+	Berth__TaskEnd e = BERTH__TASK_END__INIT;
+	Berth__ReattachHandle *rh = h->reattach;
+
+	th.pid = 4321;
+	th.restarts = 2;
+	e.failed = failed;
+	e.exited = true;
+	e.code = failed ? 1 : 0;
+	e.reason = failed ? "exited with status 1; 2 restarts within 30m "
+	    "used up and the restart mode is \"fail\"" : "exited with "
+	    "status 0; the restart policy allows no restarts";
+	e.version = (char *)version;
+	th.end = &e;
+	free(rh->state.data);
+	rh->state.len = berth__task_handle__get_packed_size(&th);
+	rh->state.data = malloc(rh->state.len);
+	berth__task_handle__pack(&th, rh->state.data);
 	return h;
 }
 
@@ -515,6 +582,13 @@ two_procs(void *arg)
 	return nprocs == 2;
 }
 
+static bool
+four_procs(void *arg)
+{
+	(void)arg;
+	return nprocs == 4;
+}
+
 /* ---- the tests ---- */
 
 START_TEST(test_no_volumes_run_and_stop)
@@ -549,6 +623,129 @@ START_TEST(test_no_volumes_run_and_stop)
 	snprintf(path, sizeof(path), "%s/allocs/a1/t/volumes", data_dir);
 	ck_assert_int_eq(access(path, F_OK), 0);
 	ck_assert_int_eq(nfailed, 0);
+}
+END_TEST
+
+/* Every task exited 0 and none restarts: complete, kept until stopped. */
+START_TEST(test_all_tasks_exit_zero_complete)
+{
+	struct alloc_view v;
+
+	write_two("c1", "{\"attempts\": 0}", "{\"attempts\": 0}");
+	start_with_handles(NULL, 0);
+	wait_proc("c1", "t");
+	wait_proc("c1", "u");
+	proc_started(find_proc("c1", "t"), 0, NULL);
+	proc_started(find_proc("c1", "u"), 0, NULL);
+	assert_view("c1", "running", NULL, NULL);
+	/* One complete: the other runs on, and so does the alloc. */
+	proc_exits(find_proc("c1", "t"), 0);
+	assert_view("c1", "running", NULL, NULL);
+	ck_assert_str_eq(state_of("c1"), "running");
+	ck_assert_int_eq(find_proc("c1", "u")->nsigs, 0);
+	proc_exits(find_proc("c1", "u"), 0);
+	assert_view("c1", "complete", NULL, NULL);
+	ck_assert(allocs_find(am, "c1", &v));
+	ck_assert_ptr_nonnull(strstr(v.reason, "every task exited with status "
+	    "0 and none is restarted; last, task u: exited with status 0; "
+	    "the restart policy allows no restarts"));
+	ck_assert(!v.stopping);
+	ck_assert_str_eq(event_message("AllocComplete", "c1"), v.reason);
+	ck_assert(!has_event("AllocFailed", "c1"));
+	/* Its volumes given back; its directory kept, until it stops. */
+	wait_state("c1", "unmounting");
+	vol_answer(last_vcall(false, "c1"), VOLMGR_OK, "");
+	ck_assert_str_eq(state_of("c1"), "ended");
+	run_for(300);
+	ck_assert_int_eq(nprocs, 2);
+	ck_assert_uint_eq(fake_count(mnt_fp,
+	    BERTH__ENVELOPE__BODY_CLEANUP_ALLOC), 0);
+	ck_assert_uint_eq(fake_count(reg_fp,
+	    BERTH__ENVELOPE__BODY_DELETE_HANDLE), 0);
+	remove_alloc("c1");
+	wait_state("c1", "cleaning");
+	/* Stopped: the ends kept for its tasks go. */
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_DELETE_HANDLE, 2);
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC, 1);
+	cleanup_reply(held(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC));
+	wait_state("c1", "gone");
+	ck_assert(has_event("AllocStopped", "c1"));
+}
+END_TEST
+
+/* A task's policy gives up: its sibling is stopped, the alloc failed. */
+START_TEST(test_failed_task_fails_the_alloc)
+{
+	struct alloc_view v;
+	struct taskproc *u;
+
+	write_two("f1", "{\"attempts\": 0}", "{\"delay\": \"1s\"}");
+	start_with_handles(NULL, 0);
+	wait_proc("f1", "t");
+	u = wait_proc("f1", "u");
+	proc_started(find_proc("f1", "t"), 0, NULL);
+	proc_started(u, 0, NULL);
+	proc_exits(find_proc("f1", "t"), 1);
+	assert_view("f1", "failed", "restart", "task t: exited with status 1; "
+	    "the restart policy allows no restarts");
+	ck_assert_str_eq(event_message("AllocFailed", "f1"), "restart: task "
+	    "t: exited with status 1; the restart policy allows no restarts");
+	/* The sibling is stopped, not restarted. */
+	ck_assert_str_eq(state_of("f1"), "stopping");
+	ck_assert_int_eq(u->nsigs, 1);
+	ck_assert_int_eq(u->sigs[0], SIGTERM);
+	proc_exits(u, 143);
+	wait_state("f1", "unmounting");
+	vol_answer(last_vcall(false, "f1"), VOLMGR_OK, "");
+	ck_assert_str_eq(state_of("f1"), "ended");
+	assert_view("f1", "failed", "restart", "task t: exited with status 1; "
+	    "the restart policy allows no restarts");
+	ck_assert(allocs_find(am, "f1", &v));
+	ck_assert(!v.stopping);
+	ck_assert_str_eq(trun_state(v.tasks[0]), "failed");
+	ck_assert_str_eq(trun_state(v.tasks[1]), "dead");
+	run_for(1300);
+	ck_assert_int_eq(nprocs, 2);
+	/* A new version of its file starts anew, once this one is gone. */
+	write_two("f1", "{\"attempts\": 1, \"delay\": \"0s\"}", "{}");
+	wait_state("f1", "cleaning");
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC, 1);
+	cleanup_reply(held(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC));
+	wait_state("f1", "running");
+	ck_assert(fake_run_until(base, four_procs, NULL, 3000));
+	assert_view("f1", "pending", NULL, NULL);
+}
+END_TEST
+
+/* Ended before the supervisor restarted: ended still; nothing starts. */
+START_TEST(test_ended_alloc_stays_ended_after_a_restart)
+{
+	Berth__Handle *h[3];
+	char version[96];
+
+	write_two("e1", "{}", "{}");
+	write_two("e2", "{}", "{}");
+	file_version("e1", version, sizeof(version));
+	h[0] = make_end_handle("e1", "t", true, version);
+	/* e2's end is of another version of its file: it runs anew. */
+	h[1] = make_end_handle("e2", "t", false, "1-2-3.000000004");
+	h[2] = make_end_handle("e2", "u", false, "1-2-3.000000004");
+	start_with_handles(h, 3);
+	assert_view("e1", "failed", "restart", "task t: exited with status 1; "
+	    "2 restarts within 30m used up and the restart mode is "
+	    "\"fail\"");
+	/* Its other task, never started, is not started now. */
+	wait_state("e1", "unmounting");
+	vol_answer(last_vcall(false, "e1"), VOLMGR_OK, "");
+	ck_assert_str_eq(state_of("e1"), "ended");
+	wait_proc("e2", "t");
+	wait_proc("e2", "u");
+	run_for(300);
+	ck_assert_ptr_null(find_proc("e1", "t"));
+	ck_assert_ptr_null(find_proc("e1", "u"));
+	ck_assert_int_eq(nprocs, 2);
+	ck_assert(!has_event("AllocStarted", "e1"));
+	ck_assert(has_event("AllocStarted", "e2"));
 }
 END_TEST
 
@@ -778,6 +975,20 @@ START_TEST(test_stale_task_that_ended_meanwhile)
 	ck_assert_int_eq(stale->nsigs, 0);
 	ck_assert(has_event("Terminated", "old"));
 	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_DELETE_HANDLE, 1);
+}
+END_TEST
+
+/* An ended task of an alloc gone meanwhile: forgotten, not adopted. */
+START_TEST(test_stale_ended_task_is_forgotten)
+{
+	Berth__Handle *hs[1];
+
+	hs[0] = make_end_handle("old", "t", true, "1-2-3.000000004");
+	start_with_handles(hs, 1);
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_DELETE_HANDLE, 1);
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC, 1);
+	ck_assert_int_eq(nprocs, 0);
+	ck_assert(!has_event("Terminated", "old"));
 }
 END_TEST
 
@@ -1014,10 +1225,13 @@ START_TEST(test_task_not_started_is_pending_at_its_driver)
 	struct timespec now;
 	int64_t ms;
 
-	write_alloc("d1", false, NULL);
+	write_text("d1", "{\"id\": \"d1\", \"tasks\": [{\"name\": \"t\", "
+	    "\"driver\": \"exec\", \"config\": {\"command\": \"/bin/true\"}, "
+	    "\"restart\": {\"delay\": \"1s\"}}]}");
 	start_with_handles(NULL, 0);
 	tp = wait_proc("d1", "t");
-	/* The driver cannot start it: pending, saying why and when. */
+	/* The driver cannot start it: pending, saying why and when (its
+	 * restart policy's delay). */
 	tp->started(tp, -EIO, "the shim is missing", tp->arg);
 	assert_view("d1", "pending", "driver", "the shim is missing");
 	ck_assert(allocs_find(am, "d1", &v));
@@ -1079,8 +1293,12 @@ main(void)
 	tcase_add_test(tc, test_two_plugin_tasks_listed_failed);
 	tcase_add_test(tc, test_unmount_retried_and_mounter_gone);
 	tcase_add_test(tc, test_changed_file_restarts_it);
+	tcase_add_test(tc, test_all_tasks_exit_zero_complete);
+	tcase_add_test(tc, test_failed_task_fails_the_alloc);
+	tcase_add_test(tc, test_ended_alloc_stays_ended_after_a_restart);
 	tcase_add_test(tc, test_recovery_adopts_and_stops_stale);
 	tcase_add_test(tc, test_stale_task_that_ended_meanwhile);
+	tcase_add_test(tc, test_stale_ended_task_is_forgotten);
 	tcase_add_test(tc, test_handles_unreadable_or_never_read);
 	tcase_add_test(tc, test_stale_registrations_and_volumes);
 	tcase_add_test(tc, test_stale_volumes_wait_for_the_volume_manager);

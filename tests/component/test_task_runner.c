@@ -4,8 +4,9 @@
  * task driver is a fake operations table whose started and exited
  * callbacks the test calls, the driver manager is a real one (never
  * started). Every state: pending, preparing, starting, running,
- * restarting (with its backoff), stopping, dead; adoption after a
- * restart; mounter replies that come late, fail, or never come.
+ * restarting (as its restart policy says), stopping, dead, and ended for
+ * good, complete or failed; adoption after a restart, an end kept from
+ * before it; mounter replies that come late, fail, or never come.
  */
 #include <errno.h>
 #include <signal.h>
@@ -39,7 +40,8 @@ static struct drivermgr *dm;
 static struct trun_deps deps;
 static char *dir;
 static struct alloc *doc;
-static int nstopped, nplugsups;
+static int nstopped, nplugsups, nended;
+static struct trun *last_ended;
 
 static struct plugsup *
 no_plugsup(void *ctx, const struct plugsup_conf *conf,
@@ -61,7 +63,32 @@ stopped(struct trun *tr, void *arg)
 	nstopped++;
 }
 
+static void
+ended(struct trun *tr, void *arg)
+{
+	(void)arg;
+	ck_assert(trun_ended(tr));
+	nended++;
+	last_ended = tr;
+}
+
 static const struct chan_ops no_ops = { NULL, NULL, NULL, NULL };
+
+/* The fixture's task again, with this "restart" block. */
+static void
+use_restart(const char *restart)
+{
+	struct alloc_problems probs = { 0 };
+	char json[1024];
+
+	snprintf(json, sizeof(json), "{\"id\": \"a1\", \"tasks\": [{\"name\": "
+	    "\"t\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/true\"}, \"kill_timeout\": \"300ms\", \"restart\": %s}]}",
+	    restart);
+	alloc_free(doc);
+	ck_assert_int_eq(alloc_parse(json, strlen(json), &doc, &probs), 0);
+	alloc_problems_free(&probs);
+}
 
 static void
 setup(void)
@@ -73,7 +100,8 @@ setup(void)
 	    "\"/bin/true\"}, \"kill_timeout\": \"300ms\"}]}";
 
 	nprocs = 0;
-	nstopped = nplugsups = 0;
+	nstopped = nplugsups = nended = 0;
+	last_ended = NULL;
 	ck_assert_ptr_nonnull(base = event_base_new());
 	reg_fp = fake_peer_new(base, "berth-registry", NULL, &reg_chan,
 	    &no_ops, NULL);
@@ -95,7 +123,7 @@ setup(void)
 		.drivers = dm, .driver = &fake_driver, .driver_ctx = NULL,
 		.plugsup_new = no_plugsup, .plugsup_ctx = NULL,
 		.data_dir = dir, .heartbeat_ms = 1000, .uid = getuid(),
-		.gid = getgid(),
+		.gid = getgid(), .ended = ended,
 	};
 }
 
@@ -231,11 +259,14 @@ bring_up(struct trun *tr, unsigned nth)
 	return last_proc();
 }
 
-START_TEST(test_start_run_exit_restart_with_backoff)
+START_TEST(test_start_run_exit_restart_after_delay)
 {
-	struct trun *tr = new_runner(NULL);
+	struct trun *tr;
 	struct taskproc *tp;
 
+	use_restart("{\"attempts\": 3, \"interval\": \"1m\", \"delay\": "
+	    "\"1s\"}");
+	tr = new_runner(NULL);
 	ck_assert_str_eq(trun_state(tr), "pending");
 	trun_run(tr);
 	tp = bring_up(tr, 1);
@@ -255,17 +286,299 @@ START_TEST(test_start_run_exit_restart_with_backoff)
 	ck_assert_uint_eq(trun_restarts(tr), 1);
 	ck_assert(has_event(tr, "Terminated"));
 	ck_assert(has_event(tr, "Restarting"));
-	/* 1 s, then it prepares and starts again. */
+	/* The policy's delay, 1 s, then it prepares and starts again. */
 	run_for(700);
 	ck_assert_str_eq(trun_state(tr), "restarting");
 	tp = bring_up(tr, 2);
-	/* The second end waits 2 s: still waiting after 1.3 s. */
+	/* An exit 0 is restarted too (a service), after the same delay. */
 	proc_exits(tp, 0);
+	ck_assert_str_eq(trun_state(tr), "restarting");
 	ck_assert_uint_eq(trun_restarts(tr), 2);
-	run_for(1300);
+	run_for(700);
 	ck_assert_str_eq(trun_state(tr), "restarting");
 	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, 3);
 	ck_assert_int_eq(nstopped, 0);
+	ck_assert_int_eq(nended, 0);
+	trun_free(tr);
+}
+END_TEST
+
+/* The newest event of a type, or NULL. */
+static const char *
+event_message(struct trun *tr, const char *type)
+{
+	const char *m = NULL;
+
+	for (size_t i = 0; i < trun_nevents(tr); i++)
+		if (strcmp(trun_event(tr, i)->type, type) == 0)
+			m = trun_event(tr, i)->message;
+	return m;
+}
+
+/* The handle the registry was asked last to keep (held, unanswered). */
+static Berth__TaskHandle *
+kept_handle(void)
+{
+	struct fake_req *r, *last = NULL;
+	const Berth__ReattachHandle *rh;
+
+	for (size_t i = 0; (r = fake_nth(reg_fp, i)) != NULL; i++)
+		if (r->env->body_case == BERTH__ENVELOPE__BODY_PUT_HANDLE)
+			last = r;
+	ck_assert_ptr_nonnull(last);
+	rh = last->env->put_handle->handle->reattach;
+	return berth__task_handle__unpack(NULL, rh->state.len,
+	    rh->state.data);
+}
+
+static void
+answer_puts(void)
+{
+	struct fake_req *r;
+
+	while ((r = fake_held(reg_fp, BERTH__ENVELOPE__BODY_PUT_HANDLE)) !=
+	    NULL)
+		fake_reply_ack(reg_fp, r);
+}
+
+/* Mode "fail": attempts restarts, then failed for good, with why. */
+START_TEST(test_policy_fail_gives_up_after_attempts)
+{
+	Berth__TaskHandle *th;
+	struct trun *tr;
+	bool sig;
+	int code;
+
+	use_restart("{\"attempts\": 2, \"interval\": \"1m\", \"delay\": "
+	    "\"100ms\", \"mode\": \"fail\"}");
+	tr = new_runner(NULL);
+	trun_set_version(tr, "v7");
+	trun_run(tr);
+	proc_exits(bring_up(tr, 1), 1);
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	ck_assert_ptr_nonnull(strstr(event_message(tr, "Restarting"),
+	    "starting again in 100ms: restart 1 of 2 within 1m"));
+	proc_exits(bring_up(tr, 2), 1);
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	answer_puts();
+	proc_exits(bring_up(tr, 3), 3);
+	ck_assert_str_eq(trun_state(tr), "failed");
+	ck_assert(trun_ended(tr) && trun_failed(tr));
+	ck_assert_int_eq(nended, 1);
+	ck_assert_ptr_eq(last_ended, tr);
+	ck_assert_uint_eq(trun_restarts(tr), 2);
+	ck_assert(trun_last_exit(tr, &sig, &code));
+	ck_assert(!sig);
+	ck_assert_int_eq(code, 3);
+	ck_assert_str_eq(trun_end_reason(tr), "exited with status 3; 2 "
+	    "restarts within 1m used up and the restart mode is \"fail\"");
+	ck_assert_str_eq(event_message(tr, "NotRestarting"),
+	    trun_end_reason(tr));
+	/* Never started again, and its end is kept in the registry. */
+	run_for(400);
+	ck_assert_uint_eq(fake_count(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK), 3);
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_PUT_HANDLE, 4);
+	th = kept_handle();
+	ck_assert_ptr_nonnull(th->end);
+	ck_assert(th->end->failed && th->end->exited && !th->end->signaled);
+	ck_assert_int_eq(th->end->code, 3);
+	ck_assert_str_eq(th->end->version, "v7");
+	ck_assert_str_eq(th->end->reason, trun_end_reason(tr));
+	berth__task_handle__free_unpacked(th, NULL);
+	/* trun_run does not start an ended task; a stop forgets it. */
+	trun_run(tr);
+	ck_assert_str_eq(trun_state(tr), "failed");
+	ck_assert_int_eq(fake_count(reg_fp,
+	    BERTH__ENVELOPE__BODY_DELETE_HANDLE), 0);
+	trun_stop(tr);
+	ck_assert_str_eq(trun_state(tr), "dead");
+	ck_assert_int_eq(nstopped, 1);
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_DELETE_HANDLE, 1);
+	trun_free(tr);
+}
+END_TEST
+
+/* Killed by a signal: the last exit says which. */
+START_TEST(test_policy_no_attempts_signal_fails_at_once)
+{
+	struct trun *tr;
+	struct taskproc *tp;
+	bool sig;
+	int code;
+
+	use_restart("{\"attempts\": 0}");
+	tr = new_runner(NULL);
+	trun_run(tr);
+	tp = bring_up(tr, 1);
+	tp->exited(tp, &(struct task_exit){ true, true, 9, NULL }, tp->arg);
+	ck_assert_str_eq(trun_state(tr), "failed");
+	ck_assert(trun_last_exit(tr, &sig, &code));
+	ck_assert(sig);
+	ck_assert_int_eq(code, 9);
+	ck_assert_str_eq(trun_end_reason(tr), "was killed by signal 9 "
+	    "(SIGKILL); the restart policy allows no restarts");
+	ck_assert_uint_eq(trun_restarts(tr), 0);
+	trun_free(tr);
+}
+END_TEST
+
+/* An exit 0 that the policy restarts no more: complete. */
+START_TEST(test_exit_zero_without_restart_left_completes)
+{
+	struct trun *tr;
+
+	use_restart("{\"attempts\": 1, \"interval\": \"1m\", \"delay\": "
+	    "\"0s\"}");
+	tr = new_runner(NULL);
+	trun_run(tr);
+	proc_exits(bring_up(tr, 1), 0);
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	ck_assert_int_eq(nended, 0);
+	proc_exits(bring_up(tr, 2), 0);
+	ck_assert_str_eq(trun_state(tr), "complete");
+	ck_assert(trun_ended(tr) && !trun_failed(tr));
+	ck_assert_int_eq(nended, 1);
+	ck_assert_str_eq(trun_end_reason(tr), "exited with status 0; 1 restart "
+	    "within 1m used up and the restart mode is \"fail\"");
+	/* Only a failure is a warning-level event; this one is routine. */
+	ck_assert(has_event(tr, "NotRestarting"));
+	trun_free(tr);
+}
+END_TEST
+
+/*
+ * Mode "delay": past the attempts it waits for the interval to end, then
+ * the count starts again.
+ */
+START_TEST(test_policy_delay_waits_for_the_next_interval)
+{
+	struct trun *tr;
+	struct timespec t0, t1;
+
+	use_restart("{\"attempts\": 1, \"interval\": \"5s\", \"delay\": "
+	    "\"0s\", \"mode\": \"delay\"}");
+	tr = new_runner(NULL);
+	clock_gettime(CLOCK_MONOTONIC, &t0);
+	trun_run(tr);
+	proc_exits(bring_up(tr, 1), 1);
+	ck_assert_ptr_nonnull(strstr(event_message(tr, "Restarting"),
+	    "restart 1 of 1 within 5s"));
+	proc_exits(bring_up(tr, 2), 1);
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	ck_assert_ptr_nonnull(strstr(event_message(tr, "Restarting"),
+	    "1 restart within 5s used up; the restart mode is \"delay\": "
+	    "the next in "));
+	/* Not before the interval is over. */
+	run_for(3000);
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	ck_assert_uint_eq(fake_count(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK), 2);
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, 3);
+	clock_gettime(CLOCK_MONOTONIC, &t1);
+	ck_assert_int_ge((t1.tv_sec - t0.tv_sec) * 1000 + (t1.tv_nsec -
+	    t0.tv_nsec) / 1000000, 4500);
+	fake_reply_ack(mnt_fp, held(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK));
+	wait_state(tr, "starting", 3000);
+	proc_started(last_proc(), 0, NULL);
+	/* A new interval: its first restart again, never an end. */
+	proc_exits(last_proc(), 1);
+	ck_assert_ptr_nonnull(strstr(event_message(tr, "Restarting"),
+	    "restart 1 of 1 within 5s"));
+	ck_assert_int_eq(nended, 0);
+	trun_free(tr);
+}
+END_TEST
+
+/* A task that ran longer than the interval has its attempts back. */
+START_TEST(test_interval_window_resets_attempts)
+{
+	struct trun *tr;
+	struct taskproc *tp;
+
+	use_restart("{\"attempts\": 1, \"interval\": \"5s\", \"delay\": "
+	    "\"0s\", \"mode\": \"fail\"}");
+	tr = new_runner(NULL);
+	trun_run(tr);
+	proc_exits(bring_up(tr, 1), 1);
+	tp = bring_up(tr, 2);
+	run_for(5200);
+	/* The first interval is over: restart 1 of 1 of the next one. */
+	proc_exits(tp, 1);
+	ck_assert_str_eq(trun_state(tr), "restarting");
+	ck_assert_ptr_nonnull(strstr(event_message(tr, "Restarting"),
+	    "restart 1 of 1 within 5s"));
+	/* At once again: that interval's attempt is used up. */
+	proc_exits(bring_up(tr, 3), 1);
+	ck_assert_str_eq(trun_state(tr), "failed");
+	ck_assert_uint_eq(trun_restarts(tr), 2);
+	trun_free(tr);
+}
+END_TEST
+
+/* A start that fails (no such command) counts under the same policy. */
+START_TEST(test_failed_starts_fail_under_the_policy)
+{
+	struct trun *tr;
+	bool sig;
+	int code;
+
+	use_restart("{\"attempts\": 1, \"interval\": \"1m\", \"delay\": "
+	    "\"0s\"}");
+	tr = new_runner(NULL);
+	trun_run(tr);
+	for (unsigned n = 1; n <= 2; n++) {
+		wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, n);
+		fake_reply_ack(mnt_fp, held(mnt_fp,
+		    BERTH__ENVELOPE__BODY_PREPARE_TASK));
+		wait_state(tr, "starting", 3000);
+		proc_started(last_proc(), ENOENT, "cannot run /nonexistent: "
+		    "No such file or directory");
+	}
+	ck_assert_str_eq(trun_state(tr), "failed");
+	ck_assert(!trun_last_exit(tr, &sig, &code));
+	ck_assert_str_eq(trun_end_reason(tr), "could not start: cannot run "
+	    "/nonexistent: No such file or directory; 1 restart within 1m "
+	    "used up and the restart mode is \"fail\"");
+	ck_assert_uint_eq(trun_restarts(tr), 1);
+	trun_free(tr);
+}
+END_TEST
+
+/* Ended before a supervisor restart: so it stays, and never starts. */
+START_TEST(test_kept_end_is_restored_not_started)
+{
+	Berth__TaskHandle h = BERTH__TASK_HANDLE__INIT;
+	Berth__TaskEnd e = BERTH__TASK_END__INIT;
+	struct trun *tr;
+	bool sig;
+	int code;
+
+	h.pid = 4245;
+	h.restarts = 2;
+	e.failed = false;
+	e.exited = true;
+	e.code = 0;
+	e.reason = "exited with status 0; the restart policy allows no "
+	    "restarts";
+	e.version = "v1";
+	h.end = &e;
+	tr = new_runner(&h);
+	ck_assert_str_eq(trun_state(tr), "complete");
+	ck_assert_str_eq(trun_end_reason(tr), e.reason);
+	ck_assert(trun_last_exit(tr, &sig, &code) && !sig && code == 0);
+	trun_adopt(tr);
+	trun_run(tr);
+	run_for(100);
+	ck_assert_int_eq(nprocs, 0);
+	ck_assert_uint_eq(fake_count(mnt_fp,
+	    BERTH__ENVELOPE__BODY_PREPARE_TASK), 0);
+	/* trun_forget drops its record, with no stopped callback. */
+	trun_forget(tr);
+	ck_assert_str_eq(trun_state(tr), "dead");
+	ck_assert_int_eq(nstopped, 0);
+	wait_requests(reg_fp, BERTH__ENVELOPE__BODY_DELETE_HANDLE, 1);
 	trun_free(tr);
 }
 END_TEST
@@ -579,7 +892,14 @@ main(void)
 	TCase *tc = tcase_create("task_runner");
 
 	tcase_add_checked_fixture(tc, setup, teardown);
-	tcase_add_test(tc, test_start_run_exit_restart_with_backoff);
+	tcase_add_test(tc, test_start_run_exit_restart_after_delay);
+	tcase_add_test(tc, test_policy_fail_gives_up_after_attempts);
+	tcase_add_test(tc, test_policy_no_attempts_signal_fails_at_once);
+	tcase_add_test(tc, test_exit_zero_without_restart_left_completes);
+	tcase_add_test(tc, test_policy_delay_waits_for_the_next_interval);
+	tcase_add_test(tc, test_interval_window_resets_attempts);
+	tcase_add_test(tc, test_failed_starts_fail_under_the_policy);
+	tcase_add_test(tc, test_kept_end_is_restored_not_started);
 	tcase_add_test(tc, test_stop_term_then_kill);
 	tcase_add_test(tc, test_stop_while_preparing_reply_late);
 	tcase_add_test(tc, test_stop_while_starting);

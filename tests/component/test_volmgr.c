@@ -946,7 +946,8 @@ START_TEST(test_registry_refuses_claim)
 	start(NULL, NULL);
 	mount_job(&alloc1, 0);
 	ck_assert_int_eq(wait_job(0), VOLMGR_FAILED);
-	ck_assert_ptr_nonnull(strstr(fx.why[0], "berth-registry: "));
+	ck_assert_ptr_nonnull(strstr(fx.why[0], "berth-registry refused: "));
+	ck_assert_ptr_null(strstr(fx.why[0], "ERROR_"));
 	ck_assert_ptr_nonnull(strstr(fx.why[0], "as the test asked"));
 	ck_assert(!staged_now());
 }
@@ -1046,7 +1047,7 @@ START_TEST(test_mounter_refuses)
 	start(NULL, NULL);
 	mount_job(&alloc1, 0);
 	ck_assert_int_eq(wait_job(0), VOLMGR_FAILED);
-	ck_assert_ptr_nonnull(strstr(fx.why[0], "berth-mounter: "));
+	ck_assert_ptr_nonnull(strstr(fx.why[0], "berth-mounter refused: "));
 }
 END_TEST
 
@@ -1220,7 +1221,7 @@ START_TEST(test_mounter_never)
 	ck_assert(fake_run_until(fx.base, is_done, (void *)0,
 	    TEST_MCLIENT_MS + 5000));
 	ck_assert_int_eq(fx.st[0], VOLMGR_RETRY);
-	ck_assert_ptr_nonnull(strstr(fx.why[0], "TIMEOUT"));
+	ck_assert_ptr_nonnull(strstr(fx.why[0], "did not answer in time"));
 }
 END_TEST
 

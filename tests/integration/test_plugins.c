@@ -38,7 +38,8 @@ hostpath_alloc(struct berth *b, const char *file, const char *alloc,
 	    "\"plugin\", \"driver\": \"exec\", \"config\": {\"command\": "
 	    "\"%s\", \"args\": [\"--node-id\", \"n1\", \"--state-dir\", "
 	    "\"state\", \"--mode\", \"%s\"%s]}, \"csi_plugin\": {\"id\": "
-	    "\"%s\", \"type\": \"%s\", \"health_timeout\": \"%s\"}}]}", alloc,
+	    "\"%s\", \"type\": \"%s\", \"health_timeout\": \"%s\"}, "
+	    "\"restart\": {\"delay\": \"1s\"}}]}", alloc,
 	    harness_bin("berth-csi-hostpath"), type, faults ? faults : "", id,
 	    type, timeout);
 	/* Renamed into place, as an operator's tool would. */
@@ -216,7 +217,8 @@ START_TEST(health_timeout_restarts_the_task)
 	snprintf(text, sizeof(text), "{\"id\": \"mute\", \"tasks\": [{"
 	    "\"name\": \"plugin\", \"driver\": \"exec\", \"config\": {"
 	    "\"command\": \"/bin/sleep\", \"args\": [\"600\"]}, "
-	    "\"kill_timeout\": \"1s\", \"csi_plugin\": {\"id\": \"mute\", "
+	    "\"kill_timeout\": \"1s\", \"restart\": {\"delay\": \"1s\"}, "
+	    "\"csi_plugin\": {\"id\": \"mute\", "
 	    "\"type\": \"node\", \"health_timeout\": \"1s\"}}]}");
 	harness_write(path, text);
 	wait_event(&b, "PluginUnhealthy", "mute/plugin", "plugin mute was not "
@@ -501,7 +503,7 @@ START_TEST(restarted_plugin_over_no_leftover_socket)
 	harness_write(path, "{\"id\": \"p\", \"tasks\": [{\"name\": "
 	    "\"plugin\", \"driver\": \"privileged\", \"config\": {\"plugin\": "
 	    "\"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", \"type\": "
-	    "\"node\"}}]}");
+	    "\"node\"}, \"restart\": {\"delay\": \"1s\"}}]}");
 	json_decref(wait_instance(&b, "hp", "node", "p", true, 10000));
 	ck_assert_int_eq(task_pids(&b, &first), 1);
 	killed = http_now_ms();

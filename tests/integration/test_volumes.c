@@ -80,10 +80,13 @@ stop_alloc(struct berth *b, const char *name)
 static void
 plugin_up(struct berth *b)
 {
+	/* Crashed on purpose by some tests: back within a second. */
 	put_alloc(b, "plugin", "{\"id\": \"plugin\", \"tasks\": [{\"name\": "
 	    "\"hostpath\", \"driver\": \"privileged\", \"config\": {"
 	    "\"plugin\": \"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", "
-	    "\"type\": \"monolith\"}}]}");
+	    "\"type\": \"monolith\"}, \"restart\": {\"attempts\": 10, "
+	    "\"interval\": \"1m\", \"delay\": \"1s\", \"mode\": "
+	    "\"delay\"}}]}");
 	json_decref(wait_instance(b, "hp", "node", "plugin", true, 15000));
 	json_decref(wait_instance(b, "hp", "controller", "plugin", true,
 	    15000));

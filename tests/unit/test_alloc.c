@@ -204,6 +204,11 @@ START_TEST(defaults_applied)
 	ck_assert_int_eq(t->memory_max_mb, 300);
 	ck_assert_int_eq(t->pids, 512);
 	ck_assert_int_eq(t->csi.health_timeout_ms, 30000);
+	/* Nomad's restart defaults for service jobs. */
+	ck_assert_int_eq(t->restart.attempts, 2);
+	ck_assert_int_eq(t->restart.interval_ms, 30 * 60 * 1000);
+	ck_assert_int_eq(t->restart.delay_ms, 15000);
+	ck_assert_int_eq(t->restart.mode, ALLOC_RESTART_FAIL);
 	ck_assert(!t->mounts[0].read_only);
 	ck_assert(!a->volumes[0].read_only);
 	ck_assert_ptr_null(a->volumes[0].fs_type);
@@ -361,6 +366,47 @@ START_TEST(isolation_refusals)
 	ck_assert_int_eq(a->tasks[0].cpu, 100);
 	ck_assert_int_eq(a->tasks[0].pids, 512);
 	alloc_free(a);
+}
+END_TEST
+
+/* The restart block: what is given is read, the rest is defaulted. */
+START_TEST(restart_read_and_refused)
+{
+	struct alloc *a = parse_ok(DOC(TASK(",'restart':{'attempts':5,"
+	    "'interval':'10m','delay':'1s','mode':'delay'}"), ""));
+	static const char *const several[] = {
+		"tasks[0].restart.attempts: must be from 0 to 10000, not -1",
+		"tasks[0].restart.interval: must be at least 5s",
+		"tasks[0].restart.mode: must be one of \"fail\", \"delay\", "
+		    "not \"never\"",
+		"tasks[0].restart.tries: unknown field; remove it",
+	};
+
+	ck_assert_int_eq(a->tasks[0].restart.attempts, 5);
+	ck_assert_int_eq(a->tasks[0].restart.interval_ms, 600000);
+	ck_assert_int_eq(a->tasks[0].restart.delay_ms, 1000);
+	ck_assert_int_eq(a->tasks[0].restart.mode, ALLOC_RESTART_DELAY);
+	alloc_free(a);
+	a = parse_ok(DOC(TASK(",'restart':{'delay':'0s'}"), ""));
+	ck_assert_int_eq(a->tasks[0].restart.attempts, 2);
+	ck_assert_int_eq(a->tasks[0].restart.delay_ms, 0);
+	alloc_free(a);
+	refused_n(DOC(TASK(",'restart':{'attempts':-1,'interval':'1s',"
+	    "'mode':'never','tries':3}"), ""), several, 4);
+	refused(DOC(TASK(",'restart':{'attempts':'3'}"), ""),
+	    "tasks[0].restart.attempts: must be a whole number, not a string");
+	refused(DOC(TASK(",'restart':{'attempts':0,'mode':'delay'}"), ""),
+	    "tasks[0].restart: mode \"delay\" with 0 attempts would never "
+	    "start the task again; give attempts, or use mode \"fail\"");
+	refused(DOC(TASK(",'restart':{'attempts':3,'interval':'30s',"
+	    "'delay':'15s'}"), ""), "tasks[0].restart: 3 attempts with a "
+	    "delay of 15s do not fit in an interval of 30s; lengthen the "
+	    "interval or lower attempts or delay");
+	refused(DOC(TASK(",'restart':{'delay':'-1s'}"), ""),
+	    "tasks[0].restart.delay: \"-1s\" is not a duration (write for "
+	    "example \"30s\" or \"1m30s\")");
+	refused(DOC(TASK(",'restart':[]"), ""),
+	    "tasks[0].restart: must be an object, not an array");
 }
 END_TEST
 
@@ -842,6 +888,10 @@ same_task(const struct alloc_task *x, const struct alloc_task *y)
 	same_str(x->plugin, y->plugin);
 	same_strv(x->env, x->nenv, y->env, y->nenv);
 	ck_assert_int_eq(x->kill_timeout_ms, y->kill_timeout_ms);
+	ck_assert_int_eq(x->restart.attempts, y->restart.attempts);
+	ck_assert_int_eq(x->restart.interval_ms, y->restart.interval_ms);
+	ck_assert_int_eq(x->restart.delay_ms, y->restart.delay_ms);
+	ck_assert_int_eq(x->restart.mode, y->restart.mode);
 	ck_assert_int_eq(x->log_max_files, y->log_max_files);
 	ck_assert_int_eq(x->log_max_file_mb, y->log_max_file_mb);
 	same_str(x->user, y->user);
@@ -921,7 +971,14 @@ START_TEST(json_round_trip)
 	    "\"tasks\":[{\"name\":\"t\",\"driver\":\"exec\",\"config\":{"
 	    "\"command\":\"/bin/true\"},\"kill_timeout\":\"5s\",\"logs\":{"
 	    "\"max_files\":5,\"max_file_size\":10},\"resources\":{\"cpu\":"
-	    "100,\"memory\":300,\"memory_max\":300,\"pids\":512}}]}");
+	    "100,\"memory\":300,\"memory_max\":300,\"pids\":512},"
+	    "\"restart\":{"
+	    "\"attempts\":2,\"interval\":\"30m\",\"delay\":\"15s\","
+	    "\"mode\":\"fail\"}}]}");
+	free(out);
+	out = round_trip(sq(DOC(TASK(",'restart':{'attempts':0}"), "")));
+	ck_assert_ptr_nonnull(strstr(out, "\"restart\":{\"attempts\":0,"
+	    "\"interval\":\"30m\",\"delay\":\"15s\",\"mode\":\"fail\"}"));
 	free(out);
 	out = round_trip(sq(full_doc));
 	/* Defaults written out, durations in their shortest form. */
@@ -1160,6 +1217,7 @@ main(void)
 	tcase_add_test(tc, task_refusals);
 	tcase_add_test(tc, env_refusals);
 	tcase_add_test(tc, isolation_refusals);
+	tcase_add_test(tc, restart_read_and_refused);
 	tcase_add_test(tc, csi_plugin_refusals);
 	tcase_add_test(tc, csi_plugin_endpoint_args);
 	tcase_add_test(tc, csi_plugin_pairs);
