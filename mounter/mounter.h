@@ -25,7 +25,8 @@
 /* Records of the plugins this mounter started, by boot: only root writes. */
 #define MOUNTER_STARTED_DIR "mounter/started"
 #define MOUNTER_PLUGINS_DIR "/etc/berth/plugins.d"
-#define PLUGIN_MAX 1024	/* plugins and tasks (their crun) at once */
+#define PLUGIN_MAX 64
+#define TASK_MAX 1024		/* tasks' crun at once */
 /* StartTask (task.c): in --task-conf, root's; beneath the data dir. */
 #define TASK_CONF_DIR "/etc/berth"
 #define TASK_TEMPLATE "task-sandbox.json"
@@ -131,7 +132,7 @@ struct mounter {
 	gid_t peer_gid, reg_gid;
 	const char *shim, *cgroup;		/* for the template */
 	char boot_id[MREQ_IDENT];
-	struct plugin plugins[PLUGIN_MAX];
+	struct plugin plugins[PLUGIN_MAX + TASK_MAX];
 	struct cleanups *cleanups;	/* cleanup.c's, in progress */
 };
 
