@@ -167,8 +167,8 @@ init(void)
 	/* StartTask: a range, a peer and a registry of 70000-70099's. */
 	m.ids[0] = 70000;
 	m.ids[1] = 70099;
-	m.peer_uid = m.peer_gid = 70050;
-	m.reg_uid = m.reg_gid = 70051;
+	m.deny_uid[0] = m.deny_gid[0] = m.peer_gid = 70050;
+	m.deny_uid[1] = m.deny_gid[1] = 70051;
 	m.shim = "/usr/libexec/berth/berth-shim";
 	m.cgroup = "/berth";
 	log_init("fuzz_verbs", 0);

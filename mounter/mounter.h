@@ -128,8 +128,8 @@ struct mounter {
 	struct helper h;
 	const char *data_dir;
 	int data_fd, plugins_fd, proc_fd, launcher_fd, conf_fd;
-	uid_t peer_uid, reg_uid, ids[2];	/* ids: --task-ids */
-	gid_t peer_gid, reg_gid;
+	uid_t ids[2], deny_uid[3];	/* --task-ids; berth's own (main()) */
+	gid_t deny_gid[3], peer_gid;	/* peer_gid: its user's group */
 	const char *shim, *cgroup;		/* for the template */
 	char boot_id[MREQ_IDENT];
 	struct plugin plugins[PLUGIN_MAX + TASK_MAX];
