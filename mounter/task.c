@@ -18,7 +18,6 @@
 #include <sys/socket.h>
 
 #include "mounter.h"
-#include "privdrop.h"
 
 #define PERM BERTH__ERROR_CODE__ERROR_PERMISSION
 #define TEMPLATE_MAX 16384
