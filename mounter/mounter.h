@@ -201,6 +201,8 @@ Berth__ErrorCode open_exe(const char *path, int *fd, char *why);
 /* The launcher starts lr with fds; the pidfd is then the caller's. */
 Berth__ErrorCode launcher_run(struct mounter *m, struct launch_req *lr,
     const int fds[3], pid_t *pid, int *pidfd, char *why);
+/* Is there a free slot to watch one more? Ask before starting it. */
+bool plugin_room(struct mounter *m, bool task);
 /* Watch a process we started (start 0: read it) and answer its handle. */
 Berth__ErrorCode plugin_keep(struct mounter *m, pid_t pid, uint64_t start,
     bool task, int pidfd, struct mreply *out, char *why);

@@ -81,6 +81,12 @@ find(struct mounter *m, pid_t pid, uint64_t start, bool task)
 	return NULL;
 }
 
+bool
+plugin_room(struct mounter *m, bool task)
+{
+	return find(m, 0, 0, task) != NULL;
+}
+
 /* Its pidfd is readable: it has ended. Tell the supervisor how. */
 static void
 ended(evutil_socket_t fd, short ev, void *arg)
@@ -273,7 +279,7 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	pid_t pid = -1;
 
 	/* Refuse before launching: a plugin we cannot watch must not run. */
-	if (find(m, 0, 0, false) == NULL)
+	if (!plugin_room(m, false))
 		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "at most "
 		    "%d plugins at once; stop one first", PLUGIN_MAX);
 	if (layout_plugin_socket(sock, sizeof(sock), rq->alloc) < 0 ||

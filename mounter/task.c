@@ -151,6 +151,10 @@ task_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	snprintf(rel, sizeof(rel), MOUNTER_TASKS_DIR "/%s/%s", rq->alloc,
 	    rq->task);
 	snprintf(id, sizeof(id), "%s@%s", rq->alloc, rq->task);
+	/* Refuse before launching: a crun we cannot watch must not run. */
+	if (!plugin_room(m, true))
+		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "at most "
+		    "%d tasks at once", TASK_MAX);
 	if ((code = check_ids(m, rq, why)) != OK ||
 	    (code = bundle(m, rq, rel, why)) != OK)
 		return code;
