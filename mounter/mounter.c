@@ -248,16 +248,19 @@ main(int argc, char **argv)
 	if (spawned && (r = priv_die_with_parent(peer)) < 0)
 		fatalx("main: cannot tie our life to the supervisor's: %s",
 		    strerror(-r));
-	/* Task ids are never the supervisor's, nor the registry's. */
+	/* Task ids are never the peer's (as it connected, and its user's)
+	 * nor the registry's; a task's status dir gets its user's group. */
 	if (getsockopt(BERTH_HELPER_FD, SOL_SOCKET, SO_PEERCRED, &cr,
 	    &crlen) < 0)
 		fatal("main: SO_PEERCRED");
-	m.peer_uid = cr.uid;
-	m.peer_gid = cr.gid;
-	if ((pw = getpwnam("berth-registry")) != NULL) {
-		m.reg_uid = pw->pw_uid;
-		m.reg_gid = pw->pw_gid;
-	}
+	m.deny_uid[0] = cr.uid;
+	m.deny_gid[0] = m.peer_gid = cr.gid;
+	for (r = 1; r < 3; r++)
+		if ((pw = getpwnam(r == 1 ? peer_user : "berth-registry"))) {
+			m.deny_uid[r] = pw->pw_uid;
+			m.deny_gid[r] = pw->pw_gid;
+			m.peer_gid = r == 1 ? pw->pw_gid : m.peer_gid;
+		}
 	if ((r = helper_close_inherited(BERTH_HELPER_FD)) < 0)
 		fatalx("main: closing inherited descriptors: %s", strerror(-r));
 	/* Before the environment is cleared and socket(2) is forbidden. */

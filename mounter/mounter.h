@@ -25,7 +25,8 @@
 /* Records of the plugins this mounter started, by boot: only root writes. */
 #define MOUNTER_STARTED_DIR "mounter/started"
 #define MOUNTER_PLUGINS_DIR "/etc/berth/plugins.d"
-#define PLUGIN_MAX 1024	/* plugins and tasks (their crun) at once */
+#define PLUGIN_MAX 64
+#define TASK_MAX 1024		/* tasks' crun at once */
 /* StartTask (task.c): in --task-conf, root's; beneath the data dir. */
 #define TASK_CONF_DIR "/etc/berth"
 #define TASK_TEMPLATE "task-sandbox.json"
@@ -127,11 +128,11 @@ struct mounter {
 	struct helper h;
 	const char *data_dir;
 	int data_fd, plugins_fd, proc_fd, launcher_fd, conf_fd;
-	uid_t peer_uid, reg_uid, ids[2];	/* ids: --task-ids */
-	gid_t peer_gid, reg_gid;
+	uid_t ids[2], deny_uid[3];	/* --task-ids; berth's own (main()) */
+	gid_t deny_gid[3], peer_gid;	/* peer_gid: its user's group */
 	const char *shim, *cgroup;		/* for the template */
 	char boot_id[MREQ_IDENT];
-	struct plugin plugins[PLUGIN_MAX];
+	struct plugin plugins[PLUGIN_MAX + TASK_MAX];
 	struct cleanups *cleanups;	/* cleanup.c's, in progress */
 };
 
@@ -200,6 +201,8 @@ Berth__ErrorCode open_exe(const char *path, int *fd, char *why);
 /* The launcher starts lr with fds; the pidfd is then the caller's. */
 Berth__ErrorCode launcher_run(struct mounter *m, struct launch_req *lr,
     const int fds[3], pid_t *pid, int *pidfd, char *why);
+/* Is there a free slot to watch one more? Ask before starting it. */
+bool plugin_room(struct mounter *m, bool task);
 /* Watch a process we started (start 0: read it) and answer its handle. */
 Berth__ErrorCode plugin_keep(struct mounter *m, pid_t pid, uint64_t start,
     bool task, int pidfd, struct mreply *out, char *why);

@@ -67,17 +67,24 @@ start_time_of(struct mounter *m, pid_t pid, uint64_t *start)
 	return r;
 }
 
-/* The plugin with this handle; pid 0: a free slot (all zero). */
+/* The one with this handle; pid 0: a free slot, a task's past PLUGIN_MAX. */
 static struct plugin *
-find(struct mounter *m, pid_t pid, uint64_t start)
+find(struct mounter *m, pid_t pid, uint64_t start, bool task)
 {
-	struct plugin *p;
+	struct plugin *p = m->plugins + (pid == 0 && task ? PLUGIN_MAX : 0);
 
-	for (p = m->plugins; p < m->plugins + PLUGIN_MAX; p++)
+	for (; p < m->plugins + (pid == 0 && !task ? PLUGIN_MAX : PLUGIN_MAX +
+	    TASK_MAX); p++)
 		if ((p->pidfd > 0) == (pid != 0) && p->pid == pid &&
 		    p->start_time == start)
 			return p;
 	return NULL;
+}
+
+bool
+plugin_room(struct mounter *m, bool task)
+{
+	return find(m, 0, 0, task) != NULL;
 }
 
 /* Its pidfd is readable: it has ended. Tell the supervisor how. */
@@ -127,7 +134,7 @@ Berth__ErrorCode
 plugin_keep(struct mounter *m, pid_t pid, uint64_t start, bool task,
     int pidfd, struct mreply *out, char *why)
 {
-	struct plugin *p = find(m, 0, 0);
+	struct plugin *p = find(m, 0, 0, task);
 
 	if (start == 0 && start_time_of(m, pid, &start) < 0)
 		log_warn("plugin_keep: no start time for pid %ld", (long)pid);
@@ -272,7 +279,7 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	pid_t pid = -1;
 
 	/* Refuse before launching: a plugin we cannot watch must not run. */
-	if (find(m, 0, 0) == NULL)
+	if (!plugin_room(m, false))
 		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "at most "
 		    "%d plugins at once; stop one first", PLUGIN_MAX);
 	if (layout_plugin_socket(sock, sizeof(sock), rq->alloc) < 0 ||
@@ -322,7 +329,7 @@ plugin_adopt(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	uint64_t start;
 	int pidfd;
 
-	if ((p = find(m, rq->pid, rq->start_time)) != NULL)
+	if ((p = find(m, rq->pid, rq->start_time, false)) != NULL)
 		return answer(p, out, why);
 	/*
 	 * Pin the process first, then check it is the one named: one that
@@ -354,7 +361,7 @@ plugin_signal(struct mounter *m, const struct mreq *rq, struct mreply *out,
 {
 	struct plugin *p;
 
-	if ((p = find(m, rq->pid, rq->start_time)) == NULL || p->task)
+	if ((p = find(m, rq->pid, rq->start_time, false)) == NULL || p->task)
 		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "pid %ld "
 		    "(start time %llu) is not a plugin this berth-mounter "
 		    "started or adopted", (long)rq->pid,

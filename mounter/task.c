@@ -18,7 +18,6 @@
 #include <sys/socket.h>
 
 #include "mounter.h"
-#include "privdrop.h"
 
 #define PERM BERTH__ERROR_CODE__ERROR_PERMISSION
 #define TEMPLATE_MAX 16384
@@ -32,11 +31,12 @@ check_ids(struct mounter *m, const struct mreq *rq, char *why)
 	char buf[TEMPLATE_MAX + 1], name[MREQ_IDENT], *line, *save = NULL;
 	Berth__ErrorCode code;
 	unsigned u, g;
+	int i;
 
-	if (rq->uid == m->peer_uid || rq->uid == m->reg_uid ||
-	    rq->gid == m->peer_gid || rq->gid == m->reg_gid)
-		return fail(why, PERM, "uid %u or gid %u is berth's own",
-		    rq->uid, rq->gid);
+	for (i = 0; i < 3; i++)
+		if (rq->uid == m->deny_uid[i] || rq->gid == m->deny_gid[i])
+			return fail(why, PERM, "uid %u or gid %u is berth's own",
+			    rq->uid, rq->gid);
 	if (rq->user[0] == '\0')
 		return rq->uid >= m->ids[0] && rq->uid <= m->ids[1] &&
 		    rq->gid >= m->ids[0] && rq->gid <= m->ids[1] ? OK :
@@ -97,23 +97,22 @@ bundle(struct mounter *m, const struct mreq *rq, const char *rel,
 	    { "cgroup", cg }, { "memory", num[2] }, { "memory_max", num[3] },
 	    { "cpu_shares", num[4] }, { "pids_max", num[5] },
 	    { "netns", rq->network_none ? ", { \"type\": \"network\" }" : "" } };
+	/* 0: no limit (-1 for memory; crun writes pids 0 as "max"). */
+	int64_t v[6] = { rq->uid, rq->gid, rq->memory ? (int64_t)rq->memory :
+	    -1, rq->memory_max ? (int64_t)rq->memory_max : rq->memory ?
+	    (int64_t)rq->memory : -1, rq->cpu_shares, rq->pids_max };
 	Berth__ErrorCode code;
 	int fd, cf, len;
 
 	if ((code = read_root_file(m->conf_fd, "--task-conf", TASK_TEMPLATE,
 	    tpl, TEMPLATE_MAX, why)) != OK)
 		return code;
-	/* 0: no limit (-1 for memory; crun writes pids 0 as "max"). */
-	snprintf(num[0], 24, "%u", rq->uid);
-	snprintf(num[1], 24, "%u", rq->gid);
-	snprintf(num[2], 24, "%" PRId64, rq->memory ? (int64_t)rq->memory : -1);
-	snprintf(num[3], 24, "%" PRId64, rq->memory_max ?
-	    (int64_t)rq->memory_max : rq->memory ? (int64_t)rq->memory : -1);
-	snprintf(num[4], 24, "%u", rq->cpu_shares);
-	snprintf(num[5], 24, "%u", rq->pids_max);
-	snprintf(cg, sizeof(cg), "%s/%s@%s", m->cgroup, rq->alloc, rq->task);
+	for (len = 0; len < 6; len++)
+		snprintf(num[len], 24, "%" PRId64, v[len]);
 	snprintf(sub, sizeof(sub), "%s/rootfs", rel);
-	if (layout_abs(dir, sizeof(dir), m->data_dir, rq->path) < 0 ||
+	if (snprintf(cg, sizeof(cg), "%s/%s@%s", m->cgroup, rq->alloc,
+	    rq->task) >= (int)sizeof(cg) ||
+	    layout_abs(dir, sizeof(dir), m->data_dir, rq->path) < 0 ||
 	    layout_abs(root, sizeof(root), m->data_dir, sub) < 0 ||
 	    (len = fill(tpl, cfg, sizeof(cfg), kv)) < 0)
 		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "the "
@@ -152,6 +151,10 @@ task_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	snprintf(rel, sizeof(rel), MOUNTER_TASKS_DIR "/%s/%s", rq->alloc,
 	    rq->task);
 	snprintf(id, sizeof(id), "%s@%s", rq->alloc, rq->task);
+	/* Refuse before launching: a crun we cannot watch must not run. */
+	if (!plugin_room(m, true))
+		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "at most "
+		    "%d tasks at once", TASK_MAX);
 	if ((code = check_ids(m, rq, why)) != OK ||
 	    (code = bundle(m, rq, rel, why)) != OK)
 		return code;

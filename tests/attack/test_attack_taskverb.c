@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <poll.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -249,6 +250,7 @@ START_TEST(a_task_starts_confined_and_reports_over_its_channel)
 {
 	char report[8192], ns[64], self[64], beyond[1024], leaf[512];
 	struct pollfd pfd;
+	struct passwd *pw;
 	struct stat st;
 	const char *p;
 	int fds[2], n;
@@ -281,10 +283,11 @@ START_TEST(a_task_starts_confined_and_reports_over_its_channel)
 	ck_assert_msg(strstr(p, " run") == NULL && strstr(p, " home") == NULL &&
 	    strstr(p, " var") == NULL && strstr(p, " root") == NULL &&
 	    strstr(p, " sys") == NULL, "%s", report);
-	/* Its status dir: its own, the peer's group, 02750. */
+	/* Its status dir: its own, the group of berth (else the peer's). */
 	ck_assert_int_eq(stat(mc_path(&c, "shim/" A "/web"), &st), 0);
 	ck_assert_int_eq(st.st_uid, 70001);
-	ck_assert_int_eq(st.st_gid, PEER);
+	ck_assert_int_eq(st.st_gid, (pw = getpwnam("berth")) != NULL ?
+	    pw->pw_gid : PEER);
 	ck_assert_int_eq(st.st_mode & 07777, 02750);
 	ck_assert_int_eq(stat(mc_path(&c, "shim/" A "/web/probe"), &st), 0);
 	ck_assert_int_eq(st.st_uid, 70001);

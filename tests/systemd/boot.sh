@@ -15,7 +15,7 @@
 set -u
 
 src=$1 build=$2
-PKGS="systemd,systemd-sysv,dbus,sudo,jq,procps,util-linux,mount"
+PKGS="systemd,systemd-sysv,dbus,sudo,jq,procps,util-linux,mount,crun"
 # berth's runtime libraries (what meson links, as Debian 12 names them).
 PKGS="$PKGS,libprotobuf-c1,libgrpc29,libevent-2.1-7,libevent-core-2.1-7"
 PKGS="$PKGS,libevent-pthreads-2.1-7,libevent-extra-2.1-7,libcap2"
