@@ -167,6 +167,7 @@ tp_new(struct taskdrv *drv, enum taskdrv_kind kind, const char *alloc,
 	tp->state = TP_STARTING;
 	tp->pidfd = -1;
 	tp->task_pidfd = -1;
+	tp->chan = -1;
 	snprintf(tp->alloc, sizeof(tp->alloc), "%s", alloc);
 	snprintf(tp->task, sizeof(tp->task), "%s", task);
 	tp->started = started;
@@ -187,6 +188,8 @@ taskproc_start(struct taskdrv *drv, const struct task_spec *spec,
 	    arg);
 	if (spec->kind != TASKDRV_EXEC)
 		priv_task_start(tp, spec);
+	else if (spec->sandbox)
+		sandbox_start(tp, spec);
 	else if ((r = exec_start(tp, spec)) <= 0)
 		tp_tell_later(tp, r);	/* > 0: it ended already */
 	return tp;
@@ -206,6 +209,8 @@ taskproc_adopt(struct taskdrv *drv, enum taskdrv_kind kind,
 	}
 	if (kind == TASKDRV_PRIVILEGED)
 		priv_task_adopt(tp);
+	else if (th != NULL && th->run_id != 0)
+		sandbox_adopt(tp, th);
 	else
 		exec_adopt(tp, th);
 	return tp;
@@ -218,6 +223,7 @@ taskproc_handle(const struct taskproc *tp, Berth__TaskHandle *h)
 	h->start_time = tp->start_time;
 	h->shim_pid = tp->shim_pid;
 	h->shim_start_time = tp->shim_start;
+	h->run_id = tp->run_id;
 }
 
 int
@@ -225,6 +231,8 @@ taskproc_signal(struct taskproc *tp, int sig)
 {
 	if (tp->state == TP_EXITED || tp->pid <= 0)
 		return -ESRCH;
+	if (tp->kind == TASKDRV_EXEC && tp->run_id != 0)
+		return sandbox_signal(tp, sig);
 	if (tp->kind == TASKDRV_EXEC)
 		return exec_signal(tp, sig);
 	return priv_task_signal(tp, sig);
@@ -249,6 +257,7 @@ taskproc_free(struct taskproc *tp)
 		return;
 	TAILQ_REMOVE(&tp->drv->procs, tp, entry);
 	exec_forget(tp);
+	sandbox_forget(tp);
 	event_free(tp->later);
 	/* A mounter answer still on its way finds no callback. */
 	if (tp->kind == TASKDRV_PRIVILEGED)

@@ -13,9 +13,11 @@
  * after the task ended. Both are adopted again by pid and start time (a
  * reused pid never matches).
  *
- * The driver is in three files: taskdrv.c holds what both kinds share
+ * The driver is in four files: taskdrv.c holds what both kinds share
  * (a task's states and its callbacks), taskdrv_exec.c the exec driver,
- * taskdrv_priv.c the privileged one.
+ * taskdrv_sandbox.c its sandboxed tasks (berth-mounter starts crun, the
+ * shim is the sandbox's init, and the supervisor drives it over its
+ * channel), taskdrv_priv.c the privileged one.
  *
  * Must not: know about allocations, plugins or the registry. The caller
  * persists the handle (taskproc_handle()) and decides about restarts.
@@ -57,6 +59,18 @@ struct task_spec {
 	/* exec: log rotation, 0 for the shim's defaults */
 	int64_t log_max_bytes;
 	int log_max_files;
+	/*
+	 * exec, sandboxed: started by berth-mounter under crun, the shim
+	 * its init, as uid and gid (never 0). The shim sends SIGKILL to
+	 * what is left kill_timeout_ms after a stop.
+	 */
+	bool sandbox;
+	uint32_t uid, gid;
+	const char *user;		/* allow-listed name, or NULL */
+	bool network_none;
+	uint64_t memory_bytes, memory_max_bytes;
+	uint32_t cpu_shares, pids_max;
+	int64_t kill_timeout_ms;
 };
 
 struct task_exit {

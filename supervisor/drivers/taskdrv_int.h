@@ -15,6 +15,8 @@
 #include "ident.h"
 #include "layout.h"
 #include "log.h"
+#include "mounter_client.h"
+#include "shimchan.h"
 #include "taskdrv.h"
 
 /*
@@ -44,6 +46,16 @@ struct taskproc {
 	int task_pidfd;			/* the task's, for signals */
 	struct event *ev;		/* pidfd readable */
 	char dir[PATH_MAX];	/* the task directory */
+	/* exec, sandboxed: pid and start_time are crun's, pidfd its */
+	uint64_t run_id;		/* 0: not sandboxed */
+	int chan;			/* the shim's channel, or -1 */
+	struct event *chan_ev;
+	struct shimchan_spec *pending;	/* sent once the sandbox runs */
+	struct priv_task *ask;		/* StartTask, once nothing is in
+					 * the way (see sandbox_start) */
+	struct event *wait_ev;		/* for an unrecorded sandbox's end */
+	bool exit_seen;			/* SHIM_MSG_EXIT came: early */
+	unsigned grace_ms;		/* a stop's, then SIGKILL */
 	/* both */
 	struct event *later;		/* tells from the event loop */
 	struct task_exit early;		/* TP_ENDED_EARLY: how */
@@ -82,6 +94,12 @@ int exec_signal(struct taskproc *tp, int sig);
 /* Stop watching (it ended); forget also closes the task's pidfd. */
 void exec_unwatch(struct taskproc *tp);
 void exec_forget(struct taskproc *tp);
+
+/* taskdrv_sandbox.c: exec tasks under crun, through berth-mounter. */
+void sandbox_start(struct taskproc *tp, const struct task_spec *spec);
+void sandbox_adopt(struct taskproc *tp, const Berth__TaskHandle *h);
+int sandbox_signal(struct taskproc *tp, int sig);
+void sandbox_forget(struct taskproc *tp);
 
 /* taskdrv_priv.c: plugins berth-mounter starts and watches. */
 void priv_task_start(struct taskproc *tp, const struct task_spec *spec);
