@@ -451,6 +451,8 @@ make_allocs(struct supervisor *sv)
 		.heartbeat_ms = sv->cfg.plugin_heartbeat_ms,
 		.uid = sv->uid,
 		.gid = sv->gid,
+		.task_id_first = sv->cfg.task_id_first,
+		.task_id_count = sv->cfg.task_id_count,
 		.fail = allocs_fail,
 		.ctx = sv,
 	};
