@@ -9,13 +9,16 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
 #include "alloc_int.h"
+#include "ident.h"
 #include "layout.h"
+#include "xalloc.h"
 /*
  * Remove dirfd/name and all under it, as the supervisor's user: never
  * following a symlink, never entering a mount point (a volume's bind).
@@ -85,6 +88,26 @@ remove_task_files(struct allocs *am, const char *alloc)
 	closedir(d);
 }
 
+struct cleanup {
+	struct allocs *am;
+	char alloc[BERTH_IDENT_MAX + 1];
+	priv_cleanup_cb cb;
+	void *arg;
+};
+
+/* Cleaned up: nothing of the alloc is left, and its task id goes. */
+static void
+on_cleaned(const struct priv_result *res, uint32_t unmounted,
+    uint32_t removed, void *arg)
+{
+	struct cleanup *c = arg;
+
+	if (res->code == BERTH__ERROR_CODE__ERROR_NONE)
+		ids_release(c->am, c->alloc);
+	c->cb(res, unmounted, removed, c->arg);
+	free(c);
+}
+
 /*
  * type and plugin (or NULL): the plugin task this alloc ran, when no
  * other alloc runs one of that plugin and no volume of it is held: then
@@ -97,8 +120,14 @@ cleanup_alloc(struct allocs *am, const char *alloc, const char *type,
 	const struct priv_result unreachable = {
 		BERTH__ERROR_CODE__ERROR_CLOSED, MCLIENT_UNREACHABLE };
 
+	struct cleanup *c = xcalloc(1, sizeof(*c));
+
+	c->am = am;
+	snprintf(c->alloc, sizeof(c->alloc), "%s", alloc);
+	c->cb = cb;
+	c->arg = arg;
 	remove_task_files(am, alloc);
-	if (priv_cleanup_alloc(am->d.mounter, alloc, type, plugin, cb,
-	    arg) < 0)
-		cb(&unreachable, 0, 0, arg);
+	if (priv_cleanup_alloc(am->d.mounter, alloc, type, plugin, on_cleaned,
+	    c) < 0)
+		on_cleaned(&unreachable, 0, 0, c);
 }
