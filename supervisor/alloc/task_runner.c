@@ -6,6 +6,7 @@
  * its own task, through the task driver.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -59,6 +60,7 @@ struct trun {
 	 * it failed, why, and for which version of the alloc's file. */
 	Berth__TaskEnd end;
 	char reason[768], version[96];
+	uint32_t task_id;		/* its alloc's uid and gid; 0: none yet */
 	trun_stopped_cb stopped;
 	void *arg;
 	struct task_event events[TRUN_EVENTS];
@@ -458,6 +460,55 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 		    tr->handle.plugin_healthy);
 }
 
+/* Under crun, as the alloc's id or its allow-listed user. */
+static bool
+sandboxed(const struct trun *tr)
+{
+	return tr->t->driver == ALLOC_DRIVER_EXEC && tr->ps == NULL;
+}
+
+/* Who a sandboxed task runs as: 0, or -errno with tr->why. */
+static int
+task_ids(struct trun *tr, uint32_t *uid, uint32_t *gid)
+{
+	struct passwd *pw;
+
+	if (tr->t->user != NULL) {
+		if ((pw = getpwnam(tr->t->user)) == NULL) {
+			snprintf(tr->why, sizeof(tr->why), "user %s: no such "
+			    "user", tr->t->user);
+			return -ENOENT;
+		}
+		*uid = pw->pw_uid;
+		*gid = pw->pw_gid;
+		return 0;
+	}
+	if (tr->task_id == 0) {
+		snprintf(tr->why, sizeof(tr->why), "its allocation holds no "
+		    "task id from berth-registry yet");
+		return -EAGAIN;
+	}
+	*uid = *gid = tr->task_id;
+	return 0;
+}
+
+static void
+sandbox_spec(struct trun *tr, struct task_spec *spec)
+{
+	const struct alloc_task *t = tr->t;
+
+	spec->sandbox = true;
+	(void)task_ids(tr, &spec->uid, &spec->gid);
+	spec->user = t->user;
+	spec->network_none = tr->a->network_none;
+	spec->memory_bytes = (uint64_t)t->memory_mb << 20;
+	spec->memory_max_bytes = (uint64_t)t->memory_max_mb << 20;
+	/* cpu.shares' least is 2. */
+	spec->cpu_shares = t->cpu < 2 ? 2 : (uint32_t)t->cpu;
+	spec->pids_max = (uint32_t)t->pids;
+	spec->kill_timeout_ms = t->kill_timeout_ms;
+}
+
 static void
 launch(struct trun *tr)
 {
@@ -483,6 +534,8 @@ launch(struct trun *tr)
 		spec.nenv = tr->t->nenv;
 		spec.log_max_bytes = (int64_t)tr->t->log_max_file_mb << 20;
 		spec.log_max_files = tr->t->log_max_files;
+		if (sandboxed(tr))
+			sandbox_spec(tr, &spec);
 	} else {
 		spec.kind = TASKDRV_PRIVILEGED;
 		spec.definition = tr->t->plugin;
@@ -548,6 +601,7 @@ start(struct trun *tr)
 {
 	struct mclient *mc = tr->d->mounter;
 	bool exec = tr->t->driver == ALLOC_DRIVER_EXEC;
+	uint32_t uid = (uint32_t)tr->d->uid, gid = (uint32_t)tr->d->gid;
 
 	tr->state = TR_PREPARING;
 	tr->why[0] = '\0';
@@ -561,10 +615,12 @@ start(struct trun *tr)
 		    &tr->handle, on_started, on_exited, tr);
 		return;
 	}
+	/* A sandboxed task's directory is its group's to write in. */
+	if (exec && sandboxed(tr) && task_ids(tr, &uid, &gid) < 0)
+		exec = false;	/* tr->why says; tried again later */
 	if (exec)
 		mounter_step(tr, priv_prepare_task(mc, tr->a->id, tr->t->name,
-		    (uint32_t)tr->d->uid, (uint32_t)tr->d->gid, on_prepared,
-		    tr));
+		    uid, gid, on_prepared, tr));
 	/* A root plugin's socket dir stays root's, for our group. */
 	if (tr->ps != NULL)
 		mounter_step(tr, priv_prepare_plugin(mc,
@@ -661,6 +717,7 @@ trun_new(const struct trun_deps *d, const struct alloc *a,
 		tr->handle.restarts = adopt->restarts;
 		tr->handle.shim_pid = adopt->shim_pid;
 		tr->handle.shim_start_time = adopt->shim_start_time;
+		tr->handle.run_id = adopt->run_id;
 		tr->rs.interval_start_ms = adopt->interval_start_ms;
 		tr->rs.count = (int)adopt->interval_restarts;
 		tr->have_adopt = adopt->pid > 0 && adopt->end == NULL;
@@ -752,6 +809,12 @@ trun_forget(struct trun *tr)
 		return;
 	tr->state = TR_DEAD;
 	delete_handle(tr);
+}
+
+void
+trun_set_id(struct trun *tr, uint32_t id)
+{
+	tr->task_id = id;
 }
 
 void

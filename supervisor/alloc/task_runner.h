@@ -116,6 +116,9 @@ void trun_free(struct trun *tr);
 /* A task that ended for good: its record in the registry goes (its alloc
  * is stopped); no stopped callback. */
 void trun_forget(struct trun *tr);
+/* Its alloc's task uid and gid (registry's AllocateIds): an exec task
+ * runs sandboxed as it, unless it names an allow-listed user. */
+void trun_set_id(struct trun *tr, uint32_t id);
 /* The version of the alloc's file, recorded with an end for good. */
 void trun_set_version(struct trun *tr, const char *version);
 
