@@ -238,6 +238,8 @@ write_status(int status)
 	    (unsigned long long)run.run_id, WIFSIGNALED(status) ? "signaled" :
 	    "exited", WIFSIGNALED(status) ? WTERMSIG(status) :
 	    WEXITSTATUS(status));
+	/* One left by an earlier run may be another uid's. */
+	(void)unlinkat(dfd, SHIM_STATUS_FILE ".tmp", 0);
 	if ((fd = openat(dfd, SHIM_STATUS_FILE ".tmp", O_WRONLY | O_CREAT |
 	    O_TRUNC | O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC, 0640)) < 0)
 		return -1;

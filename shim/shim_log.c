@@ -27,11 +27,18 @@ struct stream err = { SHIM_STDERR_LOG, -1, -1, 0, false };
 int
 log_open(struct stream *s, bool truncate)
 {
+	int flags = O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC | (truncate ? O_TRUNC : 0);
 	struct stat st;
 
-	s->fd = openat(dfd, s->name, O_WRONLY | O_CREAT | O_APPEND |
-	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (truncate ? O_TRUNC : 0),
-	    0640);
+	/*
+	 * A file this uid cannot open is an earlier run's under another
+	 * uid (the same alloc and task, stopped and started again with
+	 * another task id): the directory is ours now, the file goes.
+	 */
+	if ((s->fd = openat(dfd, s->name, flags, 0640)) < 0 &&
+	    errno == EACCES && unlinkat(dfd, s->name, 0) == 0)
+		s->fd = openat(dfd, s->name, flags, 0640);
 	if (s->fd < 0)
 		return -errno;
 	if (fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
