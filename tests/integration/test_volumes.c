@@ -152,7 +152,8 @@ task_alloc(struct berth *b, const char *id, const char *vol,
 	put_alloc(b, id, doc);
 }
 
-/* Wait until a task's stdout.log holds text. */
+/* Wait until a task's stdout.log (in its shim's status dir, out of the
+ * sandbox) holds text. */
 static void
 wait_stdout(struct berth *b, const char *alloc, const char *text)
 {
@@ -160,7 +161,7 @@ wait_stdout(struct berth *b, const char *alloc, const char *text)
 	ssize_t n;
 	int fd, i;
 
-	snprintf(path, sizeof(path), "%s/data/allocs/%s/t/stdout.log", b->dir,
+	snprintf(path, sizeof(path), "%s/data/shim/%s/t/stdout.log", b->dir,
 	    alloc);
 	for (i = 0; i < 100; i++) {
 		buf[0] = '\0';
