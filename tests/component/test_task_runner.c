@@ -154,6 +154,8 @@ new_runner(const Berth__TaskHandle *adopt)
 	    NULL);
 
 	ck_assert_ptr_nonnull(tr);
+	/* Its alloc's task id, as the alloc runner sets it. */
+	trun_set_id(tr, 70000);
 	return tr;
 }
 
