@@ -1089,6 +1089,9 @@ task_restart(struct walk *w, json_t *v, void *dst)
 	if (!object_of(w, v))
 		return;
 	walk_fields(w, v, restart_fields, NFIELDS(restart_fields), r);
+	/* A plugin's default "delay" means nothing with no attempts. */
+	if (json_object_get(v, "mode") == NULL && r->attempts == 0)
+		r->mode = ALLOC_RESTART_FAIL;
 	if (r->attempts < 0 || r->interval_ms < 0 || r->delay_ms < 0 ||
 	    r->mode == 0)
 		return;		/* said already */
@@ -1141,6 +1144,10 @@ alloc_task(struct walk *w, json_t *v, size_t i, void *ctx)
 	w->driver = json_is_string(d) ? name_value(drivers,
 	    json_string_value(d), json_string_length(d)) : 0;
 	w->csi = json_object_get(v, "csi_plugin") != NULL;
+	/* A plugin is started again for good: berth has no scheduler to
+	 * move its work elsewhere, and its volumes would stay stuck. */
+	if (w->csi)
+		t->restart.mode = ALLOC_RESTART_DELAY;
 	walk_fields(w, v, task_fields, NFIELDS(task_fields), t);
 	/* The mounter starts a privileged process only as a CSI plugin. */
 	if (w->driver == ALLOC_DRIVER_PRIVILEGED &&

@@ -208,7 +208,8 @@ START_TEST(defaults_applied)
 	ck_assert_int_eq(t->restart.attempts, 2);
 	ck_assert_int_eq(t->restart.interval_ms, 30 * 60 * 1000);
 	ck_assert_int_eq(t->restart.delay_ms, 15000);
-	ck_assert_int_eq(t->restart.mode, ALLOC_RESTART_FAIL);
+	/* A plugin's mode is "delay": it is never given up for good. */
+	ck_assert_int_eq(t->restart.mode, ALLOC_RESTART_DELAY);
 	ck_assert(!t->mounts[0].read_only);
 	ck_assert(!a->volumes[0].read_only);
 	ck_assert_ptr_null(a->volumes[0].fs_type);
@@ -370,6 +371,24 @@ START_TEST(isolation_refusals)
 END_TEST
 
 /* The restart block: what is given is read, the rest is defaulted. */
+/* Any other task's mode is "fail"; a plugin with no attempts too. */
+START_TEST(restart_mode_defaults)
+{
+	struct alloc *a = parse_ok(DOC(TASK(""), ""));
+
+	ck_assert_int_eq(a->tasks[0].restart.mode, ALLOC_RESTART_FAIL);
+	alloc_free(a);
+	a = parse_ok(DOC(TASK(",'csi_plugin':{'id':'p','type':'node'},"
+	    "'restart':{'attempts':0}"), ""));
+	ck_assert_int_eq(a->tasks[0].restart.mode, ALLOC_RESTART_FAIL);
+	alloc_free(a);
+	a = parse_ok(DOC(TASK(",'csi_plugin':{'id':'p','type':'node'},"
+	    "'restart':{'attempts':1,'mode':'fail'}"), ""));
+	ck_assert_int_eq(a->tasks[0].restart.mode, ALLOC_RESTART_FAIL);
+	alloc_free(a);
+}
+END_TEST
+
 START_TEST(restart_read_and_refused)
 {
 	struct alloc *a = parse_ok(DOC(TASK(",'restart':{'attempts':5,"
@@ -1218,6 +1237,7 @@ main(void)
 	tcase_add_test(tc, env_refusals);
 	tcase_add_test(tc, isolation_refusals);
 	tcase_add_test(tc, restart_read_and_refused);
+	tcase_add_test(tc, restart_mode_defaults);
 	tcase_add_test(tc, csi_plugin_refusals);
 	tcase_add_test(tc, csi_plugin_endpoint_args);
 	tcase_add_test(tc, csi_plugin_pairs);
