@@ -77,6 +77,20 @@ cleanup() {
 		find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null
 		[ -d "$cg" ] && echo "boot: cannot remove $cg" >&2
 	fi
+	# On a hybrid host the same cgroup is made in the v1 hierarchies too
+	# (name=systemd, as systemd-nspawn follows it): emptied and removed.
+	for d in /sys/fs/cgroup/*/"berth-test-boot-$$"; do
+		[ -d "$d" ] || continue
+		i=0
+		while p=$(find "$d" -name cgroup.procs -exec cat {} + \
+		    2>/dev/null) && [ -n "$p" ] && [ $i -lt 100 ]; do
+			kill -KILL $p 2>/dev/null
+			sleep 0.1
+			i=$((i + 1))
+		done
+		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+		[ -d "$d" ] && echo "boot: cannot remove $d" >&2
+	done
 	[ -n "$nspawn" ] && wait "$nspawn" 2>/dev/null
 	umount -l "$work/root" 2>/dev/null
 	rm -rf "$work"
