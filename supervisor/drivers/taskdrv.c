@@ -25,8 +25,13 @@ task_exit_describe(const struct task_exit *ex, char *buf, size_t n)
 		snprintf(buf, n, "ended (status unknown: %s)", ex->unknown !=
 		    NULL ? ex->unknown : "it was adopted");
 	else if (ex->signaled)
-		snprintf(buf, n, "was killed by signal %d (SIG%s)", ex->code,
-		    sigabbrev_np(ex->code) ? sigabbrev_np(ex->code) : "?");
+		snprintf(buf, n, "was killed by signal %d (SIG%s)%s", ex->code,
+		    sigabbrev_np(ex->code) ? sigabbrev_np(ex->code) : "?",
+		    ex->oom_killed ? ", out of memory (its memory limit)" : "");
+	else if (ex->oom_killed)
+		snprintf(buf, n, "exited with status %d, after one of its "
+		    "processes was killed out of memory (its memory limit)",
+		    ex->code);
 	else
 		snprintf(buf, n, "exited with status %d", ex->code);
 }
@@ -40,6 +45,8 @@ taskdrv_new(const struct taskdrv_deps *d)
 	drv->mounter = d->mounter;
 	snprintf(drv->data_dir, sizeof(drv->data_dir), "%s",
 	    d->data_dir != NULL ? d->data_dir : "");
+	drv->cgroups = d->cgroups;
+	drv->cgroup_parent = d->cgroup_parent;
 	drv->event = d->event;
 	drv->event_arg = d->ctx;
 	TAILQ_INIT(&drv->procs);

@@ -32,6 +32,7 @@
 
 #include "driver.pb-c.h"
 
+struct cgroup_mounts;
 struct event_base;
 struct mclient;
 struct taskdrv;
@@ -77,6 +78,7 @@ struct task_exit {
 	bool status_known, signaled;
 	int code;			/* exit status or signal number */
 	const char *unknown;		/* why the status is not known */
+	bool oom_killed;		/* the kernel's OOM killer, in its cgroup */
 };
 
 /*
@@ -104,6 +106,10 @@ struct taskdrv_deps {
 	struct mclient *mounter;	/* privileged tasks go through it */
 	const char *data_dir;		/* cfg.data_dir: the task dirs */
 	const char *shim;		/* NULL: berth-shim beside us */
+	/* Sandboxed tasks' cgroups, <cgroup_parent>/<alloc>@<task>: read
+	 * for their OOM kills; the caller's, may be filled in later. */
+	const struct cgroup_mounts *cgroups;
+	const char *cgroup_parent;
 	taskdrv_event_cb event;		/* may be NULL, or set later */
 	void *ctx;			/* event's arg */
 };

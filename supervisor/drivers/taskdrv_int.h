@@ -73,6 +73,8 @@ struct taskdrv {
 	struct mclient *mounter;
 	char data_dir[PATH_MAX];
 	char shim[PATH_MAX];
+	const struct cgroup_mounts *cgroups;
+	const char *cgroup_parent;
 	taskdrv_event_cb event;
 	void *event_arg;
 	TAILQ_HEAD(, taskproc) procs;

@@ -26,6 +26,7 @@
 #include <sys/pidfd.h>
 #include <sys/random.h>
 
+#include "cgroup.h"
 #include "mounter_client.h"
 #include "procstat.h"
 #include "taskdrv_int.h"
@@ -243,6 +244,25 @@ on_crun(evutil_socket_t fd, short ev, void *arg)
 	tp_tell_exited(tp, &ex);
 }
 
+/*
+ * Did the kernel's OOM killer kill in the task's cgroup? Read as the
+ * shim reports the exit, before crun removes the cgroup.
+ */
+static bool
+oom_kills(const struct taskproc *tp)
+{
+	char path[CGROUP_PATH_MAX];
+	struct cgroup_usage u;
+
+	if (tp->drv->cgroups == NULL || tp->drv->cgroup_parent == NULL ||
+	    tp->drv->cgroup_parent[0] == '\0' || (size_t)snprintf(path,
+	    sizeof(path), "%s/%s@%s", tp->drv->cgroup_parent, tp->alloc,
+	    tp->task) >= sizeof(path))
+		return false;
+	return cgroup_usage(tp->drv->cgroups, path, &u) == 0 &&
+	    u.oom_kills > 0;
+}
+
 static void
 chan_close(struct taskproc *tp)
 {
@@ -287,7 +307,12 @@ on_chan(evutil_socket_t fd, short ev, void *arg)
 			tp->exit_seen = true;
 			tp->early = (struct task_exit){ .status_known = true,
 			    .signaled = m.exit.signaled != 0,
-			    .code = m.exit.code };
+			    .code = m.exit.code, .oom_killed = oom_kills(tp) };
+			if (tp->early.oom_killed)
+				tp_event(tp, "OOMKilled", "the kernel killed a "
+				    "process of the task (pid %ld) out of "
+				    "memory: it reached its memory limit",
+				    (long)tp->pid);
 		}
 	}
 	if (r == 0 || r == -EPROTO)

@@ -116,7 +116,7 @@ proc_started(struct taskproc *tp, int err, const char *why)
 void
 proc_exits(struct taskproc *tp, int code)
 {
-	const struct task_exit ex = { true, false, code, NULL };
+	const struct task_exit ex = { true, false, code, NULL, false };
 
 	tp->exited(tp, &ex, tp->arg);
 }

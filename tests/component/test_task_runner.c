@@ -413,7 +413,7 @@ START_TEST(test_policy_no_attempts_signal_fails_at_once)
 	tr = new_runner(NULL);
 	trun_run(tr);
 	tp = bring_up(tr, 1);
-	tp->exited(tp, &(struct task_exit){ true, true, 9, NULL }, tp->arg);
+	tp->exited(tp, &(struct task_exit){ true, true, 9, NULL, false }, tp->arg);
 	ck_assert_str_eq(trun_state(tr), "failed");
 	ck_assert(trun_last_exit(tr, &sig, &code));
 	ck_assert(sig);
