@@ -721,12 +721,30 @@ cmd_alloc_list(const char *arg)
 	json_decref(j);
 }
 
+/* A running sandboxed task's CPU time and memory ("-" when not known). */
+static void
+usage_text(json_t *u, char *cpu, size_t cn, char *mem, size_t mn)
+{
+	json_t *c = json_object_get(u, "cpu_ns"), *m = json_object_get(u,
+	    "memory_bytes");
+
+	if (json_is_integer(c))
+		snprintf(cpu, cn, "%.1fs", (double)json_integer_value(c) / 1e9);
+	else
+		snprintf(cpu, cn, "-");
+	if (json_is_integer(m))
+		snprintf(mem, mn, "%.1f MiB", (double)json_integer_value(m) /
+		    (1024 * 1024));
+	else
+		snprintf(mem, mn, "-");
+}
+
 static void
 show_alloc(json_t *a)
 {
 	struct table t = { 2, 0, 0, NULL };
 	json_t *task, *e, *plugin;
-	char pid[32], restarts[32], when[32], ex[64];
+	char pid[32], restarts[32], when[32], ex[64], cpu[32], mem[32];
 	size_t i, k;
 
 	table_row(&t, "ID", str(a, "id"));
@@ -742,16 +760,18 @@ show_alloc(json_t *a)
 	table_row(&t, "File", str(a, "file"));
 	table_print(&t);
 	printf("\nTasks\n");
-	t.ncols = 8;
+	t.ncols = 10;
 	table_row(&t, "NAME", "DRIVER", "STATE", "PID", "RESTARTS",
-	    "LAST EXIT", "PLUGIN", "HEALTHY");
+	    "LAST EXIT", "CPU", "MEMORY", "PLUGIN", "HEALTHY");
 	json_array_foreach(json_object_get(a, "tasks"), i, task) {
 		plugin = json_object_get(task, "csi_plugin");
+		usage_text(json_object_get(task, "usage"), cpu, sizeof(cpu),
+		    mem, sizeof(mem));
 		table_row(&t, str(task, "name"), str(task, "driver"), str(task,
 		    "state"), num(task, "pid", pid, sizeof(pid)), num(task,
 		    "restarts", restarts, sizeof(restarts)), exit_text(task, ex,
-		    sizeof(ex)), plugin != NULL ? str(plugin, "id") : "-",
-		    plugin != NULL ? yesno(plugin, "healthy") : "-");
+		    sizeof(ex)), cpu, mem, plugin != NULL ? str(plugin, "id") :
+		    "-", plugin != NULL ? yesno(plugin, "healthy") : "-");
 	}
 	table_print(&t);
 	printf("\nRecent events\n");

@@ -83,6 +83,9 @@ struct allocs_deps {
 	/* task_ids: each alloc's sandboxed tasks run as one id of these,
 	 * held in berth-registry until the alloc is gone. */
 	uint32_t task_id_first, task_id_count;
+	/* The tasks' cgroups, read for their use of CPU and memory. */
+	const struct cgroup_mounts *cgroups;
+	const char *cgroup_parent;
 	/* The supervisor cannot go on safely (the registry's task handles
 	 * cannot be read): stop it, with exit status 1. */
 	void (*fail)(void *ctx, const char *why);

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "drivermgr.h"
 #include "duration.h"
 #include "events.h"
@@ -905,6 +906,20 @@ trun_last_exit(const struct trun *tr, bool *signaled, int *code)
 	*signaled = tr->end.signaled;
 	*code = tr->end.code;
 	return tr->end.exited;
+}
+
+bool
+trun_usage(const struct trun *tr, struct cgroup_usage *u)
+{
+	char path[CGROUP_PATH_MAX];
+
+	if (tr->state != TR_RUNNING || !sandboxed(tr) ||
+	    tr->d->cgroups == NULL || tr->d->cgroup_parent == NULL ||
+	    tr->d->cgroup_parent[0] == '\0' || (size_t)snprintf(path,
+	    sizeof(path), "%s/%s@%s", tr->d->cgroup_parent, tr->a->id,
+	    tr->t->name) >= sizeof(path))
+		return false;
+	return cgroup_usage(tr->d->cgroups, path, u) == 0;
 }
 
 uint32_t

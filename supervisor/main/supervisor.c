@@ -453,6 +453,8 @@ make_allocs(struct supervisor *sv)
 		.gid = sv->gid,
 		.task_id_first = sv->cfg.task_id_first,
 		.task_id_count = sv->cfg.task_id_count,
+		.cgroups = &sv->cgroups,
+		.cgroup_parent = sv->cgroup_parent,
 		.fail = allocs_fail,
 		.ctx = sv,
 	};
@@ -469,6 +471,9 @@ make_taskdrv(struct supervisor *sv)
 	d.base = sv->base;
 	d.mounter = sv->mounter.mclient;
 	d.data_dir = sv->cfg.data_dir;
+	/* Filled in by tasks_cgroup(), before any task starts. */
+	d.cgroups = &sv->cgroups;
+	d.cgroup_parent = sv->cgroup_parent;
 	return sv->drv = taskdrv_new(&d);
 }
 
