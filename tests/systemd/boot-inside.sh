@@ -178,7 +178,7 @@ cat >reader.json <<'JSON'
      "read_only": true}]}]}
 JSON
 berthctl alloc run reader.json --wait --timeout 60s || fail "the reader"
-out=/var/lib/berth/allocs/reader/read/stdout.log
+out=/var/lib/berth/shim/reader/read/stdout.log	# kept out of the sandbox
 wait_for 10 grep -q "write to it" "$out" || fail "the reader printed nothing"
 cat "$out"
 grep -q "reader sees: written at" "$out" || fail "the reader saw no note"
