@@ -265,37 +265,59 @@ assert_usage(struct berth *b, const char *alloc)
 START_TEST(a_task_is_its_own_user_in_its_own_namespaces_and_cgroup)
 {
 	struct berth b;
-	pid_t host, none;
-	uid_t uh, un;
+	pid_t host, other;
+	uid_t uh, uo;
 
 	berth_config(&b, "1s", NULL);
 	berth_start(&b);
 	host = run_task(&b, "host", "");
-	none = run_task(&b, "none", "\"network\": {\"mode\": \"none\"}, ");
+	other = run_task(&b, "other", "");
 	uh = assert_user(host);
-	un = assert_user(none);
+	uo = assert_user(other);
 	/* One id per allocation. */
-	ck_assert_int_ne(uh, un);
+	ck_assert_int_ne(uh, uo);
 	assert_ns(host, b.sv.pid, "pid", true);
 	assert_ns(host, b.sv.pid, "ipc", true);
 	assert_ns(host, b.sv.pid, "uts", true);
 	assert_ns(host, b.sv.pid, "mnt", true);
+	/* Network "host", the default: the host's. */
 	assert_ns(host, b.sv.pid, "net", false);
-	assert_ns(none, b.sv.pid, "net", true);
 	assert_cgroup(&b, host, "host");
-	assert_cgroup(&b, none, "none");
+	assert_cgroup(&b, other, "other");
 	assert_usage(&b, "host");
 	/* The shell, its background sleep and its foreground one. */
 	for (int i = 0; i < 50 && procs_of(uh) < 3; i++)
 		usleep(100000);
 	ck_assert_int_ge(procs_of(uh), 3);
 	remove_alloc(&b, "host.json");
-	remove_alloc(&b, "none.json");
+	remove_alloc(&b, "other.json");
 	wait_event(&b, "AllocStopped", "host", NULL, 20000);
-	wait_event(&b, "AllocStopped", "none", NULL, 20000);
+	wait_event(&b, "AllocStopped", "other", NULL, 20000);
 	ck_assert(pid_wait_gone(host, 5000));
-	ck_assert(pid_wait_gone(none, 5000));
+	ck_assert(pid_wait_gone(other, 5000));
 	ck_assert_int_eq(procs_of(uh), 0);
+	ck_assert_int_eq(procs_of(uo), 0);
+	berth_stop(&b);
+}
+END_TEST
+
+/* Network "none": a network namespace of its own, the rest as above. */
+START_TEST(network_none_is_a_namespace_of_its_own)
+{
+	struct berth b;
+	pid_t none;
+	uid_t un;
+
+	berth_config(&b, "1s", NULL);
+	berth_start(&b);
+	none = run_task(&b, "none", "\"network\": {\"mode\": \"none\"}, ");
+	un = assert_user(none);
+	assert_ns(none, b.sv.pid, "net", true);
+	assert_ns(none, b.sv.pid, "pid", true);
+	assert_cgroup(&b, none, "none");
+	remove_alloc(&b, "none.json");
+	wait_event(&b, "AllocStopped", "none", NULL, 20000);
+	ck_assert(pid_wait_gone(none, 5000));
 	ck_assert_int_eq(procs_of(un), 0);
 	berth_stop(&b);
 }
@@ -332,6 +354,7 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc,
 	    a_task_is_its_own_user_in_its_own_namespaces_and_cgroup);
+	tcase_add_test(tc, network_none_is_a_namespace_of_its_own);
 	tcase_add_test(tc, an_oom_kill_is_an_event_that_says_so);
 	return harness_run("tasks_isolated", tc);
 }
