@@ -219,6 +219,10 @@ on_crun(evutil_socket_t fd, short ev, void *arg)
 
 	(void)fd;
 	(void)ev;
+	/* A crun killed leaves its container running: its shim, if it still
+	 * answers, ends it. */
+	if (tp->chan >= 0)
+		(void)shimchan_stop(tp->chan, SIGKILL, 0);
 	if (tp->exit_seen)
 		ex = tp->early;
 	else if (status_dir(tp, dir, sizeof(dir)) == 0 &&
@@ -519,6 +523,19 @@ sandbox_adopt(struct taskproc *tp, const Berth__TaskHandle *h)
 			    strerror(-r));
 		tp_tell_later(tp, 0);
 		return;
+	}
+	if (tp->pidfd >= 0 && tp->ev == NULL) {
+		close(tp->pidfd);
+		tp->pidfd = -1;
+	}
+	/* crun is gone, yet its shim answers: the task would run unseen,
+	 * and it goes rather than run twice. */
+	if ((r = shimchan_connect(dir)) >= 0) {
+		(void)shimchan_stop(r, SIGKILL, 0);
+		close(r);
+		tp_event(tp, "ShimLost", "the sandbox's crun (pid %ld) is gone "
+		    "but its shim was still running; its task (pid %ld) was "
+		    "killed", (long)tp->shim_pid, (long)tp->pid);
 	}
 	if (shimchan_read_status(dir, tp->run_id, &ex.signaled, &ex.code) == 1)
 		ex.status_known = true;
