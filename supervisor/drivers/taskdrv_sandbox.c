@@ -292,7 +292,9 @@ on_chan(evutil_socket_t fd, short ev, void *arg)
 		if (m.type == SHIM_MSG_STARTED && m.started.run_id ==
 		    tp->run_id) {
 			if (m.started.err == 0) {
-				find_task(tp, m.started.task_pid);
+				/* Adopted, it says so again: pid is known. */
+				if (tp->state == TP_ASKING)
+					find_task(tp, m.started.task_pid);
 				tp_tell_started(tp, 0);
 				continue;
 			}
