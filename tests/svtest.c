@@ -1,7 +1,6 @@
 /*
  * svtest.c: a whole berth for integration tests (see svtest.h).
  */
-#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -9,7 +8,6 @@
 #include <unistd.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
-#include <sys/wait.h>
 
 #include <check.h>
 
@@ -34,101 +32,6 @@ write_config(struct berth *b, const char *heartbeat, const char *extra)
 	harness_write(b->cfg, text);
 }
 
-/*
- * Every process in cgroup dir and below gets SIGKILL (a frozen one is
- * thawed first); then the cgroups go, leaves first. Returns how many
- * processes were found.
- */
-static int
-cgroup_kill_tree(const char *dir, int depth)
-{
-	char path[1024], line[32];
-	struct dirent *de;
-	int n = 0;
-	FILE *f;
-	DIR *d;
-
-	if (depth > 8 || (d = opendir(dir)) == NULL)
-		return 0;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_type == DT_DIR && de->d_name[0] != '.') {
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			n += cgroup_kill_tree(path, depth + 1);
-		}
-	closedir(d);
-	snprintf(path, sizeof(path), "%s/freezer.state", dir);
-	if ((f = fopen(path, "w")) != NULL) {
-		fputs("THAWED", f);
-		fclose(f);
-	}
-	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
-	if ((f = fopen(path, "r")) != NULL) {
-		while (fgets(line, sizeof(line), f) != NULL) {
-			kill((pid_t)atol(line), SIGKILL);
-			n++;
-		}
-		fclose(f);
-	}
-	return n;
-}
-
-static void
-cgroup_rm_tree(const char *dir, int depth)
-{
-	char path[1024];
-	struct dirent *de;
-	DIR *d;
-
-	if (depth > 8 || (d = opendir(dir)) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_type == DT_DIR && de->d_name[0] != '.') {
-			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
-			cgroup_rm_tree(path, depth + 1);
-		}
-	closedir(d);
-	rmdir(dir);
-}
-
-/* What the berth's tasks left, in every hierarchy crun made leaves in. */
-void
-berth_cgroups_remove(const char *cgroup)
-{
-	char path[1024];
-	struct dirent *de;
-	DIR *d;
-	int i, n;
-
-	for (i = 0; i < 50; i++) {
-		n = 0;
-		if ((d = opendir("/sys/fs/cgroup")) == NULL)
-			return;
-		while ((de = readdir(d)) != NULL) {
-			if (de->d_name[0] == '.')
-				continue;
-			snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s",
-			    de->d_name, cgroup);
-			n += cgroup_kill_tree(path, 0);
-		}
-		closedir(d);
-		/* Ours to reap: the tasks' crun came to this subreaper. */
-		while (waitpid(-1, NULL, WNOHANG) > 0)
-			;
-		if (n == 0)
-			break;
-		usleep(100000);
-	}
-	if ((d = opendir("/sys/fs/cgroup")) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] != '.') {
-			snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s",
-			    de->d_name, cgroup);
-			cgroup_rm_tree(path, 0);
-		}
-	closedir(d);
-}
-
 void
 berth_config(struct berth *b, const char *heartbeat, const char *extra)
 {
@@ -137,8 +40,10 @@ berth_config(struct berth *b, const char *heartbeat, const char *extra)
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	b->dir = harness_tmpdir("berth");
 	berth_paths(b);
-	snprintf(b->cgroup, sizeof(b->cgroup), "/berth-test-%s",
-	    strrchr(b->dir, '/') + 1);
+	/* "/berth-test-berth-XXXXXX", the directory's name. */
+	snprintf(b->cgroup, sizeof(b->cgroup), "%s", strrchr(b->dir, '/'));
+	/* A test that fails does not reach berth_stop(): after the run. */
+	harness_track_cgroup(b->cgroup);
 	ck_assert_int_eq(mkdir(b->allocs, 0755), 0);
 	write_config(b, heartbeat, extra);
 }
@@ -517,7 +422,7 @@ void
 berth_stop(struct berth *b)
 {
 	berth_kill(b);
-	berth_cgroups_remove(b->cgroup);
+	harness_cgroup_remove(b->cgroup);
 	harness_rmtree(b->dir);
 	free(b->dir);
 }

@@ -34,9 +34,6 @@ struct berth {
  * data and run dirs in it, an alloc_dir, heartbeat, and extra keys
  * (", \"k\": v" or NULL). */
 void berth_config(struct berth *b, const char *heartbeat, const char *extra);
-/* Kill what is left in cgroup (a cgroup parent) in every hierarchy, and
- * remove it (berth_stop() does, for its own). */
-void berth_cgroups_remove(const char *cgroup);
 /* Rewrite the config in the same directory (for a restart). */
 void berth_reconfig(struct berth *b, const char *heartbeat,
     const char *extra);
