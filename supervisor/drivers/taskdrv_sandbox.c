@@ -36,6 +36,8 @@
  * it to clean up, before the new start. */
 #define UNRECORDED_WAIT_MS 5000
 #define UNRECORDED_SETTLE_MS 300
+/* A stop's grace for an adopted task, before the shim's own SIGKILL. */
+#define ADOPTED_GRACE_MS 30000
 
 static void
 free_strv(char **v, size_t n)
@@ -492,6 +494,9 @@ sandbox_adopt(struct taskproc *tp, const Berth__TaskHandle *h)
 	int r;
 
 	tp->run_id = h->run_id;
+	/* Its kill_timeout is not in the handle: the task runner's SIGKILL
+	 * follows its own; this is the shim's if no supervisor is left. */
+	tp->grace_ms = ADOPTED_GRACE_MS;
 	if (layout_task_dir(rel, sizeof(rel), tp->alloc, tp->task) < 0 ||
 	    layout_abs(tp->dir, sizeof(tp->dir), tp->drv->data_dir, rel) < 0)
 		tp->dir[0] = '\0';
