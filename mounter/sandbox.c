@@ -23,8 +23,10 @@ const cap_value_t mounter_caps[] = {
 	/* prepare_task: a task's directory belongs to the task's user. */
 	CAP_CHOWN,
 	/* The launcher's only, for crun: the task's ids, its bounding set,
-	 * its /dev, cgroups in root's 0555 hierarchies (SECURITY.md). */
+	 * its /dev, cgroups in root's 0555 hierarchies, loopback up in a
+	 * network namespace of its own (SECURITY.md). */
 	CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_MKNOD, CAP_DAC_OVERRIDE,
+	CAP_NET_ADMIN,
 };
 const int mounter_ncaps = sizeof(mounter_caps) / sizeof(mounter_caps[0]);
 

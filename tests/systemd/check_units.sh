@@ -20,7 +20,7 @@ unitdir=$1 builddir=$2 libexecdir=$3 sbindir=$4
 # the same figures.
 limits="berth-supervisor.service 1.0
 berth-registry.service 1.0
-berth-mounter.service 5.3"
+berth-mounter.service 5.5"
 
 if ! command -v systemd-analyze >/dev/null 2>&1; then
 	echo "check_units: systemd-analyze is missing (apt-get install" \
