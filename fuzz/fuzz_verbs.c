@@ -116,7 +116,7 @@ renew(void)
 	write_file("conf/" TASK_USERS, "svc 70500 70500\n");
 	write_file("conf/" TASK_TEMPLATE, "{ \"uid\": {uid}, \"gid\": {gid}, "
 	    "\"dir\": \"{task_dir}\", \"root\": \"{rootfs}\", {netns} "
-	    "\"m\": [{memory}, {memory_max}, {cpu_shares}, {pids_max}], "
+	    "\"m\": { {resources} }, "
 	    "\"cg\": \"{cgroup}\", \"shim\": \"{shim}\" {x}");
 	m.data_dir = data;
 	if ((m.data_fd = open(data, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||

@@ -22,7 +22,7 @@
 #define PERM BERTH__ERROR_CODE__ERROR_PERMISSION
 #define TEMPLATE_MAX 16384
 #define CONFIG_MAX 32768
-#define SUBST 11
+#define SUBST 8
 
 /* Never root's or berth's own; in the range, or the user's own line. */
 static Berth__ErrorCode
@@ -62,8 +62,8 @@ fill(const char *tpl, char *out, size_t n, const char *const kv[SUBST][2])
 	size_t o = 0, k, kl;
 	int i;
 
-	/* The last, netns, is the mounter's own JSON, never derived. */
-	for (i = 0; i < SUBST - 1; i++)
+	/* The last two, resources and netns, are the mounter's own JSON. */
+	for (i = 0; i < SUBST - 2; i++)
 		if (strpbrk(kv[i][1], "\"\\") != NULL)
 			return -EINVAL;
 	while (*tpl != '\0' && o + 1 < n) {
@@ -85,31 +85,50 @@ fill(const char *tpl, char *out, size_t n, const char *const kv[SUBST][2])
 	return *tpl == '\0' ? (int)o : -ENAMETOOLONG;
 }
 
+/*
+ * linux.resources: only the limits asked for (0: none), so that a task
+ * asking for none starts where a controller is missing.
+ */
+static void
+limits(const struct mreq *rq, char *buf, size_t n)
+{
+	uint64_t max = rq->memory_max ? rq->memory_max : rq->memory;
+	int o = 0;
+
+	buf[0] = '\0';
+	if (max != 0)
+		o = snprintf(buf, n, "\"memory\": { \"limit\": %" PRIu64
+		    ", \"reservation\": %" PRIu64 " }", max, rq->memory ?
+		    rq->memory : max);
+	if (rq->cpu_shares != 0)
+		o += snprintf(buf + o, n - o, "%s\"cpu\": { \"shares\": %"
+		    PRIu32 " }", o ? ", " : "", rq->cpu_shares);
+	if (rq->pids_max != 0)
+		snprintf(buf + o, n - o, "%s\"pids\": { \"limit\": %" PRIu32
+		    " }", o ? ", " : "", rq->pids_max);
+}
+
 /* mounter/tasks/<alloc>/<task>/: root's config.json and rootfs/. */
 static Berth__ErrorCode
 bundle(struct mounter *m, const struct mreq *rq, const char *rel,
     char *why)
 {
 	static char tpl[TEMPLATE_MAX + 1], cfg[CONFIG_MAX];
-	char num[6][24], root[MREQ_PATH], dir[MREQ_PATH], cg[MREQ_PATH];
-	char sub[MREQ_PATH + 8];
+	char num[2][24], res[256], root[MREQ_PATH], dir[MREQ_PATH];
+	char cg[MREQ_PATH], sub[MREQ_PATH + 8];
 	const char *kv[SUBST][2] = { { "uid", num[0] }, { "gid", num[1] },
 	    { "rootfs", root }, { "task_dir", dir }, { "shim", m->shim },
-	    { "cgroup", cg }, { "memory", num[2] }, { "memory_max", num[3] },
-	    { "cpu_shares", num[4] }, { "pids_max", num[5] },
+	    { "cgroup", cg }, { "resources", res },
 	    { "netns", rq->network_none ? ", { \"type\": \"network\" }" : "" } };
-	/* 0: no limit (-1 for memory; crun writes pids 0 as "max"). */
-	int64_t v[6] = { rq->uid, rq->gid, rq->memory ? (int64_t)rq->memory :
-	    -1, rq->memory_max ? (int64_t)rq->memory_max : rq->memory ?
-	    (int64_t)rq->memory : -1, rq->cpu_shares, rq->pids_max };
 	Berth__ErrorCode code;
 	int fd, cf, len;
 
 	if ((code = read_root_file(m->conf_fd, "--task-conf", TASK_TEMPLATE,
 	    tpl, TEMPLATE_MAX, why)) != OK)
 		return code;
-	for (len = 0; len < 6; len++)
-		snprintf(num[len], 24, "%" PRId64, v[len]);
+	snprintf(num[0], 24, "%" PRIu32, (uint32_t)rq->uid);
+	snprintf(num[1], 24, "%" PRIu32, (uint32_t)rq->gid);
+	limits(rq, res, sizeof(res));
 	snprintf(sub, sizeof(sub), "%s/rootfs", rel);
 	if (snprintf(cg, sizeof(cg), "%s/%s@%s", m->cgroup, rq->alloc,
 	    rq->task) >= (int)sizeof(cg) ||

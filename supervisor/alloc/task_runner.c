@@ -493,6 +493,39 @@ task_ids(struct trun *tr, uint32_t *uid, uint32_t *gid)
 	return 0;
 }
 
+/*
+ * A limit whose controller the tasks' cgroup parent lacks is left out
+ * (crun could not set it, and the task would not start), and said so.
+ */
+static void
+drop_missing_limits(struct trun *tr, struct task_spec *spec)
+{
+	const struct cgroup_mounts *m = tr->d->cgroups;
+	const char *p = tr->d->cgroup_parent;
+
+	if (m == NULL || p == NULL || p[0] == '\0')
+		return;
+	if ((spec->memory_bytes | spec->memory_max_bytes) != 0 &&
+	    !cgroup_can_limit(m, p, "memory")) {
+		log_warnx("alloc %s task %s: its memory limit is not enforced: "
+		    "no memory controller for cgroup %s", tr->a->id,
+		    tr->t->name, p);
+		spec->memory_bytes = spec->memory_max_bytes = 0;
+	}
+	if (spec->cpu_shares != 0 && !cgroup_can_limit(m, p, "cpu")) {
+		log_warnx("alloc %s task %s: its cpu share is not enforced: "
+		    "no cpu controller for cgroup %s", tr->a->id, tr->t->name,
+		    p);
+		spec->cpu_shares = 0;
+	}
+	if (spec->pids_max != 0 && !cgroup_can_limit(m, p, "pids")) {
+		log_warnx("alloc %s task %s: its pids limit is not enforced: "
+		    "no pids controller for cgroup %s", tr->a->id, tr->t->name,
+		    p);
+		spec->pids_max = 0;
+	}
+}
+
 static void
 sandbox_spec(struct trun *tr, struct task_spec *spec)
 {
@@ -508,6 +541,7 @@ sandbox_spec(struct trun *tr, struct task_spec *spec)
 	spec->cpu_shares = t->cpu < 2 ? 2 : (uint32_t)t->cpu;
 	spec->pids_max = (uint32_t)t->pids;
 	spec->kill_timeout_ms = t->kill_timeout_ms;
+	drop_missing_limits(tr, spec);
 }
 
 static void

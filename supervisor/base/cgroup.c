@@ -60,6 +60,10 @@ cgroup_mounts_find(struct cgroup_mounts *m, const char *mountinfo)
 				set(m->memory, mnt);
 			if (has_opt(opts, "cpuacct") && m->cpuacct[0] == '\0')
 				set(m->cpuacct, mnt);
+			if (has_opt(opts, "cpu") && m->cpu[0] == '\0')
+				set(m->cpu, mnt);
+			if (has_opt(opts, "pids") && m->pids[0] == '\0')
+				set(m->pids, mnt);
 		}
 	}
 	fclose(f);
@@ -244,6 +248,32 @@ read_num(const char *root, const char *path, const char *file,
 	}
 	*v = strtoull(p, NULL, 10);
 	return 0;
+}
+
+bool
+cgroup_can_limit(const struct cgroup_mounts *m, const char *parent,
+    const char *controller)
+{
+	char name[2 * CGROUP_PATH_MAX], buf[1024], *w, *save;
+	const char *v1 = strcmp(controller, "memory") == 0 ? m->memory :
+	    strcmp(controller, "cpu") == 0 ? m->cpu : m->pids;
+	ssize_t len;
+	int fd;
+
+	if (v1[0] != '\0')
+		return true;
+	if (m->v2[0] == '\0' || join(name, sizeof(name), m->v2, parent,
+	    "cgroup.controllers") < 0 ||
+	    (fd = open(name, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	len = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[len > 0 ? len : 0] = '\0';
+	for (w = strtok_r(buf, " \n", &save); w != NULL;
+	    w = strtok_r(NULL, " \n", &save))
+		if (strcmp(w, controller) == 0)
+			return true;
+	return false;
 }
 
 int

@@ -25,6 +25,8 @@ struct cgroup_mounts {
 	char v2[CGROUP_PATH_MAX];
 	char memory[CGROUP_PATH_MAX];	/* v1 */
 	char cpuacct[CGROUP_PATH_MAX];	/* v1 */
+	char cpu[CGROUP_PATH_MAX];	/* v1 */
+	char pids[CGROUP_PATH_MAX];	/* v1 */
 };
 
 /* From mountinfo (NULL: /proc/self/mountinfo). 0, or -errno. */
@@ -45,6 +47,14 @@ int cgroup_delegate(const struct cgroup_mounts *m, const char *parent,
  */
 int cgroup_enter_leaf(const struct cgroup_mounts *m, char *parent,
     size_t n, char *err, size_t errlen);
+
+/*
+ * Whether a limit of controller ("memory", "cpu" or "pids") applies to a
+ * task under parent: a v1 hierarchy holds it, or v2's parent lists it in
+ * its cgroup.controllers. Where neither, crun could not set the limit.
+ */
+bool cgroup_can_limit(const struct cgroup_mounts *m, const char *parent,
+    const char *controller);
 
 struct cgroup_usage {
 	bool have_memory, have_cpu;
