@@ -135,6 +135,7 @@ boot() {
 		echo 0 >"$cg/cgroup.procs" || exit 1
 		exec env SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn \
 		    -q -b -D "$work/root" --register=no --keep-unit \
+		    --private-network \
 		    -M berth-boot </dev/null >>"$work/console" 2>&1
 	) &
 	nspawn=$!
