@@ -504,15 +504,27 @@ sandbox_adopt(struct taskproc *tp, const Berth__TaskHandle *h)
 		dir[0] = '\0';
 	tp->shim_pid = h->shim_pid;
 	tp->shim_start = h->shim_start_time;
-	/* Still crun (its start time), and not ended (a zombie not reaped
-	 * yet has: its pidfd is readable). */
+	/*
+	 * Still crun (its start time), and not ended (a zombie not reaped
+	 * yet has: its pidfd is readable). Where /proc hides root's
+	 * processes (ProtectProc=invisible in service mode), a shim that
+	 * answers on ctl.sock after the pidfd was taken proves it: crun
+	 * outlives its shim, so the pid is still that crun's.
+	 */
 	if (tp->shim_pid > 0 && (tp->pidfd = pidfd_open(tp->shim_pid, 0)) >=
 	    0) {
 		struct pollfd pfd = { tp->pidfd, POLLIN, 0 };
 		uint64_t now;
+		bool same;
 
-		if (proc_start_time(tp->shim_pid, &now) < 0 || now !=
-		    tp->shim_start || poll(&pfd, 1, 0) != 0) {
+		if (proc_start_time(tp->shim_pid, &now) == 0)
+			same = now == tp->shim_start;
+		else if ((r = shimchan_connect(dir)) >= 0) {
+			close(r);
+			same = true;
+		} else
+			same = false;
+		if (!same || poll(&pfd, 1, 0) != 0) {
 			close(tp->pidfd);
 			tp->pidfd = -1;
 		}
