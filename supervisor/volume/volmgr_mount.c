@@ -150,15 +150,19 @@ prepare_volume(struct unit *u, bool staging)
 static void
 owner_note(struct vpub *p, const struct volmgr_plugin *node)
 {
+	char grp[32] = "";
+
 	p->foreign_owner = p->attachment !=
 	    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_BLOCK_DEVICE &&
 	    !node->fp->mount_group;
 	if (!p->foreign_owner)
 		return;
+	if (p->group != 0)
+		snprintf(grp, sizeof(grp), " (group %u)", (unsigned)p->group);
 	log_warnx("volmgr: alloc %s: volume %s/%s: plugin %s does not take a "
 	    "mount group (VOLUME_MOUNT_GROUP): the volume's ownership is the "
-	    "plugin's, and the task (group %u) may not be able to write",
-	    p->alloc, p->ns, p->vol, p->plugin, (unsigned)p->group);
+	    "plugin's, and the task%s may not be able to write", p->alloc,
+	    p->ns, p->vol, p->plugin, grp);
 }
 
 /* The stage's or publish's event: done, and whose the ownership is. */
