@@ -17,6 +17,11 @@
  * that path is kept in the state directory (staged.c) so that a
  * restarted plugin still refuses a second one.
  *
+ * A stage or publish that names a volume_mount_group (the plugin
+ * advertises VOLUME_MOUNT_GROUP) gives the volume's directory to that
+ * group, group rwx and setgid, on the descriptor of the directory, so
+ * that a workload of that group writes in a volume made 0755.
+ *
  * For tests, what a stage or publish was asked is written down when
  * <state-dir>/received/ exists (note_received()).
  */
@@ -355,11 +360,55 @@ note_received(struct hostpath *hp, const char *rpc, const char *volume,
 		dprintf(fd, "context %s=%s\n",
 		    ((const struct any_entry *)ctx[i])->key,
 		    ((const struct any_entry *)ctx[i])->value);
+	if (m != NULL && m->volume_mount_group != NULL &&
+	    m->volume_mount_group[0] != '\0')
+		dprintf(fd, "mount_group %s\n", m->volume_mount_group);
 	for (i = 0; i < nsec; i++)
 		dprintf(fd, "secret %s=%s\n",
 		    ((const struct any_entry *)sec[i])->key,
 		    ((const struct any_entry *)sec[i])->value);
 	close(fd);
+}
+
+/*
+ * The capability's volume_mount_group, if any, given to the volume's
+ * directory vol (O_PATH): its group, group rwx, setgid so that what is
+ * made in it keeps the group. Only the root, never recursively. False
+ * with r filled when the group is not a gid or the change failed.
+ */
+static bool
+mount_group(const char *rpc, const char *volume, int vol,
+    const Csi__V1__VolumeCapability *cap, struct rpc_reply *r)
+{
+	const char *g = cap->mount != NULL ? cap->mount->volume_mount_group :
+	    NULL;
+	unsigned long n;
+	struct stat st;
+	char *end;
+	int fd, err = 0;
+
+	if (g == NULL || g[0] == '\0')
+		return true;
+	errno = 0;
+	n = strtoul(g, &end, 10);
+	if (g[0] < '0' || g[0] > '9' || *end != '\0' || errno != 0 ||
+	    n == 0 || n >= (gid_t)-1) {
+		reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, "%s %s: "
+		    "volume_mount_group '%s' is not a group id", rpc, volume, g);
+		return false;
+	}
+	if ((fd = openat(vol, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC)) < 0 ||
+	    fchown(fd, (uid_t)-1, (gid_t)n) < 0 || fstat(fd, &st) < 0 ||
+	    fchmod(fd, (st.st_mode & 07777) | S_ISGID | S_IRWXG) < 0)
+		err = errno;
+	if (fd >= 0)
+		close(fd);
+	if (err != 0) {
+		reply_error(r, GRPC_STATUS_INTERNAL, "%s %s: give the volume to "
+		    "group %lu: %s", rpc, volume, n, strerror(err));
+		return false;
+	}
+	return true;
 }
 
 /* Whether path shows the volume vol mounted, asked without a reply. */
@@ -450,6 +499,11 @@ node_stage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	    (void *const *)req->secrets);
 	if ((vol = volume_open(hp, req->volume_id, "NodeStageVolume", r)) < 0)
 		return;
+	if (!mount_group("NodeStageVolume", req->volume_id, vol,
+	    req->volume_capability, r)) {
+		close(vol);
+		return;
+	}
 	if (hp->strict && !stage_claim(hp, vol, req->volume_id,
 	    req->staging_target_path, &claimed, r)) {
 		close(vol);
@@ -549,6 +603,11 @@ node_publish_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	if ((vol = volume_open(hp, req->volume_id, "NodePublishVolume",
 	    r)) < 0)
 		return;
+	if (!mount_group("NodePublishVolume", req->volume_id, vol,
+	    req->volume_capability, r)) {
+		close(vol);
+		return;
+	}
 	staged = open_staging(vol, req->volume_id, req->staging_target_path,
 	    r);
 	close(vol);
@@ -631,29 +690,31 @@ node_get_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 {
 	Csi__V1__NodeGetCapabilitiesResponse out =
 	    CSI__V1__NODE_GET_CAPABILITIES_RESPONSE__INIT;
-	Csi__V1__NodeServiceCapability caps[4], *list[4];
-	Csi__V1__NodeServiceCapability__RPC rpc[4];
+	Csi__V1__NodeServiceCapability caps[5], *list[5];
+	Csi__V1__NodeServiceCapability__RPC rpc[5];
 	size_t i;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		csi__v1__node_service_capability__init(&caps[i]);
 		csi__v1__node_service_capability__rpc__init(&rpc[i]);
 		caps[i].type_case = CSI__V1__NODE_SERVICE_CAPABILITY__TYPE_RPC;
 		caps[i].rpc = &rpc[i];
 		list[i] = &caps[i];
 	}
-	out.n_capabilities = 2;
+	out.n_capabilities = 3;
 	if (hp->fault_unknown_caps) {
 		/* Unknown entries first: a client must read past them. */
 		rpc[0].type = HOSTPATH_UNKNOWN_CAP;
 		caps[1].type_case =
 		    CSI__V1__NODE_SERVICE_CAPABILITY__TYPE__NOT_SET;
-		out.n_capabilities = 4;
+		out.n_capabilities = 5;
 	}
-	rpc[out.n_capabilities - 2].type =
+	rpc[out.n_capabilities - 3].type =
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME;
-	rpc[out.n_capabilities - 1].type =
+	rpc[out.n_capabilities - 2].type =
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS;
+	rpc[out.n_capabilities - 1].type =
+	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_MOUNT_GROUP;
 	out.capabilities = list;
 	reply_ok(r, &out.base);
 }

@@ -10,7 +10,9 @@
 static void
 vm_mount(void *ctx, const struct alloc *a, volmgr_cb cb, void *arg)
 {
-	volmgr_mount(ctx, a, cb, arg);
+	gid_t group = 0;	/* HOOK (alloc runner): the allocation's gid */
+
+	volmgr_mount(ctx, a, group, cb, arg);
 }
 
 static void

@@ -293,10 +293,11 @@ on_done(enum volmgr_status st, const char *why, void *arg)
 		    "namespace", p->ns, "status", p->verb));
 	else
 		api_error(&c, st == VOLMGR_RETRY ? 503 : strstr(why,
-		    "claimed") != NULL || strstr(why, "CONFLICT") != NULL ?
-		    409 : strstr(why, "not registered") != NULL || strstr(why,
-		    "NOT_FOUND") != NULL ? 404 : 400, "volume %s: %s", p->id,
-		    why);
+		    "claimed") != NULL || strstr(why, "CONFLICT") != NULL ||
+		    strstr(why, "registered already") != NULL ? 409 :
+		    strstr(why, "not registered") != NULL || strstr(why,
+		    "NOT_FOUND") != NULL || strstr(why, "no volume ") != NULL ?
+		    404 : 400, "volume %s: %s", p->id, why);
 	free(p);
 }
 

@@ -233,9 +233,10 @@ fp_done(struct csi_inst *in)
 		else
 			snprintf(maxv, sizeof(maxv), "unlimited");
 		snprintf(fp->health, sizeof(fp->health), "healthy: node id "
-		    "%s, max volumes %s, topology {%s}, %s", fp->node_id, maxv,
-		    fp->topology, fp->stage_unstage ? "stages volumes" :
-		    "publishes without staging");
+		    "%s, max volumes %s, topology {%s}, %s%s", fp->node_id,
+		    maxv, fp->topology, fp->stage_unstage ? "stages volumes" :
+		    "publishes without staging", fp->mount_group ?
+		    ", sets the mount group" : "");
 	} else
 		snprintf(fp->health, sizeof(fp->health), "healthy: controller"
 		    "%s%s", fp->create_delete ? ", creates volumes" : "",
@@ -290,6 +291,8 @@ on_node_caps(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME);
 	in->fp.volume_stats = csi_node_has_rpc(r,
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS);
+	in->fp.mount_group = csi_node_has_rpc(r,
+	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_MOUNT_GROUP);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	fp_done(in);
 }

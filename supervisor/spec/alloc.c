@@ -1266,6 +1266,26 @@ volume_secrets(struct walk *w, json_t *v, void *dst)
 		    NFIELDS(request_secret_fields), dst);
 }
 
+/* A gid, as a whole number: 0 is none named, like an absent field. */
+static void
+volume_mount_group(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume *vol = dst;
+	json_int_t n;
+
+	if (!json_is_integer(v)) {
+		problem(w, "must be a whole number (a group id), not %s",
+		    type_name(v));
+		return;
+	}
+	if ((n = json_integer_value(v)) < 0 || n > ALLOC_MAX_MOUNT_GROUP) {
+		problem(w, "must be a group id from 0 to %u, not %lld",
+		    ALLOC_MAX_MOUNT_GROUP, (long long)n);
+		return;
+	}
+	vol->mount_group = (uint32_t)n;
+}
+
 static const struct field volume_fields[] = {
 	FN("type", true, volume_type),
 	IDENT("source", true, struct alloc_volume, source),
@@ -1274,6 +1294,7 @@ static const struct field volume_fields[] = {
 	BOOL("read_only", struct alloc_volume, read_only),
 	FN("mount_options", false, volume_mount_options),
 	FN("secrets", false, volume_secrets),
+	FN("mount_group", false, volume_mount_group),
 };
 
 static bool

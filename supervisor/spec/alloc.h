@@ -38,6 +38,7 @@
 #define ALLOC_MAX_FLAGS		16
 #define ALLOC_FLAG_MAX_LEN	64		/* bytes, one mount flag */
 #define ALLOC_FS_TYPE_MAX_LEN	32
+#define ALLOC_MAX_MOUNT_GROUP	4294967294u	/* (gid_t)-1 is no gid */
 #define ALLOC_DEFAULT_NAMESPACE	"default"
 #define ALLOC_DEFAULT_KILL_TIMEOUT_MS	(5 * 1000)
 #define ALLOC_MAX_KILL_TIMEOUT_MS	(5 * 60 * 1000)
@@ -169,6 +170,10 @@ struct alloc_volume {
 	/* The secrets this alloc's stage and publish get, by name, in
 	 * place of the volume's; NULL: the volume's. */
 	char *stage_secret, *publish_secret;
+	/* The group the task's user shares on the volume (a gid, handed to
+	 * a plugin that takes one at stage and publish); 0: none named, the
+	 * allocation's own group is used. */
+	uint32_t mount_group;
 };
 
 /* Tasks and volumes are in document order. */

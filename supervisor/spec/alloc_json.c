@@ -174,6 +174,8 @@ volume(const struct alloc_volume *v, bool *ok)
 	put(o, "attachment_mode", json_string(alloc_attachment_mode_name(
 	    v->attachment_mode)), ok);
 	put(o, "read_only", json_boolean(v->read_only), ok);
+	if (v->mount_group != 0)
+		put(o, "mount_group", json_integer(v->mount_group), ok);
 	if (v->stage_secret != NULL || v->publish_secret != NULL) {
 		/* Names only: an alloc never holds a secret's value. */
 		opts = xnonnull(json_object(), "volume: json_object");

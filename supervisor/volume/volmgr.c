@@ -338,10 +338,13 @@ volmgr_free(struct volmgr *vm)
 }
 
 void
-volmgr_mount(struct volmgr *vm, const struct alloc *a, volmgr_cb cb,
-    void *arg)
+volmgr_mount(struct volmgr *vm, const struct alloc *a, gid_t group,
+    volmgr_cb cb, void *arg)
 {
-	volmgr_job_go(job_new(vm, a->id, a, true, cb, arg));
+	struct job *j = job_new(vm, a->id, a, true, cb, arg);
+
+	j->group = group;
+	volmgr_job_go(j);
 }
 
 void

@@ -34,6 +34,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h>
 
 #include <event2/event.h>
 
@@ -104,9 +105,13 @@ void volmgr_start(struct volmgr *vm);
 void volmgr_free(struct volmgr *vm);
 
 /* Claim, stage, publish and bind every volume of a (it must outlive
- * the job). Idempotent: what is in place already is kept. */
-void volmgr_mount(struct volmgr *vm, const struct alloc *a, volmgr_cb cb,
-    void *arg);
+ * the job). Idempotent: what is in place already is kept. group: the
+ * allocation's gid (0: none), the mount group of every volume request
+ * that names none; a node plugin that advertises VOLUME_MOUNT_GROUP gets
+ * it at stage and publish, and with any other plugin the volume's
+ * ownership is the plugin's (said at stage time). */
+void volmgr_mount(struct volmgr *vm, const struct alloc *a, gid_t group,
+    volmgr_cb cb, void *arg);
 /* Take back every volume the alloc holds; a may be NULL when only the
  * records know the alloc (after a restart), then its binds are left to
  * the mounter's CleanupAlloc. */

@@ -67,6 +67,8 @@ struct vpub {
 	Berth__AttachmentMode attachment;
 	bool read_only;
 	const struct alloc_volume *req;	/* NULL for one known from records */
+	gid_t group;			/* the mount group asked; 0: none */
+	bool foreign_owner;		/* its plugin takes no mount group */
 };
 TAILQ_HEAD(vpub_list, vpub);
 
@@ -159,6 +161,7 @@ struct job {
 	struct volmgr *vm;
 	char *alloc;
 	const struct alloc *doc;
+	gid_t group;			/* mount: the alloc's, 0 none */
 	bool mount;
 	size_t next;			/* the next unit to make */
 	enum volmgr_status status;
@@ -263,12 +266,17 @@ struct capbuf {
 	Csi__V1__VolumeCapability__BlockVolume blk;
 	Csi__V1__VolumeCapability__AccessMode mode;
 	char *flags[FLAGS_MAX];		/* pub_capability(): merged */
+	char group[16];			/* pub_mount_group() */
 };
 Csi__V1__VolumeCapability *capability(struct capbuf *b,
     Berth__AccessMode access, Berth__AttachmentMode attachment,
     const char *fs_type, char *const *flags, size_t nflags);
 Csi__V1__VolumeCapability *pub_capability(struct capbuf *b,
     const struct vpub *p);
+/* The pub's mount group into b's capability (made by pub_capability()),
+ * only for a node plugin that advertises VOLUME_MOUNT_GROUP. */
+void pub_mount_group(struct capbuf *b, const struct vpub *p,
+    const struct volmgr_plugin *node);
 /* A map field's entries, in the caller's store and ptrs. */
 struct kv_entry {
 	ProtobufCMessage base;

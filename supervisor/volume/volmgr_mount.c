@@ -44,6 +44,7 @@ request_pub(struct unit *u, const Berth__Volume *v)
 	p->access = r->access_mode;
 	p->attachment = r->attachment_mode;
 	p->read_only = r->read_only;
+	p->group = r->mount_group != 0 ? r->mount_group : u->job->group;
 	return p;
 }
 
@@ -140,6 +141,42 @@ prepare_volume(struct unit *u, bool staging)
 	    mounter_ticket(u)));
 }
 
+/*
+ * A plugin that takes no mount group keeps the volume's ownership its
+ * own: said here, before the stage (and in the stage's or publish's
+ * event), since the task may then not be able to write. Making the
+ * root usable by the group is the mounter's part, not done yet.
+ */
+static void
+owner_note(struct vpub *p, const struct volmgr_plugin *node)
+{
+	char grp[32] = "";
+
+	p->foreign_owner = p->attachment !=
+	    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_BLOCK_DEVICE &&
+	    !node->fp->mount_group;
+	if (!p->foreign_owner)
+		return;
+	if (p->group != 0)
+		snprintf(grp, sizeof(grp), " (group %u)", (unsigned)p->group);
+	log_warnx("volmgr: alloc %s: volume %s/%s: plugin %s does not take a "
+	    "mount group (VOLUME_MOUNT_GROUP): the volume's ownership is the "
+	    "plugin's, and the task%s may not be able to write", p->alloc,
+	    p->ns, p->vol, p->plugin, grp);
+}
+
+/* The stage's or publish's event: done, and whose the ownership is. */
+static void
+owner_event(struct unit *u, const char *type, const char *done)
+{
+	char text[200];
+
+	snprintf(text, sizeof(text), "%s%s", done, u->pub->foreign_owner ?
+	    "; its ownership is the plugin's (no VOLUME_MOUNT_GROUP): the "
+	    "task may not be able to write" : "");
+	unit_event(u, type, u->pub->plugin, text);
+}
+
 /* reply: ControllerPublishVolume's, whose publish_context goes on to
  * stage and publish; NULL when there was none. */
 static void
@@ -157,6 +194,7 @@ prepare_stage(struct unit *u, const ProtobufCMessage *reply)
 	}
 	if (!node_or_end(u, &node))
 		return;
+	owner_note(p, &node);
 	if (!node.fp->stage_unstage) {
 		prepare_publish(u);
 		return;
@@ -217,6 +255,7 @@ stage(struct unit *u, bool mounted)
 	req.volume_id = p->external_id;
 	req.staging_target_path = path;
 	req.volume_capability = pub_capability(&cb, p);
+	pub_mount_group(&cb, p, &node);
 	req.n_publish_context = p->pctx.n;
 	req.publish_context = kv_entries(&p->pctx,
 	    &csi__v1__node_stage_volume_request__publish_context_entry__descriptor,
@@ -293,6 +332,7 @@ publish(struct unit *u, bool mounted)
 	req.staging_target_path = node.fp->stage_unstage ? stage : "";
 	req.target_path = target;
 	req.volume_capability = pub_capability(&cb, p);
+	pub_mount_group(&cb, p, &node);
 	req.readonly = p->read_only;
 	req.n_publish_context = p->pctx.n;
 	req.publish_context = kv_entries(&p->pctx,
@@ -337,7 +377,7 @@ mount_step(struct unit *u, const struct vreply *r)
 		stage(u, r->mounted);
 		break;
 	case MS_STAGE:
-		unit_event(u, "VolumeStaged", p->plugin, "staged");
+		owner_event(u, "VolumeStaged", "staged");
 		staged(u);
 		break;
 	case MS_STAGED:
@@ -349,7 +389,7 @@ mount_step(struct unit *u, const struct vreply *r)
 	case MS_PUBLISH:
 		log_info("volmgr: alloc %s: volume %s/%s published", p->alloc,
 		    p->ns, p->vol);
-		unit_event(u, "VolumePublished", p->plugin, "published");
+		owner_event(u, "VolumePublished", "published");
 		published(u);
 		break;
 	case MS_PUBLISHED:

@@ -214,6 +214,16 @@ pub_capability(struct capbuf *b, const struct vpub *p)
 	return capability(b, p->access, p->attachment, fs_type, b->flags, n);
 }
 
+void
+pub_mount_group(struct capbuf *b, const struct vpub *p,
+    const struct volmgr_plugin *node)
+{
+	if (p->group == 0 || !node->fp->mount_group || b->cap.mount == NULL)
+		return;
+	snprintf(b->group, sizeof(b->group), "%u", (unsigned)p->group);
+	b->mnt.volume_mount_group = b->group;
+}
+
 /* Map entries all share one layout: { base, key, value }. */
 void *
 kv_entries(const struct kvs *k, const ProtobufCMessageDescriptor *d,

@@ -460,6 +460,10 @@ START_TEST(test_follow_and_fingerprint)
 	ck_assert_str_eq(fp->provider, "hostpath.csi.berth.dev");
 	ck_assert(fp->controller_service);
 	ck_assert(strncmp(fp->health, "healthy: node id node-1", 23) == 0);
+	/* The strict plugin advertises VOLUME_MOUNT_GROUP, and it shows. */
+	ck_assert(fp->mount_group);
+	ck_assert_msg(strstr(fp->health, ", sets the mount group") != NULL,
+	    "%s", fp->health);
 	ck_assert_str_eq(csi_inst_endpoint(in), fx.ep[0]);
 	ck_assert_ptr_nonnull(csi_inst_conn(in));
 	ck_assert_str_eq(csi_inst_type_name(in), "node");

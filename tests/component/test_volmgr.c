@@ -22,8 +22,10 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <grp.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <check.h>
 #include <event2/event.h>
@@ -52,6 +54,12 @@
 #define MAXJOBS		8
 
 #define B(x) BERTH__ENVELOPE__BODY_##x
+
+/* A group the tests' namespace maps (own_namespaces()), and one more
+ * (mapped only when the tests run as root). */
+#define TEST_GID	4242
+#define OTHER_GID	4343
+#define TEST_UID	5000
 
 static struct {
 	char *dir;
@@ -475,6 +483,12 @@ write_file(const char *path, const char *text)
 
 /* A user and mount namespace of our own: the plugin may mount in it,
  * whoever runs the test, and its mounts end with it. */
+/*
+ * Root, with a mount namespace of its own. Run as root, only the mount
+ * namespace is new, so that a child can take another uid and gid; else
+ * a user namespace maps the one uid to root and the one gid to TEST_GID,
+ * a group that is not root's.
+ */
 static void
 own_namespaces(void)
 {
@@ -482,12 +496,19 @@ own_namespaces(void)
 	uid_t uid = getuid();
 	gid_t gid = getgid();
 
+	if (geteuid() == 0) {
+		ck_assert_msg(unshare(CLONE_NEWNS) == 0, "unshare: %s",
+		    strerror(errno));
+		ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE,
+		    NULL), 0);
+		return;
+	}
 	ck_assert_msg(unshare(CLONE_NEWUSER | CLONE_NEWNS) == 0,
 	    "unshare: %s", strerror(errno));
 	write_file("/proc/self/setgroups", "deny");
 	snprintf(map, sizeof(map), "0 %ld 1", (long)uid);
 	write_file("/proc/self/uid_map", map);
-	snprintf(map, sizeof(map), "0 %ld 1", (long)gid);
+	snprintf(map, sizeof(map), "%d %ld 1", TEST_GID, (long)gid);
 	write_file("/proc/self/gid_map", map);
 	ck_assert_int_eq(mount(NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL), 0);
 }
@@ -516,6 +537,7 @@ fingerprints(void)
 	fx.node_fp.done = fx.node_fp.healthy = true;
 	snprintf(fx.node_fp.node_id, sizeof(fx.node_fp.node_id), "node-1");
 	fx.node_fp.stage_unstage = true;
+	fx.node_fp.mount_group = true;	/* as hostpath advertises */
 	fx.ctl_fp = fx.node_fp;
 	fx.ctl_fp.stage_unstage = false;
 	fx.ctl_fp.create_delete = true;
@@ -594,7 +616,14 @@ teardown(void)
 static void
 mount_job(const struct alloc *a, int i)
 {
-	volmgr_mount(fx.vm, a, done, (void *)(intptr_t)i);
+	volmgr_mount(fx.vm, a, 0, done, (void *)(intptr_t)i);
+}
+
+/* The same, the alloc's group being group. */
+static void
+mount_job_group(const struct alloc *a, gid_t group, int i)
+{
+	volmgr_mount(fx.vm, a, group, done, (void *)(intptr_t)i);
 }
 
 static void
@@ -1734,6 +1763,139 @@ START_TEST(test_missing_secret_fails_the_call)
 }
 END_TEST
 
+/* ---- the task's group ---- */
+
+/* The volume's directory, 0755 as the strict plugin makes it, and the
+ * plugin told to note what it is asked. */
+static void
+group_setup(void)
+{
+	char path[700];
+
+	snprintf(path, sizeof(path), "%s/received", fx.state);
+	mkdirs(path);
+	snprintf(path, sizeof(path), "%s/volumes/%s", fx.state, VOL);
+	ck_assert_int_eq(chmod(path, 0755), 0);
+}
+
+/* Whether a process of uid TEST_UID and group gid (no other) creates a
+ * file in the directory dir (opened here, as root); its gid in *got. */
+static bool
+writes_as(int dir, gid_t gid, gid_t *got)
+{
+	struct stat st;
+	pid_t pid;
+	int status;
+
+	unlinkat(dir, "by-task", 0);
+	ck_assert_int_ge(pid = fork(), 0);
+	if (pid == 0) {
+		int fd;
+
+		if (setgroups(0, NULL) < 0 || setgid(gid) < 0 ||
+		    setuid(TEST_UID) < 0)
+			_exit(100);
+		fd = openat(dir, "by-task", O_WRONLY | O_CREAT | O_EXCL, 0640);
+		_exit(fd >= 0 ? 0 : errno == EACCES ? 1 : 101);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_msg(WEXITSTATUS(status) <= 1, "child: %d",
+	    WEXITSTATUS(status));
+	if (WEXITSTATUS(status) != 0)
+		return false;
+	ck_assert_int_eq(fstatat(dir, "by-task", &st, AT_SYMLINK_NOFOLLOW), 0);
+	*got = st.st_gid;
+	return true;
+}
+
+/*
+ * A plugin that advertises VOLUME_MOUNT_GROUP gets the alloc's group at
+ * stage and publish; the strict plugin gives the published root (made
+ * root 0755) to it, group rwx and setgid, and a process of that group
+ * that is not root writes in it. One of another group does not.
+ */
+START_TEST(test_mount_group_when_advertised)
+{
+	char target[BERTH_PATH_BUF];
+	struct stat st;
+	gid_t got;
+	int dir;
+
+	group_setup();
+	start(NULL, NULL);
+	mount_job_group(&alloc1, TEST_GID, 0);
+	ck_assert_msg(wait_job(0) == VOLMGR_OK, "%s", fx.why[0]);
+	ck_assert(received_has("NodeStageVolume", "mount_group 4242\n"));
+	ck_assert(received_has("NodePublishVolume", "mount_group 4242\n"));
+	path_of(target, sizeof(target), false, "a1", VOL, usage());
+	ck_assert(is_mount(target));
+	ck_assert_int_eq(stat(target, &st), 0);
+	ck_assert_uint_eq(st.st_gid, TEST_GID);
+	ck_assert_uint_eq(st.st_uid, 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 02775);
+	if (geteuid() != 0)
+		return;		/* one gid mapped: no second process */
+	ck_assert_int_ge(dir = open(target, O_RDONLY | O_DIRECTORY), 0);
+	ck_assert(writes_as(dir, TEST_GID, &got));
+	ck_assert_uint_eq(got, TEST_GID);
+	ck_assert(!writes_as(dir, OTHER_GID, &got));
+	close(dir);
+}
+END_TEST
+
+/* The request's own mount_group wins over the alloc's. */
+START_TEST(test_request_mount_group_wins)
+{
+	struct alloc_volume v = vols[0];
+	struct alloc a = alloc1;
+
+	group_setup();
+	start(NULL, NULL);
+	v.mount_group = TEST_GID;
+	a.volumes = &v;
+	mount_job_group(&a, OTHER_GID, 0);
+	ck_assert_msg(wait_job(0) == VOLMGR_OK, "%s", fx.why[0]);
+	ck_assert(received_has("NodeStageVolume", "mount_group 4242\n"));
+	ck_assert(received_has("NodePublishVolume", "mount_group 4242\n"));
+}
+END_TEST
+
+/*
+ * A plugin that does not advertise it gets no group (the real plugin
+ * would take one: the fingerprint decides), the volume stays the
+ * plugin's, and berth says so at stage time: a log line and the event.
+ */
+START_TEST(test_no_mount_group_unless_advertised)
+{
+	char target[BERTH_PATH_BUF];
+	const char *log;
+	struct stat st;
+
+	group_setup();
+	fx.node_fp.mount_group = false;
+	start(NULL, NULL);
+	harness_capture_stderr();
+	mount_job_group(&alloc1, TEST_GID, 0);
+	ck_assert_msg(wait_job(0) == VOLMGR_OK, "%s", fx.why[0]);
+	log = harness_captured_stderr();
+	ck_assert(received_has("NodeStageVolume", "fs_type"));
+	ck_assert(!received_has("NodeStageVolume", "mount_group"));
+	ck_assert(!received_has("NodePublishVolume", "mount_group"));
+	ck_assert_msg(strstr(log, "volume default/vol1: plugin hp does not "
+	    "take a mount group (VOLUME_MOUNT_GROUP): the volume's ownership "
+	    "is the plugin's, and the task (group 4242) may not be able to "
+	    "write") != NULL, "%s", log);
+	ck_assert_ptr_nonnull(strstr(volume_events(0), "VolumeStaged:a1:"
+	    PLUGIN ":volume default/vol1 staged; its ownership is the "
+	    "plugin's (no VOLUME_MOUNT_GROUP): the task may not be able to "
+	    "write "));
+	path_of(target, sizeof(target), false, "a1", VOL, usage());
+	ck_assert_int_eq(stat(target, &st), 0);
+	ck_assert_uint_eq(st.st_mode & 07777, 0755);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1782,5 +1944,8 @@ main(void)
 	tcase_add_test(tc, test_volume_options_when_alloc_names_none);
 	tcase_add_test(tc, test_secrets_reach_stage_and_publish);
 	tcase_add_test(tc, test_missing_secret_fails_the_call);
+	tcase_add_test(tc, test_mount_group_when_advertised);
+	tcase_add_test(tc, test_request_mount_group_wins);
+	tcase_add_test(tc, test_no_mount_group_unless_advertised);
 	return harness_run("volmgr", tc);
 }

@@ -196,7 +196,8 @@ START_TEST(minimal_plugin_is_healthy_and_fingerprinted)
 	    "and node", 10000);
 	in = wait_instance(&b, "minimal", "node", "a1", true, 10000);
 	ck_assert_str_eq(jstr(in, "health"), "healthy: node id n1, max "
-	    "volumes unlimited, topology {}, stages volumes");
+	    "volumes unlimited, topology {}, stages volumes, sets the mount "
+	    "group");
 	json_decref(in);
 	json_decref(wait_instance(&b, "minimal", "controller", "a1", true,
 	    10000));

@@ -1013,6 +1013,48 @@ START_TEST(json_round_trip)
 }
 END_TEST
 
+/* A volume request's mount_group: a gid; 0 or absent is none. */
+START_TEST(mount_group_read_and_refused)
+{
+	struct alloc *a;
+	char *out;
+
+	a = parse_ok(DOC(TASK(""), ",'volumes':{'v':" VOL(",'mount_group':"
+	    "4242") ",'w':" VOL("") ",'z':" VOL(",'mount_group':0") "}"));
+	ck_assert_uint_eq(a->volumes[0].mount_group, 4242);
+	ck_assert_uint_eq(a->volumes[1].mount_group, 0);
+	ck_assert_uint_eq(a->volumes[2].mount_group, 0);
+	alloc_free(a);
+	a = parse_ok(DOC(TASK(""), ",'volumes':{'v':" VOL(",'mount_group':"
+	    "4294967294") "}"));
+	ck_assert_uint_eq(a->volumes[0].mount_group, 4294967294u);
+	alloc_free(a);
+	refused(DOC(TASK(""), ",'volumes':{'v':" VOL(",'mount_group':-1")
+	    "}"), "volumes.v.mount_group: must be a group id from 0 to "
+	    "4294967294, not -1");
+	refused(DOC(TASK(""), ",'volumes':{'v':" VOL(",'mount_group':"
+	    "4294967295") "}"), "volumes.v.mount_group: must be a group id "
+	    "from 0 to 4294967294, not 4294967295");
+	refused(DOC(TASK(""), ",'volumes':{'v':" VOL(",'mount_group':'100'")
+	    "}"), "volumes.v.mount_group: must be a whole number (a group "
+	    "id), not a string");
+	refused(DOC(TASK(""), ",'volumes':{'v':" VOL(",'mount_group':1.5")
+	    "}"), "volumes.v.mount_group: must be a whole number (a group "
+	    "id), not a number");
+	refused(DOC(TASK(""), ",'volumes':{'v':" VOL(",'mount_group':"
+	    "'users'") "}"), "volumes.v.mount_group: must be a whole number "
+	    "(a group id), not a string");
+	/* Written back out when named, left out when none. */
+	out = round_trip(sq(DOC(TASK(""), ",'volumes':{'v':" VOL(
+	    ",'mount_group':4242") ",'w':" VOL("") "}")));
+	ck_assert_ptr_nonnull(strstr(out, "\"read_only\":false,"
+	    "\"mount_group\":4242"));
+	ck_assert_ptr_null(strstr(strstr(out, "mount_group") + 1,
+	    "mount_group"));
+	free(out);
+}
+END_TEST
+
 START_TEST(names)
 {
 	ck_assert_str_eq(alloc_access_mode_name(
@@ -1250,6 +1292,7 @@ main(void)
 	tcase_add_test(tc, size_is_capped_before_parsing);
 	tcase_add_test(tc, duplicate_keys_refused);
 	tcase_add_test(tc, json_round_trip);
+	tcase_add_test(tc, mount_group_read_and_refused);
 	tcase_add_test(tc, names);
 	tcase_add_test(tc, files);
 	tcase_add_test(tc, volume_spec_read_back);
