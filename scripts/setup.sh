@@ -44,8 +44,10 @@ done
 # (--task-conf /etc/berth); an operator's own copy is kept.
 here=$(dirname "$0")
 install -d -m 0755 /etc/berth
-[ -e /etc/berth/task-sandbox.json ] ||
-    install -m 0644 "$here/../contrib/sandbox/task-sandbox.json" /etc/berth/
+for f in task-sandbox.json users.allow; do
+	[ -e "/etc/berth/$f" ] ||
+	    install -m 0644 "$here/../contrib/sandbox/$f" /etc/berth/
+done
 
 # crun refuses a hybrid host whose cgroup v2 hierarchy holds a controller
 # ("cgroups in hybrid mode not supported, drop all controllers from
