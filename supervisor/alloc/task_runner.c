@@ -507,19 +507,19 @@ drop_missing_limits(struct trun *tr, struct task_spec *spec)
 		return;
 	if ((spec->memory_bytes | spec->memory_max_bytes) != 0 &&
 	    !cgroup_can_limit(m, p, "memory")) {
-		log_warnx("alloc %s task %s: its memory limit is not enforced: "
+		log_info("alloc %s task %s: its memory limit is not enforced: "
 		    "no memory controller for cgroup %s", tr->a->id,
 		    tr->t->name, p);
 		spec->memory_bytes = spec->memory_max_bytes = 0;
 	}
 	if (spec->cpu_shares != 0 && !cgroup_can_limit(m, p, "cpu")) {
-		log_warnx("alloc %s task %s: its cpu share is not enforced: "
+		log_info("alloc %s task %s: its cpu share is not enforced: "
 		    "no cpu controller for cgroup %s", tr->a->id, tr->t->name,
 		    p);
 		spec->cpu_shares = 0;
 	}
 	if (spec->pids_max != 0 && !cgroup_can_limit(m, p, "pids")) {
-		log_warnx("alloc %s task %s: its pids limit is not enforced: "
+		log_info("alloc %s task %s: its pids limit is not enforced: "
 		    "no pids controller for cgroup %s", tr->a->id, tr->t->name,
 		    p);
 		spec->pids_max = 0;

@@ -621,6 +621,24 @@ raise_nofile(void)
  * under "tasks" beside it. Without either, tasks still get their limits
  * (crun, as root, makes their cgroups), and we say so.
  */
+/* Once, at start: the limits no task here can have (task_runner.c
+ * leaves each out, and says so at each start). */
+static void
+limits_warning(struct supervisor *sv)
+{
+	static const char *const ctl[] = { "memory", "cpu", "pids" };
+	char miss[64] = "";
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		if (!cgroup_can_limit(&sv->cgroups, sv->cgroup_parent, ctl[i]))
+			snprintf(miss + strlen(miss), sizeof(miss) -
+			    strlen(miss), "%s%s", miss[0] ? ", " : "", ctl[i]);
+	if (miss[0] != '\0')
+		log_warnx("tasks_cgroup: no %s controller for %s: tasks' "
+		    "limits of it are not enforced", miss, sv->cgroup_parent);
+}
+
 static void
 tasks_cgroup(struct supervisor *sv, const struct priv_user *su)
 {
@@ -639,6 +657,7 @@ tasks_cgroup(struct supervisor *sv, const struct priv_user *su)
 		    su->uid, su->gid, err, sizeof(err)) < 0)
 			log_warnx("tasks_cgroup: %s; the tasks' cgroups stay "
 			    "root's alone", err);
+		limits_warning(sv);
 		return;
 	}
 	if (cgroup_enter_leaf(&sv->cgroups, sv->cgroup_parent,
@@ -648,6 +667,7 @@ tasks_cgroup(struct supervisor *sv, const struct priv_user *su)
 		return;
 	}
 	log_info("tasks_cgroup: tasks' cgroups under %s", sv->cgroup_parent);
+	limits_warning(sv);
 }
 
 int
