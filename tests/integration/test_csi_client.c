@@ -279,6 +279,8 @@ START_TEST(identity_and_fingerprint)
 	    NODE(STAGE_UNSTAGE_VOLUME)));
 	ck_assert(csi_node_has_rpc(nc,
 	    NODE(GET_VOLUME_STATS)));
+	ck_assert(csi_node_has_rpc(nc,
+	    NODE(VOLUME_MOUNT_GROUP)));
 	protobuf_c_message_free_unpacked(&nc->base, NULL);
 
 	cc = (void *)call(CSI_CONTROLLER_GET_CAPABILITIES, &ccaps.base, CSI_OK,
@@ -724,7 +726,9 @@ START_TEST(unknown_capabilities_are_tolerated)
 
 	plugin_start(args);
 	nc = (void *)call(CSI_NODE_GET_CAPABILITIES, &ncaps.base, CSI_OK, NULL);
-	ck_assert_uint_eq(nc->n_capabilities, 4);
+	/* An unknown rpc, a type not set, and the sample plugin's own
+	 * three: stage, volume stats and the mount group. */
+	ck_assert_uint_eq(nc->n_capabilities, 5);
 	/* The unknown value is kept as a number, not turned into UNKNOWN. */
 	ck_assert_int_eq(nc->capabilities[0]->rpc->type, 1000);
 	ck_assert_int_eq(nc->capabilities[1]->type_case,
@@ -733,6 +737,8 @@ START_TEST(unknown_capabilities_are_tolerated)
 	    NODE(STAGE_UNSTAGE_VOLUME)));
 	ck_assert(csi_node_has_rpc(nc,
 	    NODE(GET_VOLUME_STATS)));
+	ck_assert(csi_node_has_rpc(nc,
+	    NODE(VOLUME_MOUNT_GROUP)));
 	protobuf_c_message_free_unpacked(&nc->base, NULL);
 
 	pc = (void *)call(CSI_GET_PLUGIN_CAPABILITIES, &pcaps.base, CSI_OK,
