@@ -182,7 +182,7 @@ usage(void)
 	fprintf(stderr, "usage: berth-mounter [--spawned | --peer-user USER] "
 	    "--data-dir DIR --run-dir DIR [--plugins-dir DIR] [--task-conf "
 	    "DIR]\n\t[--task-ids MIN-MAX] [--shim FILE] [--cgroup-parent "
-	    "PATH] [--verbose]\n"
+	    "PATH] [--peer-cgroup DIR] [--verbose]\n"
 	    "(berth-supervisor or berth-mounter.socket starts it; see "
 	    "berth-mounter(8))\n");
 	exit(EX_USAGE);
@@ -202,12 +202,14 @@ main(int argc, char **argv)
 		{ "task-ids", required_argument, NULL, 'i' },
 		{ "shim", required_argument, NULL, 'S' },
 		{ "cgroup-parent", required_argument, NULL, 'g' },
+		{ "peer-cgroup", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
 	static struct mounter m = { .shim = BERTH_LIBEXECDIR "/berth-shim",
 	    .cgroup = "/berth" };
 	const char *run_dir = NULL, *plugins_dir = MOUNTER_PLUGINS_DIR;
 	const char *peer_user = SERVICE_PEER_USER, *conf = TASK_CONF_DIR;
+	const char *peer_cgroup = NULL;
 	struct ucred cr;
 	socklen_t crlen = sizeof(cr);
 	struct passwd *pw;
@@ -226,6 +228,7 @@ main(int argc, char **argv)
 		case 'c': conf = optarg; break;
 		case 'S': m.shim = optarg; break;
 		case 'g': m.cgroup = optarg; break;
+		case 'G': peer_cgroup = optarg; break;
 		case 'i':
 			if (sscanf(optarg, "%u-%u%c", &m.ids[0], &m.ids[1],
 			    err) != 2 || m.ids[0] == 0 || m.ids[0] > m.ids[1])
@@ -242,7 +245,7 @@ main(int argc, char **argv)
 		fatalx("main: berth-mounter must start as root (it keeps only "
 		    "CAP_SYS_ADMIN); start it through berth-supervisor");
 	/* Spawn mode: the socketpair; service mode: systemd's listener. */
-	if (service_helper_peer(spawned, peer_user, &peer, err,
+	if (service_helper_peer(spawned, peer_user, peer_cgroup, &peer, err,
 	    sizeof(err)) < 0)
 		fatalx("main: %s", err);
 	if (spawned && (r = priv_die_with_parent(peer)) < 0)

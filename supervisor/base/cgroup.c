@@ -198,8 +198,12 @@ cgroup_enter_leaf(const struct cgroup_mounts *m, char *parent, size_t n,
 		own[len - 11] = '\0';
 	if (strcmp(own, "/") == 0)
 		own[0] = '\0';
+	/* 0755 under UMask=0077: the helpers read its cgroup.procs to check
+	 * that their peer is the supervisor (--peer-cgroup). */
 	if ((r = join(path, sizeof(path), own, "/supervisor", "")) < 0 ||
 	    (r = mkdirs(m->v2, path)) < 0 ||
+	    (r = join(path, sizeof(path), m->v2, own, "supervisor")) < 0 ||
+	    (chmod(path, 0755) < 0 && (r = -errno) < 0) ||
 	    (r = join(path, sizeof(path), m->v2, own, "supervisor/"
 	    "cgroup.procs")) < 0 || (r = write_text(path, "0\n")) < 0 ||
 	    (r = join(path, sizeof(path), own, "/tasks", "")) < 0 ||
