@@ -1,16 +1,15 @@
 /*
- * launcher.c: the process that starts privileged plugins. A seccomp
- * filter is inherited and survives exec, so it is forked before the
- * mounter locks itself: same capabilities and no_new_privs, and the
- * plugin filter (sandbox.c), which every plugin inherits. It reads
- * fixed-size requests from the mounter only, checks they are well
- * formed, and starts each plugin (cloned as the mounter's child, so the
- * mounter learns how it ends) in a new mount namespace
- * (a slave copy of the host but for the plugin's mount root and socket
- * directory, which stay in the host's peer groups) and, unless root's
- * definition keeps the host's, new UTS, IPC and cgroup namespaces; with
- * only the granted capabilities. Must not: read anything else, or decide
- * anything.
+ * launcher.c: the process that starts privileged plugins and tasks' crun.
+ * A seccomp filter is inherited and survives exec, so it is forked before
+ * the mounter locks itself: same capabilities and no_new_privs, and the
+ * plugin filter (sandbox.c), which all it starts inherit. It reads
+ * fixed-size requests from the mounter only, checks they are well formed,
+ * and starts each (cloned as the mounter's child, so the mounter learns
+ * how it ends); a plugin in a new mount namespace (a slave copy of the
+ * host but for its mount root and socket directory, which stay in the
+ * host's peer groups) and, unless root's definition keeps the host's, new
+ * UTS, IPC and cgroup namespaces; with only the granted capabilities.
+ * Must not: read anything else, or decide anything.
  */
 #include <errno.h>
 #include <fcntl.h>
