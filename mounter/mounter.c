@@ -21,6 +21,7 @@
 #include <sys/stat.h>
 
 #include "mounter.h"
+#include "ipc_reply.h"
 #include "notify.h"
 #include "privdrop.h"
 #include "service.h"
@@ -90,34 +91,28 @@ mounter_answer(struct mounter *m, const struct mreq *rq, struct mreply *out)
 	Berth__Ack ack = BERTH__ACK__INIT;
 
 	log_debug("mounter_answer: %s done", ipc_body_name(rq->body));
-	switch (rq->body) {
-	case BERTH__ENVELOPE__BODY_PREPARE_VOLUME:
+	switch ((rep.body_case = ipc_reply_body(rq->body))) {
+	case BERTH__ENVELOPE__BODY_PREPARE_VOLUME_REPLY:
 		pv.mounted = out->mounted;
-		rep.body_case = BERTH__ENVELOPE__BODY_PREPARE_VOLUME_REPLY;
 		rep.prepare_volume_reply = &pv;
 		break;
-	case BERTH__ENVELOPE__BODY_CLEANUP_ALLOC:
+	case BERTH__ENVELOPE__BODY_CLEANUP_REPLY:
 		cr.unmounted = out->unmounted;
 		cr.removed = out->removed;
-		rep.body_case = BERTH__ENVELOPE__BODY_CLEANUP_REPLY;
 		rep.cleanup_reply = &cr;
 		break;
-	case BERTH__ENVELOPE__BODY_START_PLUGIN:
-	case BERTH__ENVELOPE__BODY_ADOPT_PLUGIN:
+	case BERTH__ENVELOPE__BODY_PLUGIN_STARTED:
 		hd.pid = (uint32_t)out->pid;
 		hd.start_time = out->start_time;
 		ps.handle = &hd;
-		rep.body_case = BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
 		rep.plugin_started = &ps;
 		break;
-	case BERTH__ENVELOPE__BODY_START_TASK:
+	case BERTH__ENVELOPE__BODY_TASK_STARTED:
 		ts.pid = out->pid;
 		ts.start_time = out->start_time;
-		rep.body_case = BERTH__ENVELOPE__BODY_TASK_STARTED;
 		rep.task_started = &ts;
 		break;
 	default:
-		rep.body_case = BERTH__ENVELOPE__BODY_ACK;
 		rep.ack = &ack;
 	}
 	/* The channel owns the descriptors from here. */
@@ -160,19 +155,12 @@ mounter_dispatch(struct helper *h, Berth__Envelope *env, int fd)
 	chan_reply_error(h->chan, env, code, "%s", why);
 }
 
-/* The supervisor's side of a start or adopt reply carries the pidfd. */
-static bool
-mounter_takes_fd(Berth__Envelope__BodyCase body)
-{
-	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
-}
-
 int
 mounter_serve_on(struct mounter *m, int fd)
 {
 	m->h = (struct helper){ .name = "berth-mounter", .arg = m,
 	    .role = BERTH__ROLE__ROLE_MOUNTER, .dispatch = mounter_dispatch,
-	    .takes_fd = mounter_takes_fd, .base = m->h.base };
+	    .base = m->h.base };
 	return helper_init(&m->h, fd);
 }
 

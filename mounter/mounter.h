@@ -69,19 +69,6 @@ struct launch_req {
 	bool task;	/* crun for a task: fds exe, status dir, channel */
 };
 
-/* Launcher to mounter; with the plugin's pidfd when err is 0. */
-struct launch_msg {
-	int32_t pid;
-	int32_t err;			/* errno of the step that failed */
-	char what[64];			/* that step */
-};
-
-/* One datagram with nfd (at most 3) descriptors; 0 or -errno. */
-int fdmsg_send(int sock, const void *buf, size_t len, const int *fds,
-    int nfd);
-/* len bytes: how many fds came (<= nfd), -EPIPE, -EBADMSG or -errno. */
-int fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd,
-    int flags);
 /* Fork the launcher; returns the mounter's end of its socket or -errno. */
 int launcher_spawn(int data_fd);
 
@@ -198,14 +185,14 @@ Berth__ErrorCode read_root_file(int dirfd, const char *dir,
     const char *name, char *buf, size_t n, char *why);
 /* An executable of root's, opened once: what was checked runs. */
 Berth__ErrorCode open_exe(const char *path, int *fd, char *why);
-/* The launcher starts lr with fds; the pidfd is then the caller's. */
-Berth__ErrorCode launcher_run(struct mounter *m, struct launch_req *lr,
-    const int fds[3], pid_t *pid, int *pidfd, char *why);
 /* Is there a free slot to watch one more? Ask before starting it. */
 bool plugin_room(struct mounter *m, bool task);
 /* Watch a process we started (start 0: read it) and answer its handle. */
 Berth__ErrorCode plugin_keep(struct mounter *m, pid_t pid, uint64_t start,
     bool task, int pidfd, struct mreply *out, char *why);
+/* The launcher starts lr with fds; the pidfd is then the caller's. */
+Berth__ErrorCode launcher_run(struct mounter *m, struct launch_req *lr,
+    const int fds[3], pid_t *pid, int *pidfd, char *why);
 /* task.c */
 verb_fn task_start;
 

@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -28,8 +27,6 @@
 #include "mounter.h"
 #include "privdrop.h"
 #include "procstat.h"
-
-#define LAUNCH_TIMEOUT_MS 10000
 
 /* Add, remove or look up the record of a plugin we started: 0 or -errno. */
 static int
@@ -241,31 +238,6 @@ open_log(int dir, const char *rel, const char *name, int *fd, char *why)
 		    "%s/%s is not a regular file of root's with one link; "
 		    "remove it", rel, name);
 	return OK;
-}
-
-Berth__ErrorCode
-launcher_run(struct mounter *m, struct launch_req *lr, const int fds[3],
-    pid_t *pid, int *pidfd, char *why)
-{
-	struct pollfd pfd = { .fd = m->launcher_fd, .events = POLLIN };
-	struct launch_msg msg;
-	int r;
-
-	if ((r = fdmsg_send(m->launcher_fd, lr, sizeof(*lr), fds, 3)) < 0)
-		return fail_errno(why, -r, "asking the launcher", "");
-	if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) != 1 || (r = fdmsg_recv(
-	    m->launcher_fd, &msg, sizeof(msg), pidfd, 1, MSG_DONTWAIT)) < 0)
-		fatalx("launch: the launcher is gone or did not answer; "
-		    "exiting (its plugins keep running and can be adopted)");
-	if (msg.err == 0 && r == 1) {
-		*pid = msg.pid;
-		return OK;
-	}
-	if (r == 1)
-		close(*pidfd);
-	msg.what[sizeof(msg.what) - 1] = '\0';
-	return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "starting "
-	    "failed at %s: %s", msg.what, strerror(msg.err));
 }
 
 Berth__ErrorCode

@@ -20,7 +20,7 @@
 const cap_value_t mounter_caps[] = {
 	/* Mounts, the launcher's unshare; no other (see SECURITY.md). */
 	CAP_SYS_ADMIN,
-	/* prepare_task: a task's directory belongs to the task's user. */
+	/* prepare_*, start_task: a directory to its group or its user. */
 	CAP_CHOWN,
 	/* The launcher's only, for crun: the task's ids, its bounding set,
 	 * its /dev, cgroups in root's 0555 hierarchies, loopback up in a
@@ -49,7 +49,7 @@ static const int allowed[] = {
 	/* prepare_*, bind_volume: directories (mkdirat and fchmod are in
 	 * mode_calls); prepare_task: its owner */
 	SCMP_SYS(fchown),
-	/* cleanup_alloc: a task's directory back to root, to empty it */
+	/* cleanup_alloc: a socket or status dir back to root, to empty it */
 	SCMP_SYS(fchownat),
 	/* prepare_plugin, bind_volume: detached mounts on pinned fds */
 	SCMP_SYS(open_tree), SCMP_SYS(mount_setattr), SCMP_SYS(move_mount),

@@ -14,7 +14,10 @@
  *   uid, that it is pid 1 of its own pid namespace, what / holds, that
  *   the data dir beyond its own task dir is not there, and that it may
  *   write its status dir; the host sees it in its cgroup leaf with the
- *   limits asked for, and the leaf goes when the channel closes.
+ *   limits asked for, and the leaf goes when the channel closes; then
+ *   CleanupAlloc leaves nothing of it: bundle, status dir (its owner's,
+ *   shut, a log in it) and task dir are gone; a symlink planted where
+ *   one goes is never followed.
  *
  * The suite ends with "N attacks tried, M succeeded".
  */
@@ -214,6 +217,17 @@ START_TEST(symlinks_at_the_bundle_or_the_status_dir)
 	ck_assert_int_eq(stat(elsewhere, &st), 0);
 	ck_assert_int_eq(st.st_uid, 0);
 	ck_assert_int_eq(st.st_mode & 07777, 0755);
+	/* Cleaned up: a symlink is never followed (and stays, not being a
+	 * directory berth made); what it points to is untouched. */
+	snprintf(path, sizeof(path), "%s/kept", elsewhere);
+	harness_write(path, "kept");
+	ck_assert_int_eq(chown(elsewhere, 70001, 70001), 0);
+	ck_assert_int_eq(mc_cleanup(&c, A), 0);
+	ck_assert_int_eq(stat(elsewhere, &st), 0);
+	ck_assert(st.st_uid == 70001 && (st.st_mode & 07777) == 0755);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	ck_assert_int_eq(lstat(mc_path(&c, "shim/" A "/db"), &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
 }
 END_TEST
 
@@ -305,6 +319,18 @@ START_TEST(a_task_starts_confined_and_reports_over_its_channel)
 	for (n = 0; n < 100 && access(leaf, F_OK) == 0; n++)
 		usleep(50000);
 	ck_assert_msg(access(leaf, F_OK) < 0, "%s is left", leaf);
+	/* The alloc gone, nothing StartTask made stays: its status dir,
+	 * with a log in it, shut by its owner, is taken back and emptied. */
+	snprintf(leaf, sizeof(leaf), "%s", mc_path(&c, "shim/" A
+	    "/web/stdout"));
+	harness_write(leaf, "a task's output\n");
+	ck_assert_int_eq(chown(leaf, 70001, 70001), 0);
+	ck_assert_int_eq(chmod(mc_path(&c, "shim/" A "/web"), 0700), 0);
+	ck_assert_int_eq(mc_cleanup(&c, A), 0);
+	ck_assert_int_eq(access(mc_path(&c, "shim/" A), F_OK), -1);
+	ck_assert_int_eq(access(mc_path(&c, "mounter/tasks/" A), F_OK), -1);
+	ck_assert_int_eq(access(mc_path(&c, "allocs/" A), F_OK), -1);
+	ck_assert_int_eq(access(mc_path(&c, "mounter/tasks"), F_OK), 0);
 }
 END_TEST
 

@@ -5,7 +5,8 @@
  * its own (and a network namespace of its own only with network "none");
  * in its cgroup under the berth's cgroup parent, with the memory and pids
  * limits its resources block asked for; and once its allocation is
- * stopped, no process of it is left, a background one included. A task
+ * stopped, no process of it is left, a background one included, nor its
+ * sandbox's bundle or status directory on disk. A task
  * that goes over its memory limit is killed by the kernel, and its events
  * say so. A running task's use of CPU and memory is in the API, in
  * berthctl alloc status and in the metrics (promtool-clean).
@@ -297,6 +298,14 @@ START_TEST(a_task_is_its_own_user_in_its_own_namespaces_and_cgroup)
 	ck_assert(pid_wait_gone(other, 5000));
 	ck_assert_int_eq(procs_of(uh), 0);
 	ck_assert_int_eq(procs_of(uo), 0);
+	/* Cleaned up when stopped: no bundle, no status dir is left. */
+	for (int i = 0; i < 4; i++) {
+		char p[700];
+
+		snprintf(p, sizeof(p), "%s/data/%s/%s", b.dir, i % 2 ?
+		    "shim" : "mounter/tasks", i < 2 ? "host" : "other");
+		ck_assert_msg(access(p, F_OK) < 0, "%s is left", p);
+	}
 	berth_stop(&b);
 }
 END_TEST
