@@ -483,7 +483,7 @@ sandbox_adopt(struct taskproc *tp, const Berth__TaskHandle *h)
 				chan_close(tp);
 		} else
 			log_warnx("taskdrv: alloc %s task %s: berth-shim's "
-			    "%s/%s: %s; it cannot be stopped until it ends",
+			    "%s/%s: %s; sought again when it is stopped",
 			    tp->alloc, tp->task, dir, SHIM_CTL_SOCK,
 			    strerror(-r));
 		tp_tell_later(tp, 0);
@@ -510,10 +510,26 @@ sandbox_adopt(struct taskproc *tp, const Berth__TaskHandle *h)
 	tp_tell_later(tp, -ESRCH);
 }
 
-/* A stop: sig to every process of the task, SIGKILL after the grace. */
+/*
+ * A stop: sig to every process of the task, SIGKILL after the grace. A
+ * channel that is gone (its shim could not be reached when it was
+ * adopted) is sought again on ctl.sock: while its crun runs, the shim
+ * answering there is this task's, and a stop must not be lost.
+ */
 int
 sandbox_signal(struct taskproc *tp, int sig)
 {
+	char dir[PATH_MAX];
+	int fd;
+
+	if (tp->chan < 0 && tp->ev != NULL && status_dir(tp, dir,
+	    sizeof(dir)) == 0 && (fd = shimchan_connect(dir)) >= 0) {
+		log_info("taskdrv: alloc %s task %s: berth-shim answers on its "
+		    "%s again", tp->alloc, tp->task, SHIM_CTL_SOCK);
+		tp->chan = fd;
+		if (watch_chan(tp) < 0)
+			chan_close(tp);
+	}
 	if (tp->chan < 0)
 		return -EPIPE;
 	return shimchan_stop(tp->chan, sig, sig == SIGKILL ? 0 : tp->grace_ms);

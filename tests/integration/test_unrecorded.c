@@ -5,7 +5,9 @@
  * it. The restarted supervisor kills it: at once when its allocation is
  * gone, before the new start when it is not (so that it never runs
  * twice); its end is a Terminated event with its pid. And a registry
- * killed as an allocation stops leaves nothing of its task either.
+ * killed as an allocation stops leaves nothing of its task either, nor
+ * does a task adopted while its shim could not be reached: its stop
+ * reaches it all the same.
  * Judged by /proc: no process of the task's uid is left.
  *
  * The registry is stopped (SIGSTOP) the moment the alloc's task id is
@@ -185,6 +187,35 @@ START_TEST(a_registry_killed_as_an_alloc_stops_leaves_no_process)
 }
 END_TEST
 
+START_TEST(an_adopted_task_whose_shim_was_unreachable_is_stopped)
+{
+	struct berth b;
+	char text[1024], sock[1024], away[1100];
+	pid_t pid;
+	uid_t uid;
+
+	berth_config(&b, "1s", IDS(624));
+	berth_start(&b);
+	snprintf(text, sizeof(text), DOC, "away");
+	berth_alloc(&b, "away.json", text);
+	pid = started(&b, "away", &uid);
+	berth_kill(&b);
+	/* Its ctl.sock, out of the way while the next supervisor adopts. */
+	snprintf(sock, sizeof(sock), "%s/data/shim/away/t/ctl.sock", b.dir);
+	snprintf(away, sizeof(away), "%s.away", sock);
+	ck_assert_int_eq(rename(sock, away), 0);
+	berth_start(&b);
+	wait_alloc(&b, "away", "running", 10000);
+	ck_assert_int_eq(rename(away, sock), 0);
+	ck_assert(pid_alive(pid));
+	remove_alloc(&b, "away.json");
+	wait_event(&b, "AllocStopped", "away", NULL, 20000);
+	ck_assert_msg(wait_procs(uid, 0, 5000), "%d processes of uid %ld "
+	    "are left", procs_of(uid), (long)uid);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -194,5 +225,6 @@ main(void)
 	tcase_add_test(tc, a_task_never_kept_is_killed_once_its_alloc_is_gone);
 	tcase_add_test(tc, a_task_never_kept_is_killed_before_it_starts_again);
 	tcase_add_test(tc, a_registry_killed_as_an_alloc_stops_leaves_no_process);
+	tcase_add_test(tc, an_adopted_task_whose_shim_was_unreachable_is_stopped);
 	return harness_run("unrecorded", tc);
 }
