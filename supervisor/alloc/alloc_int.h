@@ -177,6 +177,8 @@ void free_kept(struct allocs *am);
 
 /* alloc_stale.c */
 void stop_stale(struct allocs *am, const struct kept *k);
+/* After a restart, with the handles kept: kill the sandboxes none names. */
+void end_unrecorded(struct allocs *am);
 void free_stale(struct stale *st);
 void stale_free_all(struct allocs *am);
 void sweep_stale_vols(struct allocs *am);

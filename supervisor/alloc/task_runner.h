@@ -51,6 +51,9 @@ struct trun_driver_ops {
 	int (*signal)(struct taskproc *tp, int sig);
 	pid_t (*pid)(const struct taskproc *tp);
 	void (*free)(struct taskproc *tp);
+	/* After a restart: sandboxes no handle names (NULL: none can be). */
+	int (*end_unrecorded)(void *ctx, taskdrv_keep_cb keep,
+	    taskdrv_unrec_cb ended, void *arg);
 };
 extern const struct trun_driver_ops trun_taskdrv_ops;
 

@@ -50,6 +50,7 @@ taskdrv_new(const struct taskdrv_deps *d)
 	drv->event = d->event;
 	drv->event_arg = d->ctx;
 	TAILQ_INIT(&drv->procs);
+	TAILQ_INIT(&drv->unrecs);
 	/* A missing shim is the exec driver's fingerprint to report. */
 	if (d->shim != NULL)
 		snprintf(drv->shim, sizeof(drv->shim), "%s", d->shim);
@@ -96,6 +97,7 @@ taskdrv_free(struct taskdrv *drv)
 		return;
 	while ((tp = TAILQ_FIRST(&drv->procs)) != NULL)
 		taskproc_free(tp);
+	unrec_free_all(drv);
 	free(drv);
 }
 

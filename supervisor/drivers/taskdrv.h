@@ -140,6 +140,23 @@ uint64_t taskproc_start_time(const struct taskproc *tp);
 /* Forget the task (no callback runs after this); it keeps running. */
 void taskproc_free(struct taskproc *tp);
 
+/*
+ * After a restart, before any task starts: every sandbox whose shim still
+ * answers but that keep() does not name (a task handle does: it is
+ * adopted, or stopped as stale) is killed. Its start never reached the
+ * registry (a supervisor died in between), so no adoption would find it,
+ * and nothing of a task may run unseen. ended() is told, from the event
+ * loop, once each has ended, with its task's pid and how it ended (and
+ * so is one found in the way of a start: that start waits for its end).
+ * How many were found.
+ */
+typedef bool (*taskdrv_keep_cb)(void *arg, const char *alloc,
+    const char *task);
+typedef void (*taskdrv_unrec_cb)(void *arg, const char *alloc,
+    const char *task, pid_t pid, const struct task_exit *ex);
+int taskdrv_end_unrecorded(struct taskdrv *drv, taskdrv_keep_cb keep,
+    taskdrv_unrec_cb ended, void *arg);
+
 /* A PluginExited notice from the mounter: true if it was one. */
 bool taskdrv_mounter_notice(struct taskdrv *drv, const void *envelope);
 /* "exited with status 3", "was killed by signal 9 (SIGKILL)", ... */

@@ -53,7 +53,7 @@ struct taskproc {
 	struct shimchan_spec *pending;	/* sent once the sandbox runs */
 	struct priv_task *ask;		/* StartTask, once nothing is in
 					 * the way (see sandbox_start) */
-	struct event *wait_ev;		/* for an unrecorded sandbox's end */
+	struct unrec *unrec;		/* waited for before the start */
 	bool exit_seen;			/* SHIM_MSG_EXIT came: early */
 	unsigned grace_ms;		/* a stop's, then SIGKILL */
 	/* both */
@@ -78,6 +78,10 @@ struct taskdrv {
 	taskdrv_event_cb event;
 	void *event_arg;
 	TAILQ_HEAD(, taskproc) procs;
+	/* Sandboxes no handle names, being ended (taskdrv_unrec.c). */
+	TAILQ_HEAD(, unrec) unrecs;
+	taskdrv_unrec_cb unrec_ended;
+	void *unrec_arg;
 };
 
 /* taskdrv.c: the transitions. */
@@ -102,6 +106,24 @@ void sandbox_start(struct taskproc *tp, const struct task_spec *spec);
 void sandbox_adopt(struct taskproc *tp, const Berth__TaskHandle *h);
 int sandbox_signal(struct taskproc *tp, int sig);
 void sandbox_forget(struct taskproc *tp);
+/* Ask the mounter for the sandbox (once nothing is in the way). */
+void sandbox_ask(struct taskproc *tp);
+/* The child of parent whose pid in its own namespace is want_ns (0: the
+ * first); 0 if none. */
+pid_t sandbox_child(pid_t parent, pid_t want_ns);
+
+/* taskdrv_unrec.c: sandboxes no handle names, killed and waited for. */
+struct unrec;
+struct unrec *unrec_find(struct taskdrv *drv, const char *alloc,
+    const char *task);
+/* Kill the one answering for alloc and task: NULL if none answers. */
+struct unrec *unrec_stop(struct taskdrv *drv, const char *alloc,
+    const char *task);
+/* tp starts once u has ended (false: another start waits already). */
+bool unrec_wait(struct unrec *u, struct taskproc *tp);
+/* tp waits for none any more (it is freed). */
+void unrec_unwait(struct taskproc *tp);
+void unrec_free_all(struct taskdrv *drv);
 
 /* taskdrv_priv.c: plugins berth-mounter starts and watches. */
 void priv_task_start(struct taskproc *tp, const struct task_spec *spec);

@@ -32,10 +32,6 @@
 #include "taskdrv_int.h"
 #include "xalloc.h"
 
-/* An unrecorded sandbox's shim has this long to end, crun this long after
- * it to clean up, before the new start. */
-#define UNRECORDED_WAIT_MS 5000
-#define UNRECORDED_SETTLE_MS 300
 /* A stop's grace for an adopted task, before the shim's own SIGKILL. */
 #define ADOPTED_GRACE_MS 30000
 
@@ -161,8 +157,8 @@ ns_pid_of(long pid)
 
 /* The first pid listed in /proc/<pid>/task/<pid>/children matching want
  * (want 0: any); 0 if none. */
-static pid_t
-child_of(pid_t parent, pid_t want_ns)
+pid_t
+sandbox_child(pid_t parent, pid_t want_ns)
 {
 	char path[96], buf[1024], *p, *end;
 	ssize_t n;
@@ -199,8 +195,8 @@ find_task(struct taskproc *tp, pid_t ns_pid)
 	pid_t shim, task;
 	uint64_t start;
 
-	if ((shim = child_of(tp->shim_pid, 0)) <= 0 ||
-	    (task = child_of(shim, ns_pid)) <= 0 ||
+	if ((shim = sandbox_child(tp->shim_pid, 0)) <= 0 ||
+	    (task = sandbox_child(shim, ns_pid)) <= 0 ||
 	    proc_start_time(task, &start) < 0) {
 		/* Gone already: crun's pid stands for it. */
 		tp->pid = tp->shim_pid;
@@ -379,8 +375,8 @@ on_task_started(const struct priv_result *res, pid_t pid, uint64_t start,
 	}
 }
 
-static void
-ask_mounter(struct taskproc *tp)
+void
+sandbox_ask(struct taskproc *tp)
 {
 	if (tp->drv->mounter != NULL && priv_start_task(tp->drv->mounter,
 	    tp->ask, on_task_started, tp) == 0)
@@ -390,70 +386,11 @@ ask_mounter(struct taskproc *tp)
 	tp_tell_later(tp, -EPIPE);
 }
 
-/* The unrecorded sandbox's shim has gone; crun's clean-up, then ours. */
-static void
-on_unrecorded(evutil_socket_t fd, short ev, void *arg)
-{
-	struct taskproc *tp = arg;
-	struct shimchan_msg m;
-	struct timeval tv = { 0, UNRECORDED_SETTLE_MS * 1000 };
-	int r;
-
-	(void)fd;
-	if (tp->chan >= 0 && !(ev & EV_TIMEOUT)) {
-		while ((r = shimchan_recv(tp->chan, &m)) == 1)
-			;
-		if (r == -EAGAIN)
-			return;
-		chan_close(tp);
-		event_del(tp->wait_ev);
-		event_assign(tp->wait_ev, tp->drv->base, -1, 0, on_unrecorded,
-		    tp);
-		event_add(tp->wait_ev, &tv);
-		return;
-	}
-	if (tp->chan >= 0) {
-		log_warnx("taskdrv: alloc %s task %s: the unrecorded sandbox "
-		    "did not end in time; starting anyway", tp->alloc, tp->task);
-		chan_close(tp);
-	}
-	ask_mounter(tp);
-}
-
-/*
- * A shim already answering on ctl.sock, which no handle names: its start
- * came in the moment before the handle was in the registry, and a
- * supervisor died there. Its task must not run twice: it is stopped
- * (SIGKILL, at once) and its end awaited before the new start.
- */
-static bool
-stop_unrecorded(struct taskproc *tp)
-{
-	struct timeval tv = { UNRECORDED_WAIT_MS / 1000, 0 };
-	char dir[PATH_MAX];
-	int fd;
-
-	if (status_dir(tp, dir, sizeof(dir)) < 0 ||
-	    (fd = shimchan_connect(dir)) < 0)
-		return false;
-	log_warnx("taskdrv: berth-shim runs for %s with no handle (a "
-	    "supervisor died as it started); killing it and its task before "
-	    "starting again", tp->dir);
-	tp->chan = fd;
-	if (shimchan_stop(fd, SIGKILL, 0) < 0) {
-		chan_close(tp);
-		return false;
-	}
-	tp->wait_ev = xnonnull(event_new(tp->drv->base, fd, EV_READ |
-	    EV_PERSIST, on_unrecorded, tp), "taskdrv: an unrecorded shim");
-	event_add(tp->wait_ev, &tv);
-	return true;
-}
-
 void
 sandbox_start(struct taskproc *tp, const struct task_spec *spec)
 {
 	struct priv_task *pt = xcalloc(1, sizeof(*pt));
+	struct unrec *u;
 
 	tp->state = TP_ASKING;
 	snprintf(tp->dir, sizeof(tp->dir), "%s", spec->dir);
@@ -477,8 +414,17 @@ sandbox_start(struct taskproc *tp, const struct task_spec *spec)
 	pt->cpu_shares = spec->cpu_shares;
 	pt->pids_max = spec->pids_max;
 	tp->ask = pt;
-	if (!stop_unrecorded(tp))
-		ask_mounter(tp);
+	/*
+	 * A shim already answering for this task, which no handle names:
+	 * its start came in the moment before its handle was in the
+	 * registry, and a supervisor died there. Its task must not run
+	 * twice: it is killed, and its end awaited, before the new start.
+	 */
+	if ((u = unrec_find(tp->drv, tp->alloc, tp->task)) == NULL)
+		u = unrec_stop(tp->drv, tp->alloc, tp->task);
+	if (u != NULL && unrec_wait(u, tp))
+		return;
+	sandbox_ask(tp);
 }
 
 /*
@@ -537,7 +483,7 @@ sandbox_adopt(struct taskproc *tp, const Berth__TaskHandle *h)
 				chan_close(tp);
 		} else
 			log_warnx("taskdrv: alloc %s task %s: berth-shim's "
-			    "%s/%s: %s; it cannot be stopped until it ends",
+			    "%s/%s: %s; sought again when it is stopped",
 			    tp->alloc, tp->task, dir, SHIM_CTL_SOCK,
 			    strerror(-r));
 		tp_tell_later(tp, 0);
@@ -564,10 +510,26 @@ sandbox_adopt(struct taskproc *tp, const Berth__TaskHandle *h)
 	tp_tell_later(tp, -ESRCH);
 }
 
-/* A stop: sig to every process of the task, SIGKILL after the grace. */
+/*
+ * A stop: sig to every process of the task, SIGKILL after the grace. A
+ * channel that is gone (its shim could not be reached when it was
+ * adopted) is sought again on ctl.sock: while its crun runs, the shim
+ * answering there is this task's, and a stop must not be lost.
+ */
 int
 sandbox_signal(struct taskproc *tp, int sig)
 {
+	char dir[PATH_MAX];
+	int fd;
+
+	if (tp->chan < 0 && tp->ev != NULL && status_dir(tp, dir,
+	    sizeof(dir)) == 0 && (fd = shimchan_connect(dir)) >= 0) {
+		log_info("taskdrv: alloc %s task %s: berth-shim answers on its "
+		    "%s again", tp->alloc, tp->task, SHIM_CTL_SOCK);
+		tp->chan = fd;
+		if (watch_chan(tp) < 0)
+			chan_close(tp);
+	}
 	if (tp->chan < 0)
 		return -EPIPE;
 	return shimchan_stop(tp->chan, sig, sig == SIGKILL ? 0 : tp->grace_ms);
@@ -576,10 +538,7 @@ sandbox_signal(struct taskproc *tp, int sig)
 void
 sandbox_forget(struct taskproc *tp)
 {
-	if (tp->wait_ev != NULL) {
-		event_free(tp->wait_ev);
-		tp->wait_ev = NULL;
-	}
+	unrec_unwait(tp);
 	chan_close(tp);
 	free_pending(tp);
 	if (tp->ask != NULL) {

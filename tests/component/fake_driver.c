@@ -88,6 +88,7 @@ fake_free(struct taskproc *tp)
 
 const struct trun_driver_ops fake_driver = {
 	fake_start, fake_adopt, fake_handle, fake_signal, fake_pid, fake_free,
+	NULL,
 };
 
 struct taskproc *
