@@ -154,7 +154,7 @@ hostpath_doc(char *text, size_t n, const char *alloc, const char *id)
 	    "\"%s\", \"args\": [\"--node-id\", \"n1\", \"--state-dir\", "
 	    "\"state\", \"--mode\", \"monolith\"]}, \"csi_plugin\": {\"id\": "
 	    "\"%s\", \"type\": \"monolith\", \"health_timeout\": \"10s\"}}]}",
-	    alloc, harness_bin("berth-csi-hostpath"), id);
+	    alloc, sv_sandbox_bin("berth-csi-hostpath"), id);
 }
 
 /* Poll a plugin until it is healthy (the test's bound, not a figure). */
