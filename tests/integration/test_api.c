@@ -825,7 +825,9 @@ START_TEST(berthctl_drives_the_supervisor)
 	json_decref(j);
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "alloc",
 	    "status", "a1", NULL), 0);
-	ck_assert_ptr_nonnull(strstr(out, "plugin  exec    running"));
+	/* A sandboxed plugin has CPU and memory columns too: the state is
+	 * cut to fit. */
+	ck_assert_msg(strstr(out, "plugin  exec    run") != NULL, "%s", out);
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "driver",
 	    "list", NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "\nexec        yes       yes"));
