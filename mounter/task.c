@@ -3,9 +3,8 @@
  * or berth's; in --task-ids, or the user's line of root's users.allow);
  * the launcher runs crun, the mounter's child, on a bundle that root's
  * template makes by substitution of numbers and of paths the mounter
- * derives from identifiers (no JSON is parsed here; a plugin task's
- * socket dir and mount root are two binds of the mounter's own). The
- * task's status dir (shim/<alloc>/<task>: its uid, the peer's group, 02750) and
+ * derives from identifiers (no JSON is parsed here). The task's
+ * status dir (shim/<alloc>/<task>: its uid, the peer's group, 02750) and
  * one end of a socketpair go to crun as fds 3 and 4 (--preserve-fds), the
  * other end and crun's pidfd to the supervisor.
  * Must not: take a path, an option or a command line from the peer.
@@ -24,7 +23,6 @@
 #define TEMPLATE_MAX 16384
 #define CONFIG_MAX 32768
 #define SUBST 9
-#define PLUGIN_MOUNTS "{plugin_mounts}"
 
 /* Never root's or berth's own; in the range, or the user's own line. */
 static Berth__ErrorCode
@@ -64,8 +62,7 @@ fill(const char *tpl, char *out, size_t n, const char *const kv[SUBST][2])
 	size_t o = 0, k, kl;
 	int i;
 
-	/* The last three, resources, netns and plugin_mounts, are the
-	 * mounter's own JSON (its paths checked by plugin_mounts()). */
+	/* The last three (resources, netns, plugin_mounts): our own JSON. */
 	for (i = 0; i < SUBST - 3; i++)
 		if (strpbrk(kv[i][1], "\"\\") != NULL)
 			return -EINVAL;
@@ -111,29 +108,23 @@ limits(const struct mreq *rq, char *buf, size_t n)
 		    " }", o ? ", " : "", rq->pids_max);
 }
 
-/*
- * A plugin task's socket dir and mount root, each bound at its own path:
- * the CSI_ENDPOINT and the CO's target paths hold inside as outside.
- */
+/* A plugin task's socket dir and mount root, bound at their own paths. */
 static int
 plugin_mounts(const struct mounter *m, const struct mreq *rq, char *buf,
     size_t n)
 {
-	char rel[2][MREQ_PATH], abs[MREQ_PATH];
+	char rel[MREQ_PATH], abs[MREQ_PATH];
 	int i, o = 0;
 
-	buf[0] = '\0';
-	if (rq->type[0] == '\0')
-		return 0;
-	if (layout_plugin_socket_dir(rel[0], MREQ_PATH, rq->alloc) < 0 ||
-	    layout_plugin_root(rel[1], MREQ_PATH, rq->type, rq->plugin) < 0)
-		return -1;
-	for (i = 0; i < 2; i++)
-		if (layout_abs(abs, sizeof(abs), m->data_dir, rel[i]) < 0 ||
-		    strpbrk(abs, "\"\\") != NULL || (o += snprintf(buf + o,
-		    n - o, ", { \"destination\": \"%s\", \"type\": \"bind\", "
-		    "\"source\": \"%s\", \"options\": [ \"rbind\", \"rslave\", "
-		    "\"nosuid\", \"nodev\" ] }", abs, abs)) >= (int)n)
+	for (i = 0, buf[0] = '\0'; rq->type[0] != '\0' && i < 2; i++)
+		if ((i ? layout_plugin_root(rel, sizeof(rel), rq->type,
+		    rq->plugin) : layout_plugin_socket_dir(rel, sizeof(rel),
+		    rq->alloc)) < 0 || layout_abs(abs, sizeof(abs),
+		    m->data_dir, rel) < 0 || strpbrk(abs, "\"\\") != NULL ||
+		    (o += snprintf(buf + o, n - o, ", { \"destination\": "
+		    "\"%s\", \"type\": \"bind\", \"source\": \"%s\", "
+		    "\"options\": [ \"rbind\", \"rslave\", \"nosuid\", "
+		    "\"nodev\" ] }", abs, abs)) >= (int)n)
 			return -1;
 	return 0;
 }
@@ -157,9 +148,8 @@ bundle(struct mounter *m, const struct mreq *rq, const char *rel,
 	if ((code = read_root_file(m->conf_fd, "--task-conf", TASK_TEMPLATE,
 	    tpl, TEMPLATE_MAX, why)) != OK)
 		return code;
-	if (rq->type[0] != '\0' && strstr(tpl, PLUGIN_MOUNTS) == NULL)
-		return fail(why, PERM, TASK_TEMPLATE " has no " PLUGIN_MOUNTS
-		    ": a plugin task's socket would not be reachable");
+	if (rq->type[0] != '\0' && strstr(tpl, "{plugin_mounts}") == NULL)
+		return fail(why, PERM, "no {plugin_mounts} in " TASK_TEMPLATE);
 	snprintf(num[0], 24, "%" PRIu32, (uint32_t)rq->uid);
 	snprintf(num[1], 24, "%" PRIu32, (uint32_t)rq->gid);
 	limits(rq, res, sizeof(res));
