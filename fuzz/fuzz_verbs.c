@@ -117,7 +117,8 @@ renew(void)
 	write_file("conf/" TASK_TEMPLATE, "{ \"uid\": {uid}, \"gid\": {gid}, "
 	    "\"dir\": \"{task_dir}\", \"root\": \"{rootfs}\", {netns} "
 	    "\"m\": { {resources} }, "
-	    "\"cg\": \"{cgroup}\", \"shim\": \"{shim}\" {x}");
+	    "\"cg\": \"{cgroup}\", \"shim\": \"{shim}\" {x} "
+	    "[ {plugin_mounts} ]");
 	m.data_dir = data;
 	if ((m.data_fd = open(data, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (m.plugins_fd = open(plugins, O_PATH | O_DIRECTORY |

@@ -132,5 +132,10 @@ main(int argc, char **argv)
 	put(dir, "start_task_user", &env, 13);
 	st.uid = 0;
 	put(dir, "start_task_root", &env, 14);
+	st.user = B("");
+	st.uid = st.gid = 70002;
+	st.plugin_type = B("node");
+	st.plugin_id = B("hp");
+	put(dir, "start_task_plugin", &env, 15);
 	return 0;
 }

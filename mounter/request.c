@@ -207,6 +207,13 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		rq->memory_max = r->memory_max_bytes;
 		rq->cpu_shares = r->cpu_shares;
 		rq->pids_max = r->pids_max;
+		/* A plugin task: task.c binds its socket dir and root in. */
+		if (r->plugin_type.len > 0 || r->plugin_id.len > 0) {
+			ID(type, r->plugin_type, "plugin_type");
+			ID(plugin, r->plugin_id, "plugin_id");
+			PATH(layout_plugin_root(rq->path2, n, rq->type,
+			    rq->plugin));
+		}
 		PATH(layout_task_dir(rq->path, n, rq->alloc, rq->task));
 		snprintf(rq->path2, n, LAYOUT_SHIM_DIR "/%s/%s", rq->alloc,
 		    rq->task);

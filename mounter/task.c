@@ -3,7 +3,7 @@
  * or berth's; in --task-ids, or the user's line of root's users.allow);
  * the launcher runs crun, the mounter's child, on a bundle that root's
  * template makes by substitution of numbers and of paths the mounter
- * derives from identifiers (no JSON is parsed or built here). The task's
+ * derives from identifiers (no JSON is parsed here). The task's
  * status dir (shim/<alloc>/<task>: its uid, the peer's group, 02750) and
  * one end of a socketpair go to crun as fds 3 and 4 (--preserve-fds), the
  * other end and crun's pidfd to the supervisor.
@@ -22,7 +22,7 @@
 #define PERM BERTH__ERROR_CODE__ERROR_PERMISSION
 #define TEMPLATE_MAX 16384
 #define CONFIG_MAX 32768
-#define SUBST 8
+#define SUBST 9
 
 /* Never root's or berth's own; in the range, or the user's own line. */
 static Berth__ErrorCode
@@ -62,8 +62,8 @@ fill(const char *tpl, char *out, size_t n, const char *const kv[SUBST][2])
 	size_t o = 0, k, kl;
 	int i;
 
-	/* The last two, resources and netns, are the mounter's own JSON. */
-	for (i = 0; i < SUBST - 2; i++)
+	/* The last three (resources, netns, plugin_mounts): our own JSON. */
+	for (i = 0; i < SUBST - 3; i++)
 		if (strpbrk(kv[i][1], "\"\\") != NULL)
 			return -EINVAL;
 	while (*tpl != '\0' && o + 1 < n) {
@@ -108,6 +108,27 @@ limits(const struct mreq *rq, char *buf, size_t n)
 		    " }", o ? ", " : "", rq->pids_max);
 }
 
+/* A plugin task's socket dir and mount root, bound at their own paths. */
+static int
+plugin_mounts(const struct mounter *m, const struct mreq *rq, char *buf,
+    size_t n)
+{
+	char rel[MREQ_PATH], abs[MREQ_PATH];
+	int i, o = 0;
+
+	for (i = 0, buf[0] = '\0'; rq->type[0] != '\0' && i < 2; i++)
+		if ((i ? layout_plugin_root(rel, sizeof(rel), rq->type,
+		    rq->plugin) : layout_plugin_socket_dir(rel, sizeof(rel),
+		    rq->alloc)) < 0 || layout_abs(abs, sizeof(abs),
+		    m->data_dir, rel) < 0 || strpbrk(abs, "\"\\") != NULL ||
+		    (o += snprintf(buf + o, n - o, ", { \"destination\": "
+		    "\"%s\", \"type\": \"bind\", \"source\": \"%s\", "
+		    "\"options\": [ \"rbind\", \"rslave\", \"nosuid\", "
+		    "\"nodev\" ] }", abs, abs)) >= (int)n)
+			return -1;
+	return 0;
+}
+
 /* mounter/tasks/<alloc>/<task>/: root's config.json and rootfs/. */
 static Berth__ErrorCode
 bundle(struct mounter *m, const struct mreq *rq, const char *rel,
@@ -115,17 +136,20 @@ bundle(struct mounter *m, const struct mreq *rq, const char *rel,
 {
 	static char tpl[TEMPLATE_MAX + 1], cfg[CONFIG_MAX];
 	char num[2][24], res[256], root[MREQ_PATH], dir[MREQ_PATH];
-	char cg[MREQ_PATH], sub[MREQ_PATH + 8];
+	char cg[MREQ_PATH], sub[MREQ_PATH + 8], pm[3 * MREQ_PATH];
 	const char *kv[SUBST][2] = { { "uid", num[0] }, { "gid", num[1] },
 	    { "rootfs", root }, { "task_dir", dir }, { "shim", m->shim },
 	    { "cgroup", cg }, { "resources", res },
-	    { "netns", rq->network_none ? ", { \"type\": \"network\" }" : "" } };
+	    { "netns", rq->network_none ? ", { \"type\": \"network\" }" : "" },
+	    { "plugin_mounts", pm } };
 	Berth__ErrorCode code;
 	int fd, cf, len;
 
 	if ((code = read_root_file(m->conf_fd, "--task-conf", TASK_TEMPLATE,
 	    tpl, TEMPLATE_MAX, why)) != OK)
 		return code;
+	if (rq->type[0] != '\0' && strstr(tpl, "{plugin_mounts}") == NULL)
+		return fail(why, PERM, "no {plugin_mounts} in " TASK_TEMPLATE);
 	snprintf(num[0], 24, "%" PRIu32, (uint32_t)rq->uid);
 	snprintf(num[1], 24, "%" PRIu32, (uint32_t)rq->gid);
 	limits(rq, res, sizeof(res));
@@ -134,6 +158,7 @@ bundle(struct mounter *m, const struct mreq *rq, const char *rel,
 	    rq->task) >= (int)sizeof(cg) ||
 	    layout_abs(dir, sizeof(dir), m->data_dir, rq->path) < 0 ||
 	    layout_abs(root, sizeof(root), m->data_dir, sub) < 0 ||
+	    plugin_mounts(m, rq, pm, sizeof(pm)) < 0 ||
 	    (len = fill(tpl, cfg, sizeof(cfg), kv)) < 0)
 		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "the "
 		    "template, or a path in it, is too long or holds a quote");

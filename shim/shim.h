@@ -116,8 +116,14 @@ struct shim_run {
 	uint64_t run_id;	/* ties the status file to this run */
 	int64_t max_bytes;	/* the "logs" block */
 	int32_t max_files;
-	int32_t pad;
+	uint32_t flags;		/* SHIM_RUN_* */
 };
+
+/*
+ * A CSI plugin: its umask is 007, not 022, so that the supervisor, the
+ * group of its socket dir (setgid), can connect to the socket it makes.
+ */
+#define SHIM_RUN_PLUGIN		1
 
 struct shim_stop {
 	uint32_t type;		/* SHIM_MSG_STOP */

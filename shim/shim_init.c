@@ -148,7 +148,8 @@ read_spec(void)
 			return x;
 	}
 	if (nargs == 0 || args[0][0] != '/' || run.max_bytes < 1 ||
-	    run.max_files < 1 || run.max_files > SHIM_MAX_FILES)
+	    run.max_files < 1 || run.max_files > SHIM_MAX_FILES ||
+	    (run.flags & ~SHIM_RUN_PLUGIN) != 0)
 		return -EINVAL;
 	max_bytes = run.max_bytes;
 	max_files = run.max_files;
@@ -213,7 +214,7 @@ run_task(int cwd, int o, int e, int report)
 
 	sigemptyset(&none);
 	sigprocmask(SIG_SETMASK, &none, NULL);
-	umask(022);
+	umask(run.flags & SHIM_RUN_PLUGIN ? 007 : 022);
 	if (setsid() < 0 || fchdir(cwd) < 0 ||
 	    (devnull = open("/dev/null", O_RDONLY)) < 0 ||
 	    dup2(devnull, 0) < 0 || dup2(o, 1) < 0 || dup2(e, 2) < 0 ||

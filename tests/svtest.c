@@ -1,11 +1,13 @@
 /*
  * svtest.c: a whole berth for integration tests (see svtest.h).
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
@@ -36,6 +38,11 @@ void
 berth_config(struct berth *b, const char *heartbeat, const char *extra)
 {
 	harness_private_mounts();
+	if (mount(harness_bin(""), SV_SANDBOX_BIN, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, SV_SANDBOX_BIN, NULL, MS_REMOUNT | MS_BIND |
+	    MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) < 0)
+		ck_abort_msg("binding the build dir on " SV_SANDBOX_BIN ": %s",
+		    strerror(errno));
 	/* Tasks outlive a killed supervisor: they come to us, and we reap. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	b->dir = harness_tmpdir("berth");
@@ -46,6 +53,17 @@ berth_config(struct berth *b, const char *heartbeat, const char *extra)
 	harness_track_cgroup(b->cgroup);
 	ck_assert_int_eq(mkdir(b->allocs, 0755), 0);
 	write_config(b, heartbeat, extra);
+}
+
+const char *
+sv_sandbox_bin(const char *name)
+{
+	static char buf[4][512];
+	static int next;
+	char *b = buf[next++ % 4];
+
+	snprintf(b, sizeof(buf[0]), SV_SANDBOX_BIN "/%s", name);
+	return b;
 }
 
 void

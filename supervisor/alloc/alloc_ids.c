@@ -1,6 +1,6 @@
 /*
  * alloc_ids.c: an allocation's task id, the uid and gid its sandboxed
- * exec tasks run as: allocated by berth-registry from task_ids before its
+ * exec tasks (unprivileged plugins included) run as: allocated by berth-registry from task_ids before its
  * tasks start (the one it holds already after a supervisor restart), and
  * released once the allocation is gone, files and processes.
  *
@@ -30,7 +30,8 @@ struct ids_req {
 
 static void ask(struct ids_req *rq);
 
-/* Exec tasks run sandboxed, as the alloc's id unless they name a user. */
+/* Exec tasks, plugins too, run sandboxed, as the alloc's id unless they
+ * name a user. */
 static bool
 needs_id(const struct alloc *doc)
 {
@@ -38,7 +39,6 @@ needs_id(const struct alloc *doc)
 
 	for (i = 0; i < doc->ntasks; i++)
 		if (doc->tasks[i].driver == ALLOC_DRIVER_EXEC &&
-		    doc->tasks[i].csi.type == ALLOC_CSI_NONE &&
 		    doc->tasks[i].user == NULL)
 			return true;
 	return false;

@@ -461,11 +461,15 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 		    tr->handle.plugin_healthy);
 }
 
-/* Under crun, as the alloc's id or its allow-listed user. */
+/*
+ * Under crun, as the alloc's id or its allow-listed user: every exec
+ * task, an unprivileged plugin too (its socket dir and mount root are
+ * bound in by the mounter).
+ */
 static bool
 sandboxed(const struct trun *tr)
 {
-	return tr->t->driver == ALLOC_DRIVER_EXEC && tr->ps == NULL;
+	return tr->t->driver == ALLOC_DRIVER_EXEC;
 }
 
 /* Who a sandboxed task runs as: 0, or -errno with tr->why. */
@@ -571,14 +575,17 @@ launch(struct trun *tr)
 		spec.log_max_files = tr->t->log_max_files;
 		if (sandboxed(tr))
 			sandbox_spec(tr, &spec);
-	} else {
-		spec.kind = TASKDRV_PRIVILEGED;
-		spec.definition = tr->t->plugin;
+	}
+	if (tr->ps != NULL) {
 		snprintf(type, sizeof(type), "%s", alloc_csi_type_name(
 		    tr->t->csi.type));
 		spec.plugin_type = type;
 		spec.plugin_id = tr->t->csi.id != NULL ? tr->t->csi.id :
 		    tr->t->plugin;
+	}
+	if (tr->t->driver != ALLOC_DRIVER_EXEC) {
+		spec.kind = TASKDRV_PRIVILEGED;
+		spec.definition = tr->t->plugin;
 	}
 	tr->state = TR_STARTING;
 	tr->proc = tr->d->driver->start(tr->d->driver_ctx, &spec, on_started,
@@ -609,11 +616,8 @@ on_prepared(const struct priv_result *res, void *arg)
 		restart_later(tr);
 		return;
 	}
-	/* A socket left by an earlier run would be probed as if new (the
-	 * mounter removed a privileged plugin's, in root's directory). */
-	if (tr->ps != NULL && tr->t->driver == ALLOC_DRIVER_EXEC &&
-	    unlink(tr->socket) < 0 && errno != ENOENT)
-		log_warn("task_runner: removing the old socket %s", tr->socket);
+	/* A socket left by an earlier run, which would be probed as if new,
+	 * the mounter removed (PreparePlugin): the dir is not ours to write. */
 	if (tr->ps != NULL)
 		plugsup_launching(tr->ps);
 	launch(tr);
@@ -656,12 +660,13 @@ start(struct trun *tr)
 	if (exec)
 		mounter_step(tr, priv_prepare_task(mc, tr->a->id, tr->t->name,
 		    uid, gid, on_prepared, tr));
-	/* A root plugin's socket dir stays root's, for our group. */
+	/* A root plugin's socket dir stays root's, for our group; a task's
+	 * is its uid's, for our group (setgid), so that we connect. */
 	if (tr->ps != NULL)
 		mounter_step(tr, priv_prepare_plugin(mc,
 		    alloc_csi_type_name(tr->t->csi.type), tr->t->csi.id,
-		    tr->a->id, exec ? (uint32_t)tr->d->uid : 0,
-		    (uint32_t)tr->d->gid, on_prepared, tr));
+		    tr->a->id, exec ? uid : 0, (uint32_t)tr->d->gid,
+		    on_prepared, tr));
 	/* Release our own step: the answers (or this) go on from there. */
 	on_prepared(&(struct priv_result){ BERTH__ERROR_CODE__ERROR_NONE, "" },
 	    tr);

@@ -95,6 +95,7 @@ shimchan_send_spec(int fd, const struct shimchan_spec *s)
 	    SHIM_DEFAULT_MAX_BYTES;
 	run.max_files = s->max_files > 0 ? s->max_files :
 	    SHIM_DEFAULT_MAX_FILES;
+	run.flags = s->plugin ? SHIM_RUN_PLUGIN : 0;
 	return send_all(fd, &run, sizeof(run));
 }
 

@@ -28,6 +28,7 @@ struct shimchan_spec {
 	uid_t sv_uid;			/* who may come back via ctl.sock */
 	int64_t max_bytes;		/* 0: the shim's defaults */
 	int max_files;
+	bool plugin;			/* a CSI plugin: umask 007 */
 };
 
 /* Everything before the task starts: 0, or -errno (-E2BIG: a string

@@ -53,7 +53,8 @@ struct task_spec {
 	char *const *env;		/* "KEY=value" */
 	size_t nenv;
 	const char *dir;		/* absolute working directory */
-	/* privileged: the definition's name, and the plugin it serves */
+	/* privileged: the definition's name; privileged, and exec with an
+	 * endpoint: the plugin it serves */
 	const char *definition, *plugin_type, *plugin_id;
 	/* "unix:///..." for CSI_ENDPOINT (exec; the mounter sets its own) */
 	const char *endpoint;

@@ -116,6 +116,7 @@ keep_spec(struct taskproc *tp, const struct task_spec *spec)
 	s->sv_uid = getuid();
 	s->max_bytes = spec->log_max_bytes;
 	s->max_files = spec->log_max_files;
+	s->plugin = spec->endpoint != NULL;
 	tp->pending = s;
 }
 
@@ -413,6 +414,10 @@ sandbox_start(struct taskproc *tp, const struct task_spec *spec)
 	pt->memory_max_bytes = spec->memory_max_bytes;
 	pt->cpu_shares = spec->cpu_shares;
 	pt->pids_max = spec->pids_max;
+	if (spec->endpoint != NULL) {
+		pt->plugin_type = xstrdup(spec->plugin_type);
+		pt->plugin_id = xstrdup(spec->plugin_id);
+	}
 	tp->ask = pt;
 	/*
 	 * A shim already answering for this task, which no handle names:
@@ -543,6 +548,8 @@ sandbox_forget(struct taskproc *tp)
 	free_pending(tp);
 	if (tp->ask != NULL) {
 		free((char *)tp->ask->user);
+		free((char *)tp->ask->plugin_type);
+		free((char *)tp->ask->plugin_id);
 		free(tp->ask);
 		tp->ask = NULL;
 	}

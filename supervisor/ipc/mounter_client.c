@@ -387,6 +387,10 @@ priv_start_task(struct mclient *mc, const struct priv_task *t,
 	st.memory_max_bytes = t->memory_max_bytes;
 	st.cpu_shares = t->cpu_shares;
 	st.pids_max = t->pids_max;
+	if (t->plugin_type != NULL) {
+		st.plugin_type = BYTES(t->plugin_type);
+		st.plugin_id = BYTES(t->plugin_id);
+	}
 	env.body_case = BERTH__ENVELOPE__BODY_START_TASK;
 	env.start_task = &st;
 	return send_call(mc, &env, CALL_TASK, (void *)cb, arg);

@@ -86,6 +86,8 @@ struct priv_task {
 	uint64_t memory_max_bytes;	/* 0: memory_bytes */
 	uint32_t cpu_shares;		/* 0: crun's default */
 	uint32_t pids_max;		/* 0: no limit */
+	/* A plugin task's: its socket dir and root bound in; else NULL. */
+	const char *plugin_type, *plugin_id;
 };
 
 /* c: the mounter's channel, which the client never frees. */

@@ -106,14 +106,20 @@ send_run(struct shim *s, uint64_t run_id, uid_t sv_uid)
 
 /* sh -c script, run as run_id, as the supervisor sends it. */
 static void
-run_sh(struct shim *s, const char *script, uint64_t run_id)
+run_sh_as(struct shim *s, const char *script, uint64_t run_id, bool plugin)
 {
 	char *args[] = { "-c", (char *)script };
 	char *env[] = { "X=hello there", "PATH=/usr/bin:/bin" };
 	struct shimchan_spec sp = { "/bin/sh", args, 2, env, 2, s->cwd,
-		run_id, 0, 1 << 20, 3 };
+		run_id, 0, 1 << 20, 3, plugin };
 
 	ck_assert_int_eq(shimchan_send_spec(s->chan, &sp), 0);
+}
+
+static void
+run_sh(struct shim *s, const char *script, uint64_t run_id)
+{
+	run_sh_as(s, script, run_id, false);
 }
 
 /* One report within ms. */
@@ -228,7 +234,8 @@ START_TEST(runs_the_command_it_is_sent_and_reports_its_exit)
 	struct shim_exit ex;
 
 	shim_start(&s, 70101);
-	run_sh(&s, "echo out; echo \"$X\" >&2; pwd; id -u; exit 3", 41);
+	run_sh(&s, "echo out; echo \"$X\" >&2; pwd; id -u; umask; exit 3",
+	    41);
 	st = expect_started(s.chan, 0);
 	/* The shim is pid 1; its task the next one. */
 	ck_assert_int_eq(st.task_pid, 2);
@@ -254,11 +261,27 @@ START_TEST(runs_the_command_it_is_sent_and_reports_its_exit)
 	{
 		char want[600];
 
-		snprintf(want, sizeof(want), "out\n%s\n70101\n", s.cwd);
+		snprintf(want, sizeof(want), "out\n%s\n70101\n0022\n",
+		    s.cwd);
 		ck_assert_str_eq(slurp(s.dir, SHIM_STDOUT_LOG), want);
 	}
 	ck_assert_str_eq(slurp(s.dir, SHIM_STDERR_LOG), "hello there\n");
 	ck_assert_int_eq(procs_of(s.uid), 0);
+	shim_done(&s);
+}
+END_TEST
+
+/* A CSI plugin's umask lets its socket dir's group (berth) connect. */
+START_TEST(a_plugin_runs_with_umask_007)
+{
+	struct shim s;
+
+	shim_start(&s, 70106);
+	run_sh_as(&s, "umask", 43, true);
+	expect_started(s.chan, 0);
+	ck_assert_int_eq(expect_exit(s.chan).code, 0);
+	ck_assert_int_eq(outer_exit(&s), 0);
+	ck_assert_str_eq(slurp(s.dir, SHIM_STDOUT_LOG), "0007\n");
 	shim_done(&s);
 }
 END_TEST
@@ -271,7 +294,7 @@ START_TEST(a_command_that_cannot_run_is_reported_and_nothing_stays)
 	shim_start(&s, 70102);
 	{
 		struct shimchan_spec sp = { "/nonexistent/task", NULL, 0,
-			NULL, 0, NULL, 7, 0, 0, 0 };
+			NULL, 0, NULL, 7, 0, 0, 0, false };
 
 		ck_assert_int_eq(shimchan_send_spec(s.chan, &sp), 0);
 	}
@@ -284,7 +307,7 @@ START_TEST(a_command_that_cannot_run_is_reported_and_nothing_stays)
 	{
 		char *env[] = { "JUSTANAME" };
 		struct shimchan_spec sp = { "sh", NULL, 0, NULL, 0, NULL, 8, 0,
-			0, 0 };
+			0, 0, false };
 
 		ck_assert_int_eq(shimchan_send_spec(s.chan, &sp), -EINVAL);
 		sp.command = "/bin/true";
@@ -489,6 +512,7 @@ main(void)
 
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, runs_the_command_it_is_sent_and_reports_its_exit);
+	tcase_add_test(tc, a_plugin_runs_with_umask_007);
 	tcase_add_test(tc,
 	    a_command_that_cannot_run_is_reported_and_nothing_stays);
 	tcase_add_test(tc,

@@ -10,9 +10,12 @@
  * that goes over its memory limit is killed by the kernel, and its events
  * say so. A running task's use of CPU and memory is in the API, in
  * berthctl alloc status and in the metrics (promtool-clean).
+ * An unprivileged CSI plugin is such a task too: the supervisor reaches
+ * it through its socket, which no other uid can connect to.
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <grp.h>
 #include <stdarg.h>
 #include <pwd.h>
 #include <signal.h>
@@ -20,6 +23,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 
 #include <check.h>
@@ -355,6 +361,91 @@ START_TEST(an_oom_kill_is_an_event_that_says_so)
 }
 END_TEST
 
+/* Whether uid and gid (no other group) can connect to the socket. */
+static bool
+can_connect(const char *path, uid_t uid, gid_t gid)
+{
+	struct sockaddr_un sa = { .sun_family = AF_UNIX };
+	int status, fd;
+	pid_t pid;
+
+	snprintf(sa.sun_path, sizeof(sa.sun_path), "%s", path);
+	ck_assert_int_ge(pid = fork(), 0);
+	if (pid == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(gid) < 0 ||
+		    setuid(uid) < 0 || (fd = socket(AF_UNIX, SOCK_STREAM,
+		    0)) < 0)
+			_exit(2);
+		_exit(connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0 ?
+		    0 : 1);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status) && WEXITSTATUS(status) < 2);
+	return WEXITSTATUS(status) == 0;
+}
+
+/*
+ * The sample plugin as an exec task: as its alloc's id, in namespaces and
+ * a cgroup of its own; healthy, so the supervisor reached its socket at
+ * the path it passed (bound at that path in the sandbox); its socket dir
+ * its uid's, group berth's, 02750: berth connects, other uids do not.
+ */
+START_TEST(an_unprivileged_plugin_is_a_sandboxed_task)
+{
+	struct passwd *pw = getpwnam("berth");
+	char text[1024], dir[600], sock[700];
+	struct stat st;
+	json_t *a;
+	pid_t pid;
+	struct berth b;
+	uid_t u;
+
+	ck_assert_ptr_nonnull(pw);
+	berth_config(&b, "1s", NULL);
+	berth_start(&b);
+	snprintf(text, sizeof(text), "{\"id\": \"p\", \"tasks\": [{\"name\": "
+	    "\"t\", \"driver\": \"exec\", \"config\": {\"command\": \"%s\", "
+	    "\"args\": [\"--node-id\", \"n1\", \"--state-dir\", \"state\", "
+	    "\"--mode\", \"monolith\"]}, \"resources\": {\"memory\": 64, "
+	    "\"pids\": 32}, \"csi_plugin\": {\"id\": \"hp\", \"type\": "
+	    "\"monolith\", \"health_timeout\": \"20s\"}}]}",
+	    sv_sandbox_bin("berth-csi-hostpath"));
+	berth_alloc(&b, "p.json", text);
+	json_decref(wait_instance(&b, "hp", "node", "p", true, 20000));
+	json_decref(wait_instance(&b, "hp", "controller", "p", true,
+	    20000));
+	ck_assert_ptr_nonnull(a = sv_get(&b, "/v1/allocation/p"));
+	pid = (pid_t)json_integer_value(json_object_get(json_array_get(
+	    json_object_get(a, "tasks"), 0), "pid"));
+	json_decref(a);
+	ck_assert_int_gt(pid, 1);
+	harness_track_pid(pid);
+	u = assert_user(pid);
+	assert_ns(pid, b.sv.pid, "pid", true);
+	assert_ns(pid, b.sv.pid, "mnt", true);
+	assert_cgroup(&b, pid, "p");
+	snprintf(dir, sizeof(dir), "%s/data/csi/plugins/p", b.dir);
+	snprintf(sock, sizeof(sock), "%s/csi.sock", dir);
+	ck_assert_int_eq(stat(dir, &st), 0);
+	ck_assert_int_eq(st.st_uid, u);
+	ck_assert_int_eq(st.st_gid, pw->pw_gid);
+	ck_assert_int_eq(st.st_mode & 07777, 02750);
+	ck_assert_int_eq(stat(sock, &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode));
+	ck_assert_int_eq(st.st_gid, pw->pw_gid);
+	ck_assert(can_connect(sock, pw->pw_uid, pw->pw_gid));
+	/* Another alloc's id, and nobody. */
+	ck_assert(!can_connect(sock, u == 61184 ? 61185 : 61184,
+	    u == 61184 ? 61185 : 61184));
+	ck_assert(!can_connect(sock, 65534, 65534));
+	remove_alloc(&b, "p.json");
+	wait_event(&b, "AllocStopped", "p", NULL, 20000);
+	ck_assert(pid_wait_gone(pid, 5000));
+	ck_assert_int_eq(procs_of(u), 0);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -365,5 +456,6 @@ main(void)
 	    a_task_is_its_own_user_in_its_own_namespaces_and_cgroup);
 	tcase_add_test(tc, network_none_is_a_namespace_of_its_own);
 	tcase_add_test(tc, an_oom_kill_is_an_event_that_says_so);
+	tcase_add_test(tc, an_unprivileged_plugin_is_a_sandboxed_task);
 	return harness_run("tasks_isolated", tc);
 }

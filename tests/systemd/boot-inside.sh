@@ -151,6 +151,30 @@ berthctl alloc run plugin.json --wait --timeout 60s ||
 berthctl plugin status hostpath --wait-healthy --timeout 60s ||
     fail "the plugin did not become healthy"
 
+step "an unprivileged plugin: sandboxed as a dynamic id, its socket berth's"
+cat >unpriv.json <<'JSON'
+{"id": "unpriv", "tasks": [{"name": "plugin", "driver": "exec",
+  "config": {"command": "/usr/libexec/berth/berth-csi-hostpath",
+  "args": ["--node-id", "node-1", "--state-dir", "state",
+  "--mode", "controller"]},
+  "csi_plugin": {"id": "unpriv", "type": "controller"}}]}
+JSON
+berthctl alloc run unpriv.json --wait --timeout 60s ||
+    fail "the unprivileged plugin's allocation did not start"
+berthctl plugin status unpriv --wait-healthy --timeout 60s ||
+    fail "the unprivileged plugin did not become healthy"
+u=$(ps -o uid= -p "$(pgrep -f 'berth-csi-hostpath.*--mode controller')")
+[ "$u" -ge 61184 ] && [ "$u" -le 65519 ] ||
+    fail "the unprivileged plugin runs as uid $u"
+d=/var/lib/berth/csi/plugins/unpriv
+runuser -u berth -- test -S "$d/csi.sock" || fail "berth cannot reach $d"
+setpriv --reuid=65534 --regid=65534 --clear-groups -- true ||
+    fail "setpriv cannot run as nobody"
+setpriv --reuid=65534 --regid=65534 --clear-groups -- test -e "$d/csi.sock" &&
+    fail "another uid reaches $d/csi.sock"
+berthctl alloc stop unpriv >/dev/null
+wait_for 30 gone unpriv || fail "the unprivileged plugin did not stop"
+
 step "a volume, a writer and a read-only reader (scripts/run.sh's flow)"
 cat >volume.json <<'JSON'
 {"id": "shared", "plugin_id": "hostpath",

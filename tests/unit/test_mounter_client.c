@@ -294,7 +294,7 @@ END_TEST
 START_TEST(a_task_start_carries_its_fields_and_two_descriptors)
 {
 	struct priv_task t = { "a1", "web", 70001, 70001, "svc", true,
-		64 << 20, 80 << 20, 512, 100 };
+		64 << 20, 80 << 20, 512, 100, "node", "hp" };
 	Berth__Envelope rep = BERTH__ENVELOPE__INIT, *req;
 	Berth__TaskStarted ts = BERTH__TASK_STARTED__INIT;
 	struct stat st;
@@ -312,6 +312,8 @@ START_TEST(a_task_start_carries_its_fields_and_two_descriptors)
 	ck_assert_uint_eq(req->start_task->memory_max_bytes, 80 << 20);
 	ck_assert_uint_eq(req->start_task->cpu_shares, 512);
 	ck_assert_uint_eq(req->start_task->pids_max, 100);
+	ck_assert(is(req->start_task->plugin_type, "node"));
+	ck_assert(is(req->start_task->plugin_id, "hp"));
 	ts.pid = 4243;
 	ts.start_time = 77;
 	rep.body_case = BERTH__ENVELOPE__BODY_TASK_STARTED;
