@@ -145,6 +145,8 @@ fingerprint_json(const struct csi_inst *in)
 		    json_boolean(fp->stage_unstage));
 		api_set(o, "volume_stats",
 		    json_boolean(fp->volume_stats));
+		api_set(o, "volume_condition",
+		    json_boolean(fp->volume_condition));
 		api_set(o, "mount_group", json_boolean(fp->mount_group));
 	} else {
 		api_set(o, "create_delete",
