@@ -461,6 +461,7 @@ api_metrics(struct api_call *c)
 	metrics_line(out, "berth_tasks_running", NULL, (double)n.running);
 	task_restarts(d, out);
 	volume_counts(d, out);
+	api_volume_metrics(d->volmgr, out);
 	/* A gauge: it starts over with each supervisor (see /v1/events). */
 	metrics_family(out, "berth_events_index", "gauge", "The event log's "
 	    "last index.");
