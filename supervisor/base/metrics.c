@@ -53,7 +53,8 @@ static struct histogram probes = { "berth_plugin_probe_duration_seconds",
 	"plugin", { { "", { 0 }, 0, 0 } }, 0 };
 static struct counter stats_skipped = {
 	"berth_volume_stats_skipped_total", "NodeGetVolumeStats calls not "
-	"made: the volume's last call was still out.", "plugin", NULL, NULL,
+	"made: the volume's last was still out or waiting its turn.",
+	"plugin", NULL, NULL,
 	{ { "", "", "", 0 } }, 0 };
 static struct histogram stats_calls = {
 	"berth_volume_stats_duration_seconds", "How long a NodeGetVolumeStats "

@@ -33,7 +33,8 @@ void metrics_csi_rpc_error(const char *plugin, const char *method,
 /* One probe of a plugin's socket took ms milliseconds (any outcome). */
 void metrics_probe_latency(const char *plugin, double ms);
 /* One NodeGetVolumeStats call to plugin took ms milliseconds (any
- * outcome); one was not sent, as the volume's last was still out. */
+ * outcome); one was not made, as the volume's last was still out or
+ * waiting its turn. */
 void metrics_volume_stats_latency(const char *plugin, double ms);
 void metrics_volume_stats_skipped(const char *plugin);
 /* One mounter request was answered: result "ok", "kept" (a bind found
