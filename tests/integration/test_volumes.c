@@ -1292,7 +1292,7 @@ abnormal(json_t *s)
 static char *
 metrics_page(struct berth *b)
 {
-	char file[1024], cmd[1200];
+	char file[1024], cmd[1200], *page;
 	struct http_response r;
 	char why[256];
 
@@ -1304,7 +1304,9 @@ metrics_page(struct berth *b)
 	snprintf(cmd, sizeof(cmd), "! command -v promtool >/dev/null || "
 	    "promtool check metrics < %s", file);
 	ck_assert_msg(system(cmd) == 0, "promtool: %s", r.body);
-	return strdup(r.body);
+	page = strdup(r.body);
+	http_response_free(&r);
+	return page;
 }
 
 /* The value of the series name{volume="vol",...}; -1 when absent. */
