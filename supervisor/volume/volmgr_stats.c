@@ -259,7 +259,7 @@ ask(struct volmgr *vm, struct vstat *s)
 	Csi__V1__NodeGetVolumeStatsRequest req =
 	    CSI__V1__NODE_GET_VOLUME_STATS_REQUEST__INIT;
 	struct volmgr_plugin node;
-	struct vpub *p;
+	struct vpub *p, at;
 	char path[1200];
 
 	if ((p = pub_to_ask(vm, s)) == NULL || volume_busy(vm, s))
@@ -272,9 +272,12 @@ ask(struct volmgr *vm, struct vstat *s)
 		say(s, "the node plugin does not advertise GET_VOLUME_STATS");
 		return;
 	}
-	if (p->type[0] == '\0')
-		pub_mount_type(vm, p, &node);
-	pub_csi_path(vm, p, !p->published, path, sizeof(path));
+	/* A pub known from its record only has no <type> yet: found on a
+	 * copy, as the pub's own is the units' to fill in. */
+	at = *p;
+	if (at.type[0] == '\0')
+		pub_mount_type(vm, &at, &node);
+	pub_csi_path(vm, &at, !at.published, path, sizeof(path));
 	req.volume_id = s->external_id;
 	req.volume_path = path;
 	csi_call(node.conn, CSI_NODE_GET_VOLUME_STATS, &req.base,

@@ -2004,6 +2004,42 @@ START_TEST(test_stats_slow_plugin_no_pile_up)
 }
 END_TEST
 
+/*
+ * After a restart (a new manager, its calls still out freed with the old
+ * one), a volume known from its record only is asked at its publish
+ * target, its id at the provider asked of the registry once.
+ */
+START_TEST(test_stats_of_a_volume_known_from_records)
+{
+	Berth__MountHandle mh = BERTH__MOUNT_HANDLE__INIT;
+	uint64_t one = 1, three = 3;
+	unsigned gets;
+
+	stats_setup(50);
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert(fake_run_until(fx.base, stats_calls, &one, WAIT_MS));
+	volmgr_free(fx.vm);
+	mh.plugin = PLUGIN;
+	mh.namespace_ = NS;
+	mh.volume = VOL;
+	mh.alloc = "a1";
+	mh.task = "web";
+	mh.usage = (char *)usage();
+	mh.staged = mh.published = true;
+	fx.old = &mh;
+	gets = nreg(B(GET_VOLUME));
+	new_manager();
+	volmgr_start(fx.vm);
+	ck_assert(fake_run_until(fx.base, is_ready, NULL, WAIT_MS));
+	ck_assert(fake_run_until(fx.base, stats_calls, &three, WAIT_MS));
+	ck_assert_str_eq(stats_now.error, "");
+	ck_assert(stats_now.condition_known && !stats_now.abnormal);
+	ck_assert_uint_eq(nreg(B(GET_VOLUME)), gets + 1);
+}
+END_TEST
+
 /* A node plugin without GET_VOLUME_STATS is never asked, and it says so. */
 START_TEST(test_stats_not_advertised)
 {
@@ -2075,5 +2111,6 @@ main(void)
 	tcase_add_test(tc, test_stats_condition_and_events);
 	tcase_add_test(tc, test_stats_slow_plugin_no_pile_up);
 	tcase_add_test(tc, test_stats_not_advertised);
+	tcase_add_test(tc, test_stats_of_a_volume_known_from_records);
 	return harness_run("volmgr", tc);
 }
