@@ -531,6 +531,64 @@ cmd_volume_list(const char *arg)
 	json_decref(j);
 }
 
+/* "1048576 used of 16777216, 15728640 available", or why there is none. */
+static const char *
+usage_line(json_t *stats, const char *key, const char *free_key, char *buf,
+    size_t n)
+{
+	json_t *u = json_object_get(stats, key);
+
+	if (json_is_string(u))
+		return json_string_value(u);
+	if (!json_is_object(u))
+		return "-";
+	snprintf(buf, n, "%lld used of %lld, %lld %s", (long long)
+	    json_integer_value(json_object_get(u, "used")), (long long)
+	    json_integer_value(json_object_get(u, "total")), (long long)
+	    json_integer_value(json_object_get(u, free_key)), free_key);
+	return buf;
+}
+
+static const char *
+condition_line(json_t *stats, char *buf, size_t n)
+{
+	json_t *c = json_object_get(stats, "condition");
+
+	if (json_is_string(c))
+		return json_string_value(c);
+	if (!json_is_object(c))
+		return "-";
+	if (!json_is_true(json_object_get(c, "abnormal")))
+		return "normal";
+	snprintf(buf, n, "abnormal: %s", str(c, "message"));
+	return buf;
+}
+
+/* Usage and condition, while the volume is in use on this node. */
+static void
+show_volume_stats(struct table *t, json_t *stats)
+{
+	char line[1024], n[32];
+
+	if (stats == NULL) {
+		table_row(t, "Usage", "not in use on this node");
+		return;
+	}
+	table_row(t, "Bytes", usage_line(stats, "bytes", "available", line,
+	    sizeof(line)));
+	table_row(t, "Inodes", usage_line(stats, "inodes", "free", line,
+	    sizeof(line)));
+	table_row(t, "Condition", condition_line(stats, line, sizeof(line)));
+	if (json_is_true(json_object_get(stats, "answered")))
+		snprintf(line, sizeof(line), "%s ms ago", num(stats, "age_ms",
+		    n, sizeof(n)));
+	else
+		snprintf(line, sizeof(line), "not yet");
+	table_row(t, "Stats asked", line);
+	if (json_object_get(stats, "error") != NULL)
+		table_row(t, "Stats error", str(stats, "error"));
+}
+
 static void
 show_volume(json_t *v)
 {
@@ -554,6 +612,7 @@ show_volume(json_t *v)
 		snprintf(line, sizeof(line), "Context %s", key);
 		table_row(&t, line, json_string_value(c));
 	}
+	show_volume_stats(&t, json_object_get(v, "stats"));
 	table_print(&t);
 	printf("\nClaims\n");
 	t.ncols = 3;
@@ -1104,7 +1163,9 @@ static const struct cmd cmds[] = {
 	"one volume and its claims",
 	"One volume of the namespace \"default\": its plugin, external id,\n"
 	"capabilities, context, mount options (flags only counted: they may\n"
-	"hold secrets) and claims.\n",
+	"hold secrets), claims, and while it is in use on this node its\n"
+	"usage (bytes, inodes) and condition as its node plugin reports\n"
+	"them (\"not reported\" when it does not).\n",
 	cmd_volume_status },
 	{ "volume", "register", "FILE", NULL, 0,
 	"register an existing volume",

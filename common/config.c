@@ -52,6 +52,7 @@ static const struct key keys[] = {
 	DUR("plugin_retry_initial", plugin_retry_initial_ms, "5s"),
 	DUR("plugin_retry_max", plugin_retry_max_ms, "2m"),
 	DUR("device_stats_interval", device_stats_interval_ms, "1s"),
+	DUR("volume_stats_interval", volume_stats_interval_ms, "1m"),
 	LIST("driver_allow", driver_allow),
 	LIST("driver_block", driver_block),
 };

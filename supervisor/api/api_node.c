@@ -145,6 +145,8 @@ fingerprint_json(const struct csi_inst *in)
 		    json_boolean(fp->stage_unstage));
 		api_set(o, "volume_stats",
 		    json_boolean(fp->volume_stats));
+		api_set(o, "volume_condition",
+		    json_boolean(fp->volume_condition));
 		api_set(o, "mount_group", json_boolean(fp->mount_group));
 	} else {
 		api_set(o, "create_delete",
@@ -459,6 +461,7 @@ api_metrics(struct api_call *c)
 	metrics_line(out, "berth_tasks_running", NULL, (double)n.running);
 	task_restarts(d, out);
 	volume_counts(d, out);
+	api_volume_metrics(d->volmgr, out);
 	/* A gauge: it starts over with each supervisor (see /v1/events). */
 	metrics_family(out, "berth_events_index", "gauge", "The event log's "
 	    "last index.");

@@ -93,7 +93,8 @@ make_volmgr_deps(struct supervisor *sv, struct volmgr_deps *d)
 	    .data_dir = sv->cfg.data_dir, .secrets_dir = sv->cfg.secrets_dir,
 	    .find_plugin = volmgr_csimgr_find,
 	    .plugins_ctx = sv->csimgr, .node_plugin_type = node_plugin_type,
-	    .allocs_ctx = sv, .events = sv->events };
+	    .allocs_ctx = sv, .events = sv->events,
+	    .stats_interval_ms = sv->cfg.volume_stats_interval_ms };
 	return d;
 }
 
