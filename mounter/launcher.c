@@ -23,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "mounter.h"
@@ -141,6 +142,24 @@ plugin_setup(const struct launch_req *rq, const char **what)
 	return cap_set_proc(caps) < 0 ? errno : 0;
 }
 
+/* crun's stdio: an empty stdin; crun.log, a regular file in the status
+ * dir. Never the mounter's, whose files crun gives to the task's user. */
+static int
+crun_stdio(int dir)
+{
+	struct stat st;
+	int p[2], fd;
+
+	if (pipe(p) < 0 || close(p[1]) < 0 || (fd = openat(dir, "crun.log",
+	    O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK,
+	    0640)) < 0)
+		return errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return EPERM;
+	return dup2(p[0], 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0 ?
+	    errno : 0;
+}
+
 /*
  * In the child: exec fds[0] with fds[1] and fds[2] as a plugin's stdout
  * and stderr, or as crun's 3 and 4 (a task's status dir and channel; crun
@@ -157,6 +176,9 @@ child(const struct launch_req *rq, const int fds[3], const char **what)
 
 	*what = "entering a new session";
 	if (setsid() < 0 || (!rq->task && (errno = plugin_setup(rq, what))))
+		return errno;
+	*what = "crun's stdio";
+	if (rq->task && (errno = crun_stdio(fds[1])) != 0)
 		return errno;
 	*what = "passing descriptors";
 	if (dup2(fds[1], to) < 0 || dup2(fds[2], to + 1) < 0 ||
