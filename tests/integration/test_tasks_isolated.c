@@ -316,6 +316,45 @@ START_TEST(a_task_is_its_own_user_in_its_own_namespaces_and_cgroup)
 }
 END_TEST
 
+/*
+ * A task's own files in its directory are its uid's, in a sticky
+ * directory, and outlive it (a dir it made mode 0 included): then its id
+ * is held, never given to another alloc while they are there.
+ */
+START_TEST(an_id_whose_files_are_left_stays_held)
+{
+	char path[700];
+	struct berth b;
+	json_t *a;
+	pid_t pid;
+
+	berth_config(&b, "1s", NULL);
+	berth_start(&b);
+	berth_alloc(&b, "left.json", "{\"id\": \"left\", \"tasks\": [{"
+	    "\"name\": \"t\", \"driver\": \"exec\", \"config\": {"
+	    "\"command\": \"/bin/sh\", \"args\": [\"-c\", \"echo x >mine "
+	    "&& mkdir -p d/e && chmod 0 d && exec sleep 3600\"]}, "
+	    "\"kill_timeout\": \"2s\"}]}");
+	wait_event(&b, "Started", "left/t", NULL, 20000);
+	ck_assert_ptr_nonnull(a = sv_get(&b, "/v1/allocation/left"));
+	pid = (pid_t)json_integer_value(json_object_get(json_array_get(
+	    json_object_get(a, "tasks"), 0), "pid"));
+	json_decref(a);
+	harness_track_pid(pid);
+	snprintf(path, sizeof(path), "%s/data/allocs/left/t/d", b.dir);
+	for (int i = 0; i < 50 && access(path, F_OK) < 0; i++)
+		usleep(100000);
+	remove_alloc(&b, "left.json");
+	wait_event(&b, "AllocStopped", "left", NULL, 20000);
+	ck_assert(pid_wait_gone(pid, 5000));
+	wait_log(&b, "alloc left: 2 file(s) of its tasks are left", 10000);
+	wait_log(&b, "so its task id stays held and is never given to "
+	    "another alloc", 1000);
+	ck_assert_msg(access(path, F_OK) == 0, "%s is gone", path);
+	berth_stop(&b);
+}
+END_TEST
+
 /* Network "none": a network namespace of its own, the rest as above. */
 START_TEST(network_none_is_a_namespace_of_its_own)
 {
@@ -455,6 +494,7 @@ main(void)
 	tcase_add_test(tc,
 	    a_task_is_its_own_user_in_its_own_namespaces_and_cgroup);
 	tcase_add_test(tc, network_none_is_a_namespace_of_its_own);
+	tcase_add_test(tc, an_id_whose_files_are_left_stays_held);
 	tcase_add_test(tc, an_oom_kill_is_an_event_that_says_so);
 	tcase_add_test(tc, an_unprivileged_plugin_is_a_sandboxed_task);
 	return harness_run("tasks_isolated", tc);
