@@ -607,7 +607,8 @@ handle_reply(struct chan *c, Berth__Envelope *env, int fd)
 		if (p->id == env->request_id)
 			break;
 	if (p == NULL) {
-		log_warnx("handle_reply: %s sent a reply to request %llu, "
+		log_warnx_limited(
+		    "handle_reply: %s sent a reply to request %llu, "
 		    "which is not pending (late or bogus); dropped", c->peer,
 		    (unsigned long long)env->request_id);
 		if (fd >= 0)
@@ -621,13 +622,14 @@ handle_reply(struct chan *c, Berth__Envelope *env, int fd)
 		snprintf(msg, sizeof(msg), "%s answered %s to a %s request",
 		    c->peer, ipc_body_name(env->body_case),
 		    ipc_body_name(p->body));
-		log_warnx("handle_reply: %s (request %llu)", msg,
+		log_warnx_limited("handle_reply: %s (request %llu)", msg,
 		    (unsigned long long)p->id);
 		if (fd >= 0)
 			close(fd);
 		deliver_local(c, p, BERTH__ERROR_CODE__ERROR_INTERNAL, msg);
 	} else if (fd >= 0 && !takes_fd(c, env->body_case)) {
-		log_warnx("handle_reply: %s sent a descriptor with a %s reply; "
+		log_warnx_limited(
+		    "handle_reply: %s sent a descriptor with a %s reply; "
 		    "closed it", c->peer, ipc_body_name(env->body_case));
 		close(fd);
 		deliver_local(c, p, BERTH__ERROR_CODE__ERROR_BAD_FD,
@@ -651,7 +653,8 @@ dispatch(struct chan *c, Berth__Envelope *env, int fd)
 	bool is_req = env->kind == BERTH__KIND__KIND_REQUEST;
 
 	if (env->version != BERTH_PROTOCOL_VERSION) {
-		log_warnx("dispatch: %s speaks protocol version %u, not %u",
+		log_warnx_limited(
+		    "dispatch: %s speaks protocol version %u, not %u",
 		    c->peer, env->version, BERTH_PROTOCOL_VERSION);
 		if (is_req)
 			chan_reply_error(c, env, BERTH__ERROR_CODE__ERROR_VERSION,
@@ -667,7 +670,8 @@ dispatch(struct chan *c, Berth__Envelope *env, int fd)
 		if (env->error != NULL &&
 		    env->body_case == BERTH__ENVELOPE__BODY__NOT_SET) {
 			/* The peer's word on something we sent: never answered. */
-			log_warnx("dispatch: %s reports %s: %s", c->peer,
+			log_warnx_limited(
+			    "dispatch: %s reports %s: %s", c->peer,
 			    ipc_error_name(env->error->code),
 			    env->error->message ? env->error->message : "");
 			goto drop;
@@ -675,7 +679,8 @@ dispatch(struct chan *c, Berth__Envelope *env, int fd)
 		break;
 	case BERTH__KIND__KIND_REQUEST:
 		if (env->request_id == 0) {
-			log_warnx("dispatch: %s sent a request without an id",
+			log_warnx_limited(
+			    "dispatch: %s sent a request without an id",
 			    c->peer);
 			notice_error(c, BERTH__ERROR_CODE__ERROR_BAD_REQUEST,
 			    "request without an id");
@@ -683,14 +688,16 @@ dispatch(struct chan *c, Berth__Envelope *env, int fd)
 		}
 		break;
 	default:
-		log_warnx("dispatch: %s sent a message of unknown kind %d",
+		log_warnx_limited(
+		    "dispatch: %s sent a message of unknown kind %d",
 		    c->peer, env->kind);
 		notice_error(c, BERTH__ERROR_CODE__ERROR_BAD_REQUEST,
 		    "unknown message kind %d", env->kind);
 		goto drop;
 	}
 	if (env->body_case == BERTH__ENVELOPE__BODY__NOT_SET) {
-		log_warnx("dispatch: %s sent a %s with no body, or a body "
+		log_warnx_limited(
+		    "dispatch: %s sent a %s with no body, or a body "
 		    "type this version does not know", c->peer,
 		    is_req ? "request" : "notice");
 		if (is_req)
@@ -700,7 +707,8 @@ dispatch(struct chan *c, Berth__Envelope *env, int fd)
 		goto drop;
 	}
 	if (fd >= 0 && !takes_fd(c, env->body_case)) {
-		log_warnx("dispatch: %s sent a descriptor with %s, which takes "
+		log_warnx_limited(
+		    "dispatch: %s sent a descriptor with %s, which takes "
 		    "none; closed it", c->peer, ipc_body_name(env->body_case));
 		if (is_req)
 			chan_reply_error(c, env, BERTH__ERROR_CODE__ERROR_BAD_FD,
@@ -709,7 +717,7 @@ dispatch(struct chan *c, Berth__Envelope *env, int fd)
 		goto drop;
 	}
 	if (fd < 0 && takes_fd(c, env->body_case)) {
-		log_warnx("dispatch: %s sent %s without its descriptor",
+		log_warnx_limited("dispatch: %s sent %s without its descriptor",
 		    c->peer, ipc_body_name(env->body_case));
 		if (is_req)
 			chan_reply_error(c, env, BERTH__ERROR_CODE__ERROR_BAD_FD,
@@ -811,7 +819,8 @@ chan_read(evutil_socket_t sfd, short ev, void *arg)
 			for (i = 0; i < nfd; i++)
 				close(fds[i]);
 			if (msg.msg_flags & MSG_TRUNC) {
-				log_warnx("chan_read: %s sent a datagram over "
+				log_warnx_limited(
+				    "chan_read: %s sent a datagram over "
 				    "the %d-byte cap; dropped", c->peer,
 				    BERTH_IPC_MAX);
 				notice_error(c,
@@ -819,7 +828,8 @@ chan_read(evutil_socket_t sfd, short ev, void *arg)
 				    "datagram over the %d-byte cap",
 				    BERTH_IPC_MAX);
 			} else {
-				log_warnx("chan_read: %s sent more than one "
+				log_warnx_limited(
+				    "chan_read: %s sent more than one "
 				    "descriptor; dropped", c->peer);
 				notice_error(c, BERTH__ERROR_CODE__ERROR_BAD_FD,
 				    "at most two descriptors per message");
@@ -829,7 +839,8 @@ chan_read(evutil_socket_t sfd, short ev, void *arg)
 		env = n > 0 ? berth__envelope__unpack(NULL, n, c->rbuf) : NULL;
 		if (env == NULL || (nfd == 2 &&
 		    ipc_body_fds(env->body_case) != 2)) {
-			log_warnx("chan_read: %s sent %zd bytes that do not "
+			log_warnx_limited(
+			    "chan_read: %s sent %zd bytes that do not "
 			    "decode as an envelope, or two descriptors with a "
 			    "body that takes fewer; dropped", c->peer, n);
 			for (i = 0; i < nfd; i++)
