@@ -15,7 +15,6 @@
  * Run as root from the build directory (it starts the three processes):
  *   bench_plugins [-n PLUGINS] [-s SECONDS]
  */
-#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -53,34 +52,6 @@ now(void)
 
 	clock_gettime(CLOCK_MONOTONIC, &ts);
 	return ts.tv_sec + ts.tv_nsec / 1e9;
-}
-
-/* CPU time of every thread of pid, in seconds, from schedstat (ns). */
-static double
-cpu_of(pid_t pid)
-{
-	char path[64], file[400];
-	unsigned long long ns, sum = 0;
-	struct dirent *de;
-	DIR *d;
-	FILE *f;
-
-	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
-	if ((d = opendir(path)) == NULL)
-		return -1;
-	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.')
-			continue;
-		snprintf(file, sizeof(file), "%s/%s/schedstat", path,
-		    de->d_name);
-		if ((f = fopen(file, "r")) == NULL)
-			continue;
-		if (fscanf(f, "%llu", &ns) == 1)
-			sum += ns;
-		fclose(f);
-	}
-	closedir(d);
-	return sum / 1e9;
 }
 
 static void
@@ -306,8 +277,8 @@ main(int argc, char **argv)
 	for (int i = 0; i < b.n; i++)
 		probe(chans[i], cq);
 
-	sv0 = cpu_of(b.sv);
-	me0 = cpu_of(getpid());
+	sv0 = bench_cpu_s(b.sv);
+	me0 = bench_cpu_s(getpid());
 	t0 = next = now();
 	while (now() - t0 < window) {
 		for (int i = 0; i < b.n; i++) {
@@ -318,8 +289,8 @@ main(int argc, char **argv)
 		if (next > now())
 			usleep((useconds_t)((next - now()) * 1e6));
 	}
-	sv1 = cpu_of(b.sv);
-	me1 = cpu_of(getpid());
+	sv1 = bench_cpu_s(b.sv);
+	me1 = bench_cpu_s(getpid());
 	window = now() - t0;
 	proc_status_field(b.sv, "VmRSS", rss, sizeof(rss));
 	proc_status_field(b.sv, "RssAnon", anon, sizeof(anon));

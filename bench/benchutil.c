@@ -1,6 +1,7 @@
 /*
  * benchutil.c: see benchutil.h.
  */
+#include <dirent.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -80,4 +81,31 @@ bench_kill_tasks(const char *path)
 		kill((pid_t)atol(p), SIGKILL);
 	}
 	free(log);
+}
+
+double
+bench_cpu_s(pid_t pid)
+{
+	char path[64], file[400];
+	unsigned long long ns, sum = 0;
+	struct dirent *de;
+	DIR *d;
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%d/task", (int)pid);
+	if ((d = opendir(path)) == NULL)
+		return -1;
+	while ((de = readdir(d)) != NULL) {
+		if (de->d_name[0] == '.')
+			continue;
+		snprintf(file, sizeof(file), "%s/%s/schedstat", path,
+		    de->d_name);
+		if ((f = fopen(file, "r")) == NULL)
+			continue;
+		if (fscanf(f, "%llu", &ns) == 1)
+			sum += ns;
+		fclose(f);
+	}
+	closedir(d);
+	return sum / 1e9;
 }

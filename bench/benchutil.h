@@ -7,6 +7,7 @@
 #define BERTH_BENCHUTIL_H
 
 #include <stdbool.h>
+#include <sys/types.h>
 
 /* CLOCK_MONOTONIC in milliseconds. */
 double bench_now_ms(void);
@@ -16,6 +17,8 @@ char *bench_slurp(const char *path);
 int bench_count(const char *s, const char *text);
 /* Until the log at path holds text want times; false (said) after ms. */
 bool bench_wait_log(const char *path, const char *text, int want, int ms);
+/* CPU time of every thread of pid, in seconds, from schedstat; -1. */
+double bench_cpu_s(pid_t pid);
 /* SIGKILL every pid the log's task events name ("message=\"pid N"). */
 void bench_kill_tasks(const char *path);
 

@@ -531,6 +531,64 @@ cmd_volume_list(const char *arg)
 	json_decref(j);
 }
 
+/* "1048576 used of 16777216, 15728640 available", or why there is none. */
+static const char *
+usage_line(json_t *stats, const char *key, const char *free_key, char *buf,
+    size_t n)
+{
+	json_t *u = json_object_get(stats, key);
+
+	if (json_is_string(u))
+		return json_string_value(u);
+	if (!json_is_object(u))
+		return "-";
+	snprintf(buf, n, "%lld used of %lld, %lld %s", (long long)
+	    json_integer_value(json_object_get(u, "used")), (long long)
+	    json_integer_value(json_object_get(u, "total")), (long long)
+	    json_integer_value(json_object_get(u, free_key)), free_key);
+	return buf;
+}
+
+static const char *
+condition_line(json_t *stats, char *buf, size_t n)
+{
+	json_t *c = json_object_get(stats, "condition");
+
+	if (json_is_string(c))
+		return json_string_value(c);
+	if (!json_is_object(c))
+		return "-";
+	if (!json_is_true(json_object_get(c, "abnormal")))
+		return "normal";
+	snprintf(buf, n, "abnormal: %s", str(c, "message"));
+	return buf;
+}
+
+/* Usage and condition, while the volume is in use on this node. */
+static void
+show_volume_stats(struct table *t, json_t *stats)
+{
+	char line[1024], n[32];
+
+	if (stats == NULL) {
+		table_row(t, "Usage", "not in use on this node");
+		return;
+	}
+	table_row(t, "Bytes", usage_line(stats, "bytes", "available", line,
+	    sizeof(line)));
+	table_row(t, "Inodes", usage_line(stats, "inodes", "free", line,
+	    sizeof(line)));
+	table_row(t, "Condition", condition_line(stats, line, sizeof(line)));
+	if (json_is_true(json_object_get(stats, "answered")))
+		snprintf(line, sizeof(line), "%s ms ago", num(stats, "age_ms",
+		    n, sizeof(n)));
+	else
+		snprintf(line, sizeof(line), "not yet");
+	table_row(t, "Stats asked", line);
+	if (json_object_get(stats, "error") != NULL)
+		table_row(t, "Stats error", str(stats, "error"));
+}
+
 static void
 show_volume(json_t *v)
 {
@@ -554,6 +612,7 @@ show_volume(json_t *v)
 		snprintf(line, sizeof(line), "Context %s", key);
 		table_row(&t, line, json_string_value(c));
 	}
+	show_volume_stats(&t, json_object_get(v, "stats"));
 	table_print(&t);
 	printf("\nClaims\n");
 	t.ncols = 3;
@@ -721,12 +780,30 @@ cmd_alloc_list(const char *arg)
 	json_decref(j);
 }
 
+/* A running sandboxed task's CPU time and memory ("-" when not known). */
+static void
+usage_text(json_t *u, char *cpu, size_t cn, char *mem, size_t mn)
+{
+	json_t *c = json_object_get(u, "cpu_ns"), *m = json_object_get(u,
+	    "memory_bytes");
+
+	if (json_is_integer(c))
+		snprintf(cpu, cn, "%.1fs", (double)json_integer_value(c) / 1e9);
+	else
+		snprintf(cpu, cn, "-");
+	if (json_is_integer(m))
+		snprintf(mem, mn, "%.1f MiB", (double)json_integer_value(m) /
+		    (1024 * 1024));
+	else
+		snprintf(mem, mn, "-");
+}
+
 static void
 show_alloc(json_t *a)
 {
 	struct table t = { 2, 0, 0, NULL };
 	json_t *task, *e, *plugin;
-	char pid[32], restarts[32], when[32], ex[64];
+	char pid[32], restarts[32], when[32], ex[64], cpu[32], mem[32];
 	size_t i, k;
 
 	table_row(&t, "ID", str(a, "id"));
@@ -742,16 +819,18 @@ show_alloc(json_t *a)
 	table_row(&t, "File", str(a, "file"));
 	table_print(&t);
 	printf("\nTasks\n");
-	t.ncols = 8;
+	t.ncols = 10;
 	table_row(&t, "NAME", "DRIVER", "STATE", "PID", "RESTARTS",
-	    "LAST EXIT", "PLUGIN", "HEALTHY");
+	    "LAST EXIT", "CPU", "MEMORY", "PLUGIN", "HEALTHY");
 	json_array_foreach(json_object_get(a, "tasks"), i, task) {
 		plugin = json_object_get(task, "csi_plugin");
+		usage_text(json_object_get(task, "usage"), cpu, sizeof(cpu),
+		    mem, sizeof(mem));
 		table_row(&t, str(task, "name"), str(task, "driver"), str(task,
 		    "state"), num(task, "pid", pid, sizeof(pid)), num(task,
 		    "restarts", restarts, sizeof(restarts)), exit_text(task, ex,
-		    sizeof(ex)), plugin != NULL ? str(plugin, "id") : "-",
-		    plugin != NULL ? yesno(plugin, "healthy") : "-");
+		    sizeof(ex)), cpu, mem, plugin != NULL ? str(plugin, "id") :
+		    "-", plugin != NULL ? yesno(plugin, "healthy") : "-");
 	}
 	table_print(&t);
 	printf("\nRecent events\n");
@@ -1084,7 +1163,9 @@ static const struct cmd cmds[] = {
 	"one volume and its claims",
 	"One volume of the namespace \"default\": its plugin, external id,\n"
 	"capabilities, context, mount options (flags only counted: they may\n"
-	"hold secrets) and claims.\n",
+	"hold secrets), claims, and while it is in use on this node its\n"
+	"usage (bytes, inodes) and condition as its node plugin reports\n"
+	"them (\"not reported\" when it does not).\n",
 	cmd_volume_status },
 	{ "volume", "register", "FILE", NULL, 0,
 	"register an existing volume",

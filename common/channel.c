@@ -44,7 +44,7 @@ struct outmsg {
 	TAILQ_ENTRY(outmsg) entry;
 	uint8_t *buf;
 	size_t len;
-	int fd;
+	int fd, fd2;
 	bool reply;
 };
 
@@ -63,6 +63,7 @@ struct chan {
 	uint8_t *rbuf;
 	int depth;		/* callbacks in progress */
 	bool closed, free_later;
+	int fd2;		/* a message's second descriptor, in dispatch */
 	char why[128];		/* why a deferred close happens */
 };
 
@@ -107,6 +108,7 @@ chan_new(struct event_base *base, int fd, const char *peer,
 	c->ops = ops;
 	c->arg = arg;
 	c->next_id = 1;
+	c->fd2 = -1;
 	TAILQ_INIT(&c->pending);
 	TAILQ_INIT(&c->outq);
 	if (evutil_make_socket_nonblocking(fd) < 0 ||
@@ -140,6 +142,8 @@ chan_destroy(struct chan *c)
 		TAILQ_REMOVE(&c->outq, o, entry);
 		if (o->fd >= 0)
 			close(o->fd);
+		if (o->fd2 >= 0)
+			close(o->fd2);
 		free(o->buf);
 		free(o);
 	}
@@ -297,28 +301,31 @@ chan_fail_later(struct chan *c, const char *why)
 	event_active(c->defer, 0, 0);
 }
 
+/* fd2 goes only with fd. */
 static int
-send_one(struct chan *c, const uint8_t *buf, size_t len, int fd)
+send_one(struct chan *c, const uint8_t *buf, size_t len, int fd, int fd2)
 {
 	struct msghdr msg = { 0 };
 	struct iovec iov = { (void *)buf, len };
 	union {
 		struct cmsghdr hdr;
-		char space[CMSG_SPACE(sizeof(int))];
+		char space[CMSG_SPACE(2 * sizeof(int))];
 	} cm;
 	struct cmsghdr *cmsg;
+	int fds[2] = { fd, fd2 };
+	size_t nfd = fd2 >= 0 ? 2 : 1;
 
 	msg.msg_iov = &iov;
 	msg.msg_iovlen = 1;
 	if (fd >= 0) {
 		memset(&cm, 0, sizeof(cm));
 		msg.msg_control = cm.space;
-		msg.msg_controllen = sizeof(cm.space);
+		msg.msg_controllen = CMSG_SPACE(nfd * sizeof(int));
 		cmsg = CMSG_FIRSTHDR(&msg);
 		cmsg->cmsg_level = SOL_SOCKET;
 		cmsg->cmsg_type = SCM_RIGHTS;
-		cmsg->cmsg_len = CMSG_LEN(sizeof(int));
-		memcpy(CMSG_DATA(cmsg), &fd, sizeof(int));
+		cmsg->cmsg_len = CMSG_LEN(nfd * sizeof(int));
+		memcpy(CMSG_DATA(cmsg), fds, nfd * sizeof(int));
 	}
 	if (sendmsg(c->fd, &msg, MSG_DONTWAIT | MSG_NOSIGNAL) < 0)
 		return -errno;
@@ -336,7 +343,7 @@ chan_write(evutil_socket_t sfd, short ev, void *arg)
 	(void)sfd;
 	(void)ev;
 	while ((o = TAILQ_FIRST(&c->outq)) != NULL) {
-		r = send_one(c, o->buf, o->len, o->fd);
+		r = send_one(c, o->buf, o->len, o->fd, o->fd2);
 		if (r == -EAGAIN || r == -EWOULDBLOCK || r == -ENOBUFS) {
 			event_add(c->wev, NULL);
 			return;
@@ -346,6 +353,8 @@ chan_write(evutil_socket_t sfd, short ev, void *arg)
 		c->nreplies -= o->reply;
 		if (o->fd >= 0)
 			close(o->fd);
+		if (o->fd2 >= 0)
+			close(o->fd2);
 		free(o->buf);
 		free(o);
 		if (r < 0) {
@@ -362,7 +371,7 @@ chan_write(evutil_socket_t sfd, short ev, void *arg)
 
 /* Pack and send env, or queue it when the socket is full. */
 static int
-chan_send(struct chan *c, Berth__Envelope *env, int fd)
+chan_send(struct chan *c, Berth__Envelope *env, int fd, int fd2)
 {
 	struct outmsg *o;
 	uint8_t *buf;
@@ -388,10 +397,12 @@ chan_send(struct chan *c, Berth__Envelope *env, int fd)
 	}
 	berth__envelope__pack(env, buf);
 	if (TAILQ_EMPTY(&c->outq)) {
-		r = send_one(c, buf, len, fd);
+		r = send_one(c, buf, len, fd, fd2);
 		if (r == 0) {
 			if (fd >= 0)
 				close(fd);
+			if (fd2 >= 0)
+				close(fd2);
 			free(buf);
 			return 0;
 		}
@@ -414,6 +425,7 @@ chan_send(struct chan *c, Berth__Envelope *env, int fd)
 	o->buf = buf;
 	o->len = len;
 	o->fd = fd;
+	o->fd2 = fd2;
 	o->reply = env->kind == BERTH__KIND__KIND_REPLY;
 	TAILQ_INSERT_TAIL(&c->outq, o, entry);
 	c->nout++;
@@ -423,6 +435,8 @@ chan_send(struct chan *c, Berth__Envelope *env, int fd)
 fail:
 	if (fd >= 0)
 		close(fd);
+	if (fd2 >= 0)
+		close(fd2);
 	return r;
 }
 
@@ -476,7 +490,7 @@ chan_request(struct chan *c, Berth__Envelope *env, int fd,
 	env->kind = BERTH__KIND__KIND_REQUEST;
 	env->request_id = c->next_id++;
 	env->error = NULL;
-	if ((r = chan_send(c, env, fd)) < 0) {
+	if ((r = chan_send(c, env, fd, -1)) < 0) {
 		event_free(p->timer);
 		free(p);
 		return r;
@@ -498,10 +512,30 @@ int
 chan_reply(struct chan *c, const Berth__Envelope *req, Berth__Envelope *env,
     int fd)
 {
+	return chan_reply2(c, req, env, fd, -1);
+}
+
+int
+chan_reply2(struct chan *c, const Berth__Envelope *req, Berth__Envelope *env,
+    int fd, int fd2)
+{
 	env->version = BERTH_PROTOCOL_VERSION;
 	env->kind = BERTH__KIND__KIND_REPLY;
 	env->request_id = req->request_id;
-	return chan_send(c, env, fd);
+	if (fd < 0 && fd2 >= 0) {
+		close(fd2);
+		return -EINVAL;
+	}
+	return chan_send(c, env, fd, fd2);
+}
+
+int
+chan_take_fd2(struct chan *c)
+{
+	int fd = c->fd2;
+
+	c->fd2 = -1;
+	return fd;
 }
 
 static int
@@ -519,7 +553,7 @@ send_error(struct chan *c, Berth__Kind kind, uint64_t id,
 	err.code = code;
 	err.message = msg;
 	env.error = &err;
-	return chan_send(c, &env, -1);
+	return chan_send(c, &env, -1, -1);
 }
 
 int
@@ -553,7 +587,7 @@ chan_notice(struct chan *c, Berth__Envelope *env, int fd)
 	env->version = BERTH_PROTOCOL_VERSION;
 	env->kind = BERTH__KIND__KIND_NOTICE;
 	env->request_id = 0;
-	return chan_send(c, env, fd);
+	return chan_send(c, env, fd, -1);
 }
 
 static bool
@@ -573,7 +607,8 @@ handle_reply(struct chan *c, Berth__Envelope *env, int fd)
 		if (p->id == env->request_id)
 			break;
 	if (p == NULL) {
-		log_warnx("handle_reply: %s sent a reply to request %llu, "
+		log_warnx_limited(
+		    "handle_reply: %s sent a reply to request %llu, "
 		    "which is not pending (late or bogus); dropped", c->peer,
 		    (unsigned long long)env->request_id);
 		if (fd >= 0)
@@ -587,13 +622,14 @@ handle_reply(struct chan *c, Berth__Envelope *env, int fd)
 		snprintf(msg, sizeof(msg), "%s answered %s to a %s request",
 		    c->peer, ipc_body_name(env->body_case),
 		    ipc_body_name(p->body));
-		log_warnx("handle_reply: %s (request %llu)", msg,
+		log_warnx_limited("handle_reply: %s (request %llu)", msg,
 		    (unsigned long long)p->id);
 		if (fd >= 0)
 			close(fd);
 		deliver_local(c, p, BERTH__ERROR_CODE__ERROR_INTERNAL, msg);
 	} else if (fd >= 0 && !takes_fd(c, env->body_case)) {
-		log_warnx("handle_reply: %s sent a descriptor with a %s reply; "
+		log_warnx_limited(
+		    "handle_reply: %s sent a descriptor with a %s reply; "
 		    "closed it", c->peer, ipc_body_name(env->body_case));
 		close(fd);
 		deliver_local(c, p, BERTH__ERROR_CODE__ERROR_BAD_FD,
@@ -617,7 +653,8 @@ dispatch(struct chan *c, Berth__Envelope *env, int fd)
 	bool is_req = env->kind == BERTH__KIND__KIND_REQUEST;
 
 	if (env->version != BERTH_PROTOCOL_VERSION) {
-		log_warnx("dispatch: %s speaks protocol version %u, not %u",
+		log_warnx_limited(
+		    "dispatch: %s speaks protocol version %u, not %u",
 		    c->peer, env->version, BERTH_PROTOCOL_VERSION);
 		if (is_req)
 			chan_reply_error(c, env, BERTH__ERROR_CODE__ERROR_VERSION,
@@ -633,7 +670,8 @@ dispatch(struct chan *c, Berth__Envelope *env, int fd)
 		if (env->error != NULL &&
 		    env->body_case == BERTH__ENVELOPE__BODY__NOT_SET) {
 			/* The peer's word on something we sent: never answered. */
-			log_warnx("dispatch: %s reports %s: %s", c->peer,
+			log_warnx_limited(
+			    "dispatch: %s reports %s: %s", c->peer,
 			    ipc_error_name(env->error->code),
 			    env->error->message ? env->error->message : "");
 			goto drop;
@@ -641,7 +679,8 @@ dispatch(struct chan *c, Berth__Envelope *env, int fd)
 		break;
 	case BERTH__KIND__KIND_REQUEST:
 		if (env->request_id == 0) {
-			log_warnx("dispatch: %s sent a request without an id",
+			log_warnx_limited(
+			    "dispatch: %s sent a request without an id",
 			    c->peer);
 			notice_error(c, BERTH__ERROR_CODE__ERROR_BAD_REQUEST,
 			    "request without an id");
@@ -649,14 +688,16 @@ dispatch(struct chan *c, Berth__Envelope *env, int fd)
 		}
 		break;
 	default:
-		log_warnx("dispatch: %s sent a message of unknown kind %d",
+		log_warnx_limited(
+		    "dispatch: %s sent a message of unknown kind %d",
 		    c->peer, env->kind);
 		notice_error(c, BERTH__ERROR_CODE__ERROR_BAD_REQUEST,
 		    "unknown message kind %d", env->kind);
 		goto drop;
 	}
 	if (env->body_case == BERTH__ENVELOPE__BODY__NOT_SET) {
-		log_warnx("dispatch: %s sent a %s with no body, or a body "
+		log_warnx_limited(
+		    "dispatch: %s sent a %s with no body, or a body "
 		    "type this version does not know", c->peer,
 		    is_req ? "request" : "notice");
 		if (is_req)
@@ -666,7 +707,8 @@ dispatch(struct chan *c, Berth__Envelope *env, int fd)
 		goto drop;
 	}
 	if (fd >= 0 && !takes_fd(c, env->body_case)) {
-		log_warnx("dispatch: %s sent a descriptor with %s, which takes "
+		log_warnx_limited(
+		    "dispatch: %s sent a descriptor with %s, which takes "
 		    "none; closed it", c->peer, ipc_body_name(env->body_case));
 		if (is_req)
 			chan_reply_error(c, env, BERTH__ERROR_CODE__ERROR_BAD_FD,
@@ -675,7 +717,7 @@ dispatch(struct chan *c, Berth__Envelope *env, int fd)
 		goto drop;
 	}
 	if (fd < 0 && takes_fd(c, env->body_case)) {
-		log_warnx("dispatch: %s sent %s without its descriptor",
+		log_warnx_limited("dispatch: %s sent %s without its descriptor",
 		    c->peer, ipc_body_name(env->body_case));
 		if (is_req)
 			chan_reply_error(c, env, BERTH__ERROR_CODE__ERROR_BAD_FD,
@@ -736,7 +778,7 @@ chan_read(evutil_socket_t sfd, short ev, void *arg)
 	struct iovec iov;
 	union {
 		struct cmsghdr hdr;
-		char space[CMSG_SPACE(sizeof(int))];
+		char space[CMSG_SPACE(2 * sizeof(int))];
 	} cm;
 	int fds[4], nfd, i, batch;
 	ssize_t n;
@@ -773,11 +815,12 @@ chan_read(evutil_socket_t sfd, short ev, void *arg)
 			chan_close(c, "peer hung up");
 			break;
 		}
-		if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || nfd > 1) {
+		if ((msg.msg_flags & (MSG_TRUNC | MSG_CTRUNC)) || nfd > 2) {
 			for (i = 0; i < nfd; i++)
 				close(fds[i]);
 			if (msg.msg_flags & MSG_TRUNC) {
-				log_warnx("chan_read: %s sent a datagram over "
+				log_warnx_limited(
+				    "chan_read: %s sent a datagram over "
 				    "the %d-byte cap; dropped", c->peer,
 				    BERTH_IPC_MAX);
 				notice_error(c,
@@ -785,24 +828,42 @@ chan_read(evutil_socket_t sfd, short ev, void *arg)
 				    "datagram over the %d-byte cap",
 				    BERTH_IPC_MAX);
 			} else {
-				log_warnx("chan_read: %s sent more than one "
+				log_warnx_limited(
+				    "chan_read: %s sent more than one "
 				    "descriptor; dropped", c->peer);
 				notice_error(c, BERTH__ERROR_CODE__ERROR_BAD_FD,
-				    "at most one descriptor per message");
+				    "at most two descriptors per message");
 			}
 			continue;
 		}
 		env = n > 0 ? berth__envelope__unpack(NULL, n, c->rbuf) : NULL;
-		if (env == NULL) {
-			log_warnx("chan_read: %s sent %zd bytes that do not "
-			    "decode as an envelope; dropped", c->peer, n);
-			if (nfd == 1)
-				close(fds[0]);
-			notice_error(c, BERTH__ERROR_CODE__ERROR_BAD_REQUEST,
-			    "undecodable datagram of %zd bytes", n);
+		if (env == NULL || (nfd == 2 &&
+		    ipc_body_fds(env->body_case) != 2)) {
+			log_warnx_limited(
+			    "chan_read: %s sent %zd bytes that do not "
+			    "decode as an envelope, or two descriptors with a "
+			    "body that takes fewer; dropped", c->peer, n);
+			for (i = 0; i < nfd; i++)
+				close(fds[i]);
+			notice_error(c, env == NULL ?
+			    BERTH__ERROR_CODE__ERROR_BAD_REQUEST :
+			    BERTH__ERROR_CODE__ERROR_BAD_FD,
+			    "undecodable datagram of %zd bytes, or two "
+			    "descriptors where fewer belong", n);
+			if (env != NULL)
+				berth__envelope__free_unpacked(env, NULL);
 			continue;
 		}
-		dispatch(c, env, nfd == 1 ? fds[0] : -1);
+		/* One of two is none: dispatch() finds the descriptor missing. */
+		if (nfd == 1 && ipc_body_fds(env->body_case) == 2) {
+			close(fds[0]);
+			nfd = 0;
+		}
+		c->fd2 = nfd == 2 ? fds[1] : -1;
+		dispatch(c, env, nfd >= 1 ? fds[0] : -1);
+		if (c->fd2 >= 0)
+			close(c->fd2);
+		c->fd2 = -1;
 		berth__envelope__free_unpacked(env, NULL);
 		if (c->free_later)
 			break;

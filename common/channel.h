@@ -6,7 +6,8 @@
  * datagram is checked against BERTH_IPC_MAX before it is decoded, and
  * truncated ones (MSG_TRUNC, MSG_CTRUNC) are refused. A descriptor is
  * accepted (SCM_RIGHTS, received with MSG_CMSG_CLOEXEC) only with a body
- * for which ops->takes_fd says so; any other is closed. Requests get ids,
+ * for which ops->takes_fd says so; any other is closed. Such a body carries
+ * one descriptor, or exactly ipc_body_fds() of them (chan_take_fd2()). Requests get ids,
  * replies are matched to them, and every request has a deadline. A reply
  * without an error must carry the body that ipc_reply_body() names for
  * its request; any other reaches the callback as ERROR_INTERNAL, so a
@@ -85,6 +86,14 @@ void chan_forget(struct chan *c, void *arg);
 /* Answer the request req with env's body; 0 or -errno. */
 int chan_reply(struct chan *c, const Berth__Envelope *req,
     Berth__Envelope *env, int fd);
+/* The same with a second descriptor (fd2 only with fd): ipc_body_fds(). */
+int chan_reply2(struct chan *c, const Berth__Envelope *req,
+    Berth__Envelope *env, int fd, int fd2);
+/*
+ * In a callback that got fd, for a body that carries two: the second,
+ * the caller's from then on; -1 once taken. Closed if never taken.
+ */
+int chan_take_fd2(struct chan *c);
 int chan_reply_error(struct chan *c, const Berth__Envelope *req,
     Berth__ErrorCode code, const char *fmt, ...) BERTH_PRINTF(4, 5);
 /* One-way message; 0 or -errno. */

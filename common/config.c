@@ -18,7 +18,7 @@
 
 enum key_type { KEY_STRING, KEY_DURATION, KEY_LIST };
 enum key_check { CHECK_NONE, CHECK_ABS_DIR, CHECK_LEVEL, CHECK_POSITIVE,
-	CHECK_ANY };
+	CHECK_ANY, CHECK_IDS };
 
 struct key {
 	const char *name;
@@ -45,11 +45,14 @@ static const struct key keys[] = {
 	STR("sysfs_root", sysfs_root, "/sys", CHECK_ABS_DIR),
 	STR("secrets_dir", secrets_dir, "/etc/berth/secrets", CHECK_ABS_DIR),
 	STR("api_group", api_group, "berth-api", CHECK_ANY),
+	STR("task_ids", task_ids, "61184-65519", CHECK_IDS),
+	STR("cgroup_parent", cgroup_parent, "/berth", CHECK_ABS_DIR),
 	DUR("plugin_heartbeat", plugin_heartbeat_ms, "30s"),
 	DUR("plugin_resync", plugin_resync_ms, "30s"),
 	DUR("plugin_retry_initial", plugin_retry_initial_ms, "5s"),
 	DUR("plugin_retry_max", plugin_retry_max_ms, "2m"),
 	DUR("device_stats_interval", device_stats_interval_ms, "1s"),
+	DUR("volume_stats_interval", volume_stats_interval_ms, "1m"),
 	LIST("driver_allow", driver_allow),
 	LIST("driver_block", driver_block),
 };
@@ -112,6 +115,22 @@ set_value(struct berth_config *cfg, const struct key *k, const char *v,
 	return -EINVAL;
 }
 
+/* "MIN-MAX": never root's 0, within what a uid may be, not too many. */
+static int
+parse_ids(const char *v, uint32_t *first, uint32_t *count)
+{
+	unsigned long long lo, hi;
+	char tail;
+
+	if (sscanf(v, "%llu-%llu%c", &lo, &hi, &tail) != 2 || v[0] < '0' ||
+	    v[0] > '9' || lo == 0 || lo > hi || hi > 2147483647ULL ||
+	    hi - lo + 1 > BERTH_TASK_IDS_MAX)
+		return -1;
+	*first = (uint32_t)lo;
+	*count = (uint32_t)(hi - lo + 1);
+	return 0;
+}
+
 int
 config_defaults(struct berth_config *cfg)
 {
@@ -121,7 +140,8 @@ config_defaults(struct berth_config *cfg)
 	for (i = 0; i < NKEYS; i++)
 		if (set_value(cfg, &keys[i], keys[i].def, NULL) < 0)
 			return -ENOMEM;
-	return 0;
+	return parse_ids(cfg->task_ids, &cfg->task_id_first,
+	    &cfg->task_id_count) < 0 ? -EINVAL : 0;
 }
 
 void
@@ -138,6 +158,8 @@ config_free(struct berth_config *cfg)
 static int
 check_value(const struct key *k, const char *v, char *err, size_t errlen)
 {
+	uint32_t first, count;
+
 	size_t len = strlen(v);
 
 	switch (k->check) {
@@ -171,6 +193,15 @@ check_value(const struct key *k, const char *v, char *err, size_t errlen)
 		}
 		break;
 	}
+	case CHECK_IDS:
+		if (parse_ids(v, &first, &count) < 0) {
+			snprintf(err, errlen, "\"%s\" must be \"MIN-MAX\", "
+			    "from 1 to 2147483647, at most %d ids, such as "
+			    "\"61184-65519\", not \"%s\"", k->name,
+			    BERTH_TASK_IDS_MAX, v);
+			return -1;
+		}
+		break;
 	case CHECK_ANY:
 		break;
 	case CHECK_NONE:
@@ -342,6 +373,8 @@ load(int fd, const char *path, struct berth_config *cfg, char *err,
 		}
 	}
 	json_decref(root);
+	(void)parse_ids(cfg->task_ids, &cfg->task_id_first,
+	    &cfg->task_id_count);
 	if (check_socket_paths(cfg, err, errlen) < 0) {
 		prefix_path(err, errlen, path);
 		config_free(cfg);

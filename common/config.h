@@ -13,6 +13,8 @@
 #include <stdint.h>
 
 #define BERTH_EX_CONFIG 78	/* sysexits.h EX_CONFIG */
+/* Task ids in one range at most (the registry's bound). */
+#define BERTH_TASK_IDS_MAX 1000000
 
 struct berth_config {
 	char *path;
@@ -29,12 +31,17 @@ struct berth_config {
 				   /etc/berth/secrets */
 	char *api_group;	/* may use api.sock; berth-api; "": the
 				   supervisor's group */
+	char *task_ids;		/* "MIN-MAX", tasks' uids and gids;
+				   61184-65519, systemd's DynamicUser's */
+	uint32_t task_id_first, task_id_count;	/* task_ids, read */
+	char *cgroup_parent;	/* spawn mode: tasks' cgroups; /berth */
 	/* Durations, in milliseconds. */
 	int64_t plugin_heartbeat_ms;	/* probe interval once healthy; 30s */
 	int64_t plugin_resync_ms;	/* CSI manager's backstop resync; 30s */
 	int64_t plugin_retry_initial_ms; /* driver/device retry; 5s */
 	int64_t plugin_retry_max_ms;	/* doubling up to this; 2m */
 	int64_t device_stats_interval_ms; /* 1s */
+	int64_t volume_stats_interval_ms; /* NodeGetVolumeStats; 1m */
 	/* Lists: NULL-terminated, empty by default. */
 	char **driver_allow;	/* empty: every driver */
 	char **driver_block;

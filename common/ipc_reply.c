@@ -1,7 +1,7 @@
 /*
  * ipc_reply.c: the table of request body to reply body (see ipc_reply.h).
  *
- * Owns: that table, and nothing else. Each row must match what the
+ * Owns: that table, and how many descriptors a body carries. Each row must match what the
  * serving side sends: common/helper.c for the handshake, mounter/mounter.c
  * act() for the mounter, op_reply() in registry/ for the registry.
  */
@@ -28,6 +28,7 @@ static const struct {
 	{ B(START_PLUGIN), B(PLUGIN_STARTED) },
 	{ B(ADOPT_PLUGIN), B(PLUGIN_STARTED) },
 	{ B(SIGNAL_PLUGIN), B(ACK) },
+	{ B(START_TASK), B(TASK_STARTED) },
 	/* berth-registry (proto/registry.proto). */
 	{ B(REGISTER_PLUGIN), B(REGISTER_PLUGIN_REPLY) },
 	{ B(DEREGISTER_PLUGIN), B(DEREGISTER_PLUGIN_REPLY) },
@@ -44,6 +45,8 @@ static const struct {
 	{ B(LIST_HANDLES), B(HANDLE_LIST) },
 	{ B(SUBSCRIBE), B(SUBSCRIBE_REPLY) },
 	{ B(UNSUBSCRIBE), B(ACK) },
+	{ B(ALLOCATE_IDS), B(IDS_REPLY) },
+	{ B(RELEASE_IDS), B(INDEX_REPLY) },
 };
 
 Berth__Envelope__BodyCase
@@ -55,4 +58,10 @@ ipc_reply_body(Berth__Envelope__BodyCase request)
 		if (replies[i].request == request)
 			return replies[i].reply;
 	return BERTH__ENVELOPE__BODY__NOT_SET;
+}
+
+int
+ipc_body_fds(Berth__Envelope__BodyCase body)
+{
+	return body == B(TASK_STARTED) ? 2 : 1;
 }

@@ -17,5 +17,10 @@
  * serves (then only an error reply is expected).
  */
 Berth__Envelope__BodyCase ipc_reply_body(Berth__Envelope__BodyCase request);
+/*
+ * How many descriptors a body carries when it carries any (the channel's
+ * takes_fd says whether it does): 2 for TaskStarted, else 1.
+ */
+int ipc_body_fds(Berth__Envelope__BodyCase body);
 
 #endif

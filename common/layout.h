@@ -32,6 +32,8 @@
 #define LAYOUT_REGISTRY_DB "registry/registry.db"
 #define LAYOUT_PLUGIN_SOCKETS_DIR "csi/plugins"
 #define LAYOUT_ALLOCS_DIR "allocs"
+/* shim/<alloc>/<task>/: a task's status and logs (berth-mounter(8)). */
+#define LAYOUT_SHIM_DIR "shim"
 
 int layout_usage(char *buf, size_t n, bool read_only, const char *attachment,
     const char *access);

@@ -15,11 +15,11 @@
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
-#include <sys/socket.h>
-#include <sys/un.h>
-
 #include <stdlib.h>
+#include <sys/pidfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include "helper.h"
 #include "log.h"
@@ -28,6 +28,11 @@
 
 /* Fds systemd passed start here (sd_listen_fds(3)). */
 #define LISTEN_FDS_START 3
+/* Linux 6.5's; older kernels answer ENOPROTOOPT and pidfd_open is used. */
+#ifndef SO_PEERPIDFD
+#define SO_PEERPIDFD 77
+#endif
+#define PROCS_MAX 65536
 
 /*
  * How many fds systemd passed to this process: 0 when LISTEN_PID names
@@ -85,11 +90,83 @@ listening_unix(int fd, int type)
 	    ss.ss_family == AF_UNIX;
 }
 
+/*
+ * Is pid in the cgroup v2 directory dir? Its cgroup.procs lists it (read
+ * from the cgroup file system, which needs no view of the peer's /proc),
+ * and the pidfd, pinned before the read, still names a live process after
+ * it, so the pid cannot have been another's meanwhile (a pid is reused
+ * only once its process has ended).
+ */
+static bool
+in_cgroup(const char *dir, pid_t pid, int pidfd)
+{
+	static char buf[PROCS_MAX + 1];
+	struct pollfd pfd = { .fd = pidfd, .events = POLLIN };
+	char path[4096], *p, *end;
+	ssize_t n, got = 0;
+	bool found = false;
+	int fd;
+
+	if (snprintf(path, sizeof(path), "%s/cgroup.procs", dir) >=
+	    (int)sizeof(path) || (fd = open(path, O_RDONLY | O_CLOEXEC)) < 0)
+		return false;
+	while (got < PROCS_MAX && (n = read(fd, buf + got, PROCS_MAX -
+	    got)) > 0)
+		got += n;
+	close(fd);
+	buf[got] = '\0';
+	for (p = buf; !found && *p != '\0'; p = end + (*end != '\0'))
+		found = strtol(p, &end, 10) == pid && (*end == '\n' ||
+		    *end == '\0') && end != p;
+	/* A pidfd is readable once its process has ended. */
+	return found && poll(&pfd, 1, 0) == 0;
+}
+
+/*
+ * The connection fd is the supervisor's: a process of peer_uid and, when
+ * peer_cgroup is set, one in that cgroup, which no process outside the
+ * supervisor's service can join (its delegated subtree is reached only
+ * through root's cgroups). Logs why not.
+ */
+static bool
+peer_ok(int fd, uid_t peer_uid, const char *peer_cgroup, struct ucred *cred)
+{
+	socklen_t len = sizeof(*cred);
+	int pidfd = -1;
+	bool ok;
+
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, cred, &len) < 0) {
+		log_warn("service_accept: SO_PEERCRED");
+		return false;
+	}
+	if (cred->uid != peer_uid) {
+		log_warnx("service_accept: connection refused: peer_pid=%ld "
+		    "peer_uid=%ld allowed_uid=%ld (only the supervisor's user "
+		    "may connect)", (long)cred->pid, (long)cred->uid,
+		    (long)peer_uid);
+		return false;
+	}
+	if (peer_cgroup == NULL)
+		return true;
+	len = sizeof(pidfd);
+	if (getsockopt(fd, SOL_SOCKET, SO_PEERPIDFD, &pidfd, &len) < 0)
+		pidfd = pidfd_open(cred->pid, 0);
+	ok = pidfd >= 0 && in_cgroup(peer_cgroup, cred->pid, pidfd);
+	if (pidfd >= 0)
+		close(pidfd);
+	if (!ok)
+		log_warnx("service_accept: connection refused: peer_pid=%ld "
+		    "peer_uid=%ld is not in cgroup %s (only the supervisor, "
+		    "in its own leaf, may connect)", (long)cred->pid,
+		    (long)cred->uid, peer_cgroup);
+	return ok;
+}
+
 int
-service_accept(uid_t peer_uid, pid_t *peer_pid, char *err, size_t errlen)
+service_accept(uid_t peer_uid, const char *peer_cgroup, pid_t *peer_pid,
+    char *err, size_t errlen)
 {
 	struct ucred cred;
-	socklen_t len;
 	int n, lfd, fd;
 
 	if ((n = listen_fds()) != 1) {
@@ -122,18 +199,8 @@ service_accept(uid_t peer_uid, pid_t *peer_pid, char *err, size_t errlen)
 			    "passed: %s", strerror(errno));
 			return -1;
 		}
-		len = sizeof(cred);
-		if (getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0) {
-			log_warn("service_accept: SO_PEERCRED");
-			close(fd);
-			continue;
-		}
-		if (cred.uid == peer_uid)
+		if (peer_ok(fd, peer_uid, peer_cgroup, &cred))
 			break;
-		log_warnx("service_accept: connection refused: peer_pid=%ld "
-		    "peer_uid=%ld allowed_uid=%ld (only the supervisor's user "
-		    "may connect)", (long)cred.pid, (long)cred.uid,
-		    (long)peer_uid);
 		close(fd);
 	}
 	/* lfd is BERTH_HELPER_FD: the connection takes its place. */
@@ -148,15 +215,15 @@ service_accept(uid_t peer_uid, pid_t *peer_pid, char *err, size_t errlen)
 }
 
 int
-service_helper_peer(int spawned, const char *peer_user, pid_t *peer_pid,
-    char *err, size_t errlen)
+service_helper_peer(int spawned, const char *peer_user,
+    const char *peer_cgroup, pid_t *peer_pid, char *err, size_t errlen)
 {
 	struct priv_user u;
 
 	if (spawned)
 		*peer_pid = getppid();
 	else if (priv_lookup_user(peer_user, &u, err, errlen) < 0 ||
-	    service_accept(u.uid, peer_pid, err, errlen) < 0)
+	    service_accept(u.uid, peer_cgroup, peer_pid, err, errlen) < 0)
 		return -1;
 	return helper_check_socket(BERTH_HELPER_FD, *peer_pid, err, errlen);
 }

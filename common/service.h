@@ -6,8 +6,9 @@
  * The helpers' code after start-up is the same as in spawn mode: the one
  * accepted connection is moved to BERTH_HELPER_FD and checked like the
  * socketpair of spawn mode. What differs is who the peer may be: in spawn
- * mode the parent's pid, in service mode any process of the supervisor's
- * user (SO_PEERCRED at connect time).
+ * mode the parent's pid, in service mode a process of the supervisor's
+ * user (SO_PEERCRED at connect time) and, with --peer-cgroup, in the
+ * supervisor's own cgroup (which a task cannot join).
  */
 #ifndef BERTH_SERVICE_H
 #define BERTH_SERVICE_H
@@ -23,19 +24,20 @@
 
 /*
  * Take the one listening SOCK_SEQPACKET unix socket systemd passed, wait
- * for a connection from a process of peer_uid (closing any other with a
- * log line), close the listener and move the connection to
- * BERTH_HELPER_FD. 0 with *peer_pid set, or -1 with err set.
+ * for a connection from a process of peer_uid, in the cgroup v2
+ * directory peer_cgroup unless it is NULL (closing any other with a log
+ * line), close the listener and move the connection to BERTH_HELPER_FD.
+ * 0 with *peer_pid set, or -1 with err set.
  */
-int service_accept(uid_t peer_uid, pid_t *peer_pid, char *err,
-    size_t errlen);
+int service_accept(uid_t peer_uid, const char *peer_cgroup, pid_t *peer_pid,
+    char *err, size_t errlen);
 /*
  * A helper's start: in spawn mode check the socketpair on BERTH_HELPER_FD
  * (the peer must be our parent); otherwise service_accept() a process of
- * peer_user. 0 with *peer_pid set, or -1 with err set.
+ * peer_user in peer_cgroup. 0 with *peer_pid set, or -1 with err set.
  */
-int service_helper_peer(int spawned, const char *peer_user, pid_t *peer_pid,
-    char *err, size_t errlen);
+int service_helper_peer(int spawned, const char *peer_user,
+    const char *peer_cgroup, pid_t *peer_pid, char *err, size_t errlen);
 /*
  * The supervisor's side: connect to run_dir/name. Returns a non-blocking,
  * close-on-exec descriptor, or -1 with err saying what to start.

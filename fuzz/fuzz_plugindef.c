@@ -21,7 +21,7 @@ held_caps(void)
 	uint64_t m = 0;
 	int i;
 
-	for (i = 0; i < mounter_ncaps; i++)
+	for (i = 0; i < MOUNTER_NCAPS; i++)
 		if (mounter_caps[i] < 64)
 			m |= 1ULL << mounter_caps[i];
 	return m;

@@ -70,6 +70,12 @@ LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		check_ident(rq.task);
 		check_ident(rq.name);
 		check_ident(rq.def);
+		check_ident(rq.user);
+		/* StartTask: never root, never -1; crun's limits fit int64. */
+		if (rq.body == BERTH__ENVELOPE__BODY_START_TASK &&
+		    (rq.uid == 0 || rq.gid == 0 || rq.uid == (uid_t)-1 ||
+		    rq.gid == (gid_t)-1 || (rq.memory | rq.memory_max) >> 62))
+			abort();
 		check_path(rq.path);
 		check_path(rq.path2);
 	}

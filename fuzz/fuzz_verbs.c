@@ -15,8 +15,10 @@
  * scratch directory, and every request gets exactly one reply.
  * After a PrepareVolume it mounts a tmpfs on the target, as the plugin
  * would, so that later inputs can bind, unbind and clean up real mounts.
- * StartPlugin reaches the definition, its executable and the logs; the
- * launcher is absent (-1), so no process is ever started.
+ * StartPlugin reaches the definition, its executable and the logs;
+ * StartTask the id checks, root's template and allow-list (conf/), the
+ * bundle and the status dir; the launcher is absent (-1), so no process
+ * is ever started.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -70,29 +72,31 @@ check_mounts(bool init)
 	fclose(f);
 }
 
+/* rel: beneath the scratch tree. */
 static void
-write_def(const char *name, const char *text)
+write_file(const char *rel, const char *text)
 {
 	char path[128];
 	int fd;
 
-	snprintf(path, sizeof(path), "%s/plugins/%s.conf", scratch, name);
+	snprintf(path, sizeof(path), "%s/%s", scratch, rel);
 	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0 ||
 	    write(fd, text, strlen(text)) != (ssize_t)strlen(text))
 		die(path);
 	close(fd);
 }
 
-/* A fresh tmpfs with data/ and plugins/ (two definitions). */
+/* A fresh tmpfs with data/, plugins/ (two definitions) and conf/. */
 static void
 renew(void)
 {
 	static char data[64];
-	char plugins[64];
+	char plugins[64], conf[64];
 
 	if (m.data_fd > 0) {
 		close(m.data_fd);
 		close(m.plugins_fd);
+		close(m.conf_fd);
 		if (umount2(scratch, MNT_DETACH) < 0)
 			die("unmounting the scratch tree");
 	}
@@ -101,14 +105,24 @@ renew(void)
 		die("mounting the scratch tree");
 	snprintf(data, sizeof(data), "%s/data", scratch);
 	snprintf(plugins, sizeof(plugins), "%s/plugins", scratch);
-	if (mkdir(data, 0755) < 0 || mkdir(plugins, 0755) < 0)
+	snprintf(conf, sizeof(conf), "%s/conf", scratch);
+	if (mkdir(data, 0755) < 0 || mkdir(plugins, 0755) < 0 ||
+	    mkdir(conf, 0755) < 0)
 		die("mkdir");
-	write_def("hostpath", "exec /bin/true\narg --v=5\ncap CAP_SYS_ADMIN\n"
+	write_file("plugins/hostpath.conf", "exec /bin/true\narg --v=5\n"
+	    "cap CAP_SYS_ADMIN\n"
 	    "hostns uts\n");
-	write_def("csi", "exec /bin/true\n");
+	write_file("plugins/csi.conf", "exec /bin/true\n");
+	write_file("conf/" TASK_USERS, "svc 70500 70500\n");
+	write_file("conf/" TASK_TEMPLATE, "{ \"uid\": {uid}, \"gid\": {gid}, "
+	    "\"dir\": \"{task_dir}\", \"root\": \"{rootfs}\", {netns} "
+	    "\"m\": { {resources} }, "
+	    "\"cg\": \"{cgroup}\", \"shim\": \"{shim}\" {x} "
+	    "[ {plugin_mounts} ]");
 	m.data_dir = data;
 	if ((m.data_fd = open(data, O_PATH | O_DIRECTORY | O_CLOEXEC)) < 0 ||
 	    (m.plugins_fd = open(plugins, O_PATH | O_DIRECTORY |
+	    O_CLOEXEC)) < 0 || (m.conf_fd = open(conf, O_PATH | O_DIRECTORY |
 	    O_CLOEXEC)) < 0)
 		die("opening the scratch tree");
 }
@@ -151,6 +165,13 @@ init(void)
 		die("setting up");
 	snprintf(m.boot_id, sizeof(m.boot_id), "fuzz");
 	m.launcher_fd = -1;
+	/* StartTask: a range, a peer and a registry of 70000-70099's. */
+	m.ids[0] = 70000;
+	m.ids[1] = 70099;
+	m.deny_uid[0] = m.deny_gid[0] = m.peer_gid = 70050;
+	m.deny_uid[1] = m.deny_gid[1] = 70051;
+	m.shim = "/usr/libexec/berth/berth-shim";
+	m.cgroup = "/berth";
 	log_init("fuzz_verbs", 0);
 	if (mounter_serve_on(&m, sp[0]) < 0)
 		die("mounter_serve_on");

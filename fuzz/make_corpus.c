@@ -45,6 +45,7 @@ main(int argc, char **argv)
 	Berth__SignalPlugin sg = BERTH__SIGNAL_PLUGIN__INIT;
 	Berth__PluginHandle h = BERTH__PLUGIN_HANDLE__INIT;
 	Berth__PrepareTask pt = BERTH__PREPARE_TASK__INIT;
+	Berth__StartTask st = BERTH__START_TASK__INIT;
 	const char *dir = argc > 1 ? argv[1] : ".";
 
 	u.attachment = BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM;
@@ -118,5 +119,23 @@ main(int argc, char **argv)
 	env.body_case = BERTH__ENVELOPE__BODY_SIGNAL_PLUGIN;
 	env.signal_plugin = &sg;
 	put(dir, "signal_plugin", &env, 11);
+	st.alloc_id = pp.alloc_id;
+	st.task = B("web");
+	st.uid = st.gid = 70001;
+	st.memory_bytes = 64 << 20;
+	st.pids_max = 100;
+	env.body_case = BERTH__ENVELOPE__BODY_START_TASK;
+	env.start_task = &st;
+	put(dir, "start_task", &env, 12);
+	st.user = B("svc");
+	st.uid = st.gid = 70500;
+	put(dir, "start_task_user", &env, 13);
+	st.uid = 0;
+	put(dir, "start_task_root", &env, 14);
+	st.user = B("");
+	st.uid = st.gid = 70002;
+	st.plugin_type = B("node");
+	st.plugin_id = B("hp");
+	put(dir, "start_task_plugin", &env, 15);
 	return 0;
 }

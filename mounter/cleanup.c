@@ -5,10 +5,11 @@
  * tree a peer planted; the answer goes when the walk ends.
  * A walk never enters a mount berth did not make (RESOLVE_NO_XDEV; a
  * plugin's root only if it is berth's self-bind), and changes the owner
- * of nothing but a socket dir berth made, by descriptor, once its mount
- * is gone.
+ * of nothing but a directory berth gave away (a socket or status dir),
+ * by descriptor, once any mount on it is gone.
  * Must not: follow a symlink, cross a mount a plugin stacked, act by a
- * path; remove what is not empty, or what the layout does not name.
+ * path; remove what the layout does not name, or a non-empty file but in
+ * a directory of the alloc's that is root's (FILES).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -21,31 +22,39 @@
 #include "mounter.h"
 
 #define STEP_NS 5000000		/* a turn of the event loop's work */
-#define DEPTH 8
+#define DEPTH 16
 #define QUEUED_MAX 1024		/* cleanups waiting; more are refused */
 
 /*
  * Components: a name; "*" any identifier; "+" any but the socket tree;
- * "@a", "@t", "@p" the request's alloc, plugin type, plugin id.
+ * "@a", "@t", "@p" the request's alloc, plugin type, plugin id. own: from
+ * this component down, the alloc's, removed; bind: this component is
+ * berth's self-bind (0: none); deep: from this component on, "*" at any
+ * depth (crun's mount points in a bundle's rootfs/). TAKE: component 2, a directory berth gave
+ * its owner (who may have shut it), is root's again before it is entered;
+ * FILES: a leaf that is no directory is unlinked, whatever its size;
+ * PRUNE: leaves removed if empty, never unmounted; ROOT: the plugin's
+ * root, if it is empty; PLUGIN: only when the request names a plugin.
  */
-enum { SOCKETS = 1, PRUNE = 2, PLUGIN = 4, ROOT = 8, TAKE = 16 };
+enum { TAKE = 1, FILES = 2, PRUNE = 4, ROOT = 8, PLUGIN = 16 };
 static const struct phase {
 	const char *comp[DEPTH];
-	int own;	/* from this component down: the alloc's, removed */
-	int bind;	/* this component is berth's self-bind (0: none) */
-	int flags;	/* PRUNE: leaves removed if empty, never unmounted;
-			 * TAKE: component 2 taken back (see take_back) */
+	int own, bind, flags, deep;
 } phases[] = {
-	/* Tasks first: their binds hold references to the publish mounts. */
-	{ { "allocs", "@a", "*", "volumes", "*" }, 1, 0, TAKE },
-	{ { "csi", "+", "*", "per-alloc", "@a", "*", "*" }, 4, 2, 0 },
-	{ { "csi", "plugins", "@a", "*" }, 2, 0, SOCKETS | TAKE },
+	/* Tasks first: their binds hold references to the publish mounts.
+	 * TAKE: a task dir an older berth gave to the task's user. */
+	{ { "allocs", "@a", "*", "volumes", "*" }, 1, 0, TAKE, 0 },
+	{ { "csi", "+", "*", "per-alloc", "@a", "*", "*" }, 4, 2, 0, 0 },
+	{ { "csi", "plugins", "@a", "*" }, 2, 0, TAKE | FILES, 0 },
+	/* StartTask's: the bundle, root's; the status dir, the task's. */
+	{ { "mounter", "tasks", "@a", "*", "*" }, 2, 0, FILES, 5 },
+	{ { LAYOUT_SHIM_DIR, "@a", "*", "*" }, 1, 0, TAKE | FILES, 0 },
 	/* The plugin's last alloc: what the layout says berth made. */
 	{ { "csi", "@t", "@p", "staging", "*", "*", "*" }, 3, 2,
-	    PRUNE | PLUGIN },
+	    PRUNE | PLUGIN, 0 },
 	{ { "csi", "@t", "@p", "per-alloc", "*", "*", "*" }, 3, 2,
-	    PRUNE | PLUGIN },
-	{ { "csi", "@t", "@p" }, 3, 0, ROOT | PLUGIN },
+	    PRUNE | PLUGIN, 0 },
+	{ { "csi", "@t", "@p" }, 3, 0, ROOT | PLUGIN, 0 },
 };
 #define NPHASES (int)(sizeof(phases) / sizeof(phases[0]))
 
@@ -73,7 +82,9 @@ struct cleanups {
 static const char *
 comp(const struct job *j, int k)
 {
-	const char *c = k < DEPTH ? phases[j->phase].comp[k] : NULL;
+	const struct phase *ph = &phases[j->phase];
+	const char *c = k >= DEPTH ? NULL : ph->deep && k >= ph->deep ? "*" :
+	    ph->comp[k];
 
 	if (c == NULL || c[0] != '@')
 		return c;
@@ -97,74 +108,49 @@ sweep_entry(struct job *j, int dirfd, const char *name)
 		return;
 	}
 	j->out.unmounted += r;
-	j->out.removed += res_remove(dirfd, name);
-}
-
-/* The plugin's root, if nothing is left in it: its self-bind, itself. */
-static void
-root(struct job *j, int dirfd, const char *name)
-{
-	int fd, n;
-
-	if ((fd = res_self_bind(dirfd, name, O_PATH)) < 0)
-		return;
-	n = res_entries(fd, NULL, NULL);
-	close(fd);
-	if (n == 2)
-		sweep_entry(j, dirfd, name);
+	if ((phases[j->phase].flags & FILES) && unlinkat(dirfd, name, 0) == 0)
+		j->out.removed++;
+	else
+		j->out.removed += res_remove(dirfd, name);
 }
 
 static void
 leaf(struct job *j, int dirfd, const char *name)
 {
-	int flags = phases[j->phase].flags;
-	size_t len = strlen(name);
+	int flags = phases[j->phase].flags, fd, n = 0;
 
-	if (flags & ROOT)
-		root(j, dirfd, name);
-	else if (flags & PRUNE)
+	if (flags & PRUNE)
 		j->out.removed += res_remove(dirfd, name);
-	else if ((flags & SOCKETS) && len > 7 &&
-	    (strcmp(name + len - 7, ".stdout") == 0 ||
-	    strcmp(name + len - 7, ".stderr") == 0) &&
-	    unlinkat(dirfd, name, 0) == 0)
-		j->out.removed++;
-	else
+	else if (!(flags & ROOT))
 		sweep_entry(j, dirfd, name);
-}
-
-/*
- * csi/plugins/<alloc>: its self-bind and whatever a plugin stacked go
- * first; then the directory beneath, on the data dir's mount in root's
- * csi/plugins/, is root's again, by descriptor, to be emptied. The same
- * for a task dir an older berth gave to the task's user (none is mounted
- * on; the group is kept).
- */
-static int
-take_back(struct job *j, int dirfd, const char *name)
-{
-	int fd, r;
-
-	if ((r = res_unmount_all(dirfd, name)) > 0)
-		j->out.unmounted += r;
-	if ((fd = res_open_here(dirfd, name, O_PATH | O_DIRECTORY)) < 0)
-		return fd;
-	r = res_take_back(fd, (gid_t)-1);
-	close(fd);
-	return r;
+	/* The plugin's root, berth's self-bind, if nothing is left in it. */
+	else if ((fd = res_self_bind(dirfd, name, O_PATH)) >= 0) {
+		n = res_entries(fd, NULL, NULL);
+		close(fd);
+		if (n == 2)
+			sweep_entry(j, dirfd, name);
+	}
 }
 
 /* Enter dirfd/name, matched by component k: no mount but berth's. */
-static void
+static int
 enter(struct job *j, int dirfd, const char *name, int k)
 {
 	const struct phase *ph = &phases[j->phase];
 	struct level *l = &j->lv[j->depth];
-	int fd;
+	int fd, r;
 
-	if ((ph->flags & TAKE) && k == 2)
-		fd = take_back(j, dirfd, name);
-	else if (k == ph->bind)
+	if ((ph->flags & TAKE) && k == 2) {
+		/* Its self-bind, and whatever a plugin stacked, go first; the
+		 * directory beneath is on a mount of root's, in root's dir. */
+		if ((r = res_unmount_all(dirfd, name)) > 0)
+			j->out.unmounted += r;
+		if ((r = fd = res_open_here(dirfd, name, O_PATH |
+		    O_DIRECTORY)) >= 0) {
+			fd = res_take_back(r, (gid_t)-1);
+			close(r);
+		}
+	} else if (k == ph->bind)
 		fd = res_self_bind(dirfd, name, O_RDONLY);
 	else
 		fd = res_open_here(dirfd, name, O_RDONLY | O_DIRECTORY);
@@ -174,12 +160,13 @@ enter(struct job *j, int dirfd, const char *name, int k)
 	if (fd < 0 || (l->d = fdopendir(fd)) == NULL) {
 		if (fd >= 0)
 			close(fd);
-		return;
+		return fd < 0 ? fd : -errno;
 	}
 	l->done = false;
 	/* An identifier or a pattern's name: it fits. */
 	memcpy(l->name, name, strlen(name) + 1);
 	j->depth++;
+	return 0;
 }
 
 /* The next entry of level k to match component k; "" to skip; NULL: end. */
@@ -249,10 +236,11 @@ work(struct job *j, int64_t deadline)
 				j->phase++;
 		} else if (name[0] == '\0')
 			continue;
-		else if (comp(j, k + 1) == NULL)
+		/* Deep, what is no directory (or too deep) is a leaf. */
+		else if (comp(j, k + 1) == NULL || ((j->depth == DEPTH ? -ENOTDIR
+		    : enter(j, lfd(j, k), name, k)) < 0 &&
+		    phases[j->phase].deep && k + 1 >= phases[j->phase].deep))
 			leaf(j, lfd(j, k), name);
-		else if (j->depth < DEPTH)
-			enter(j, lfd(j, k), name, k);
 	} while (now_ns() < deadline);
 	return false;
 }
@@ -294,7 +282,7 @@ volume_cleanup(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		    q != NULL ? q->n : 0);
 	j->m = m;
 	j->rq = *rq;
-	j->out.pidfd = -1;
+	j->out.pidfd = j->out.chanfd = -1;
 	for (end = &q->head; *end != NULL; end = &(*end)->next)
 		;
 	*end = j;

@@ -1,19 +1,19 @@
 /*
- * launcher.c: the process that starts privileged plugins. A seccomp
- * filter is inherited and survives exec, so it is forked before the
- * mounter locks itself: same capabilities and no_new_privs, and the
- * plugin filter (sandbox.c), which every plugin inherits. It reads
- * fixed-size requests from the mounter only, checks they are well
- * formed, and starts each plugin (cloned as the mounter's child, so the
- * mounter learns how it ends) in a new mount namespace
- * (a slave copy of the host but for the plugin's mount root and socket
- * directory, which stay in the host's peer groups) and, unless root's
- * definition keeps the host's, new UTS, IPC and cgroup namespaces; with
- * only the granted capabilities. Must not: read anything else, or decide
- * anything.
+ * launcher.c: the process that starts privileged plugins and tasks' crun.
+ * A seccomp filter is inherited and survives exec, so it is forked before
+ * the mounter locks itself: same capabilities and no_new_privs, and the
+ * plugin filter (sandbox.c), which all it starts inherit. It reads
+ * fixed-size requests from the mounter only, checks they are well formed,
+ * and starts each (cloned as the mounter's child, so the mounter learns
+ * how it ends); a plugin in a new mount namespace (a slave copy of the
+ * host but for its mount root and socket directory, which stay in the
+ * host's peer groups) and, unless root's definition keeps the host's, new
+ * UTS, IPC and cgroup namespaces; with only the granted capabilities.
+ * Must not: read anything else, or decide anything.
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdio.h>
@@ -23,6 +23,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 #include <sys/syscall.h>
 
 #include "mounter.h"
@@ -30,8 +31,17 @@
 
 #define SOCK_FD 3
 #define DATA_FD 4
+#define LAUNCH_TIMEOUT_MS 10000
 
-int
+/* Launcher to mounter; with the plugin's pidfd when err is 0. */
+struct launch_msg {
+	int32_t pid;
+	int32_t err;			/* errno of the step that failed */
+	char what[64];			/* that step */
+};
+
+/* One datagram with nfd (at most 3) descriptors; 0 or -errno. */
+static int
 fdmsg_send(int sock, const void *buf, size_t len, const int *fds, int nfd)
 {
 	union {
@@ -54,7 +64,8 @@ fdmsg_send(int sock, const void *buf, size_t len, const int *fds, int nfd)
 	return sendmsg(sock, &mh, MSG_NOSIGNAL) < 0 ? -errno : 0;
 }
 
-int
+/* len bytes: how many fds came (<= nfd), -EPIPE, -EBADMSG or -errno. */
+static int
 fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd, int flags)
 {
 	union {
@@ -86,18 +97,17 @@ fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd, int flags)
 	return -EBADMSG;
 }
 
-/* In the child: set the plugin up and exec it; returns only on failure. */
+/* A plugin's namespaces, mounts and capabilities (see above); errno. */
 static int
-plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
+plugin_setup(const struct launch_req *rq, const char **what)
 {
 	const char *rel[2] = { rq->root, rq->sockdir };
-	char *argv[LAUNCH_ARGS + 1], *envp[3];
 	int dirs[2], trees[2], i;
 	cap_value_t c;
 	cap_t caps;
 
-	*what = "entering a new session and namespaces";
-	if (setsid() < 0 || fchdir(DATA_FD) < 0 ||
+	*what = "entering new namespaces";
+	if (fchdir(DATA_FD) < 0 ||
 	    unshare(CLONE_NEWNS | (int)(LAUNCH_NS & ~rq->def.hostns)) < 0)
 		return errno;
 	/* Copies of the two shared mounts, cloned into their peer groups. */
@@ -119,14 +129,9 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 		if (move_mount(trees[i], "", dirs[i], "",
 		    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
 			return errno;
-	*what = "redirecting output";
 	umask(007);	/* its socket: the socket dir's group only */
-	if (chdir("/") < 0 || dup2(fds[1], STDOUT_FILENO) < 0 ||
-	    dup2(fds[2], STDERR_FILENO) < 0 ||
-	    close_range(3, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
-		return errno;
 	*what = "setting capabilities";
-	if ((caps = cap_init()) == NULL)
+	if (chdir("/") < 0 || (caps = cap_init()) == NULL)
 		return errno;
 	for (c = 0; c < 64; c++)
 		if ((rq->def.caps & (1ULL << c)) &&
@@ -134,17 +139,56 @@ plugin_child(const struct launch_req *rq, const int fds[3], const char **what)
 		    cap_set_flag(caps, CAP_PERMITTED, 1, &c, CAP_SET) < 0))
 			return errno;
 	/* With no_new_privs, exec as root keeps no more than this. */
-	if (cap_set_proc(caps) < 0)
+	return cap_set_proc(caps) < 0 ? errno : 0;
+}
+
+/* crun's stdio: an empty stdin; crun.log, a regular file in the status
+ * dir. Never the mounter's, whose files crun gives to the task's user. */
+static int
+crun_stdio(int dir)
+{
+	struct stat st;
+	int p[2], fd;
+
+	if (pipe(p) < 0 || close(p[1]) < 0 || (fd = openat(dir, "crun.log",
+	    O_WRONLY | O_CREAT | O_APPEND | O_NOFOLLOW | O_NONBLOCK,
+	    0640)) < 0)
+		return errno;
+	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode))
+		return EPERM;
+	return dup2(p[0], 0) < 0 || dup2(fd, 1) < 0 || dup2(fd, 2) < 0 ?
+	    errno : 0;
+}
+
+/*
+ * In the child: exec fds[0] with fds[1] and fds[2] as a plugin's stdout
+ * and stderr, or as crun's 3 and 4 (a task's status dir and channel; crun
+ * in the mounter's mount namespace, with the launcher's capabilities).
+ * Returns only on failure.
+ */
+static int
+child(const struct launch_req *rq, const int fds[3], const char **what)
+{
+	char *argv[LAUNCH_ARGS + 1], *envp[] = { (char *)rq->endpoint,
+	    "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:"
+	    "/bin", NULL };
+	int to = rq->task ? 3 : STDOUT_FILENO, i;
+
+	*what = "entering a new session";
+	if (setsid() < 0 || (!rq->task && (errno = plugin_setup(rq, what))))
+		return errno;
+	*what = "crun's stdio";
+	if (rq->task && (errno = crun_stdio(fds[1])) != 0)
+		return errno;
+	*what = "passing descriptors";
+	if (dup2(fds[1], to) < 0 || dup2(fds[2], to + 1) < 0 ||
+	    close_range(to + 2, ~0U, CLOSE_RANGE_CLOEXEC) < 0)
 		return errno;
 	for (i = 0; i < rq->def.nargs; i++)
 		argv[i] = (char *)rq->def.args[i];
 	argv[i] = NULL;
-	envp[0] = (char *)rq->endpoint;
-	envp[1] = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:"
-	    "/sbin:/bin";
-	envp[2] = NULL;
 	*what = "exec";
-	fexecve(fds[0], argv, envp);
+	fexecve(fds[0], argv, envp + rq->task);
 	return errno;
 }
 
@@ -166,7 +210,7 @@ launch(const struct launch_req *rq, const int fds[3])
 	}
 	if (pid == 0) {
 		close(ep[0]);
-		msg.err = plugin_child(rq, fds, &what);
+		msg.err = child(rq, fds, &what);
 		snprintf(msg.what, sizeof(msg.what), "%s", what);
 		if (write(ep[1], &msg, sizeof(msg)) < 0)
 			_exit(126);
@@ -255,4 +299,29 @@ launcher_spawn(int data_fd)
 	}
 	close(sp[1]);
 	return sp[0];
+}
+
+Berth__ErrorCode
+launcher_run(struct mounter *m, struct launch_req *lr, const int fds[3],
+    pid_t *pid, int *pidfd, char *why)
+{
+	struct pollfd pfd = { .fd = m->launcher_fd, .events = POLLIN };
+	struct launch_msg msg;
+	int r;
+
+	if ((r = fdmsg_send(m->launcher_fd, lr, sizeof(*lr), fds, 3)) < 0)
+		return fail_errno(why, -r, "asking the launcher", "");
+	if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) != 1 || (r = fdmsg_recv(
+	    m->launcher_fd, &msg, sizeof(msg), pidfd, 1, MSG_DONTWAIT)) < 0)
+		fatalx("launch: the launcher is gone or did not answer; "
+		    "exiting (its plugins keep running and can be adopted)");
+	if (msg.err == 0 && r == 1) {
+		*pid = msg.pid;
+		return OK;
+	}
+	if (r == 1)
+		close(*pidfd);
+	msg.what[sizeof(msg.what) - 1] = '\0';
+	return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "starting "
+	    "failed at %s: %s", msg.what, strerror(msg.err));
 }

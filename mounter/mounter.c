@@ -15,10 +15,13 @@
 #include <string.h>
 #include <sysexits.h>
 #include <unistd.h>
+#include <pwd.h>
 #include <sys/prctl.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 
 #include "mounter.h"
+#include "ipc_reply.h"
 #include "notify.h"
 #include "privdrop.h"
 #include "service.h"
@@ -65,6 +68,7 @@ act(struct mounter *m, const struct mreq *rq, struct mreply *out, char *why)
 		[BERTH__ENVELOPE__BODY_START_PLUGIN] = plugin_start,
 		[BERTH__ENVELOPE__BODY_ADOPT_PLUGIN] = plugin_adopt,
 		[BERTH__ENVELOPE__BODY_SIGNAL_PLUGIN] = plugin_signal,
+		[BERTH__ENVELOPE__BODY_START_TASK] = task_start,
 	};
 
 	if ((size_t)rq->body >= sizeof(verbs) / sizeof(verbs[0]) ||
@@ -83,44 +87,45 @@ mounter_answer(struct mounter *m, const struct mreq *rq, struct mreply *out)
 	Berth__CleanupReply cr = BERTH__CLEANUP_REPLY__INIT;
 	Berth__PluginStarted ps = BERTH__PLUGIN_STARTED__INIT;
 	Berth__PluginHandle hd = BERTH__PLUGIN_HANDLE__INIT;
+	Berth__TaskStarted ts = BERTH__TASK_STARTED__INIT;
 	Berth__Ack ack = BERTH__ACK__INIT;
 
 	log_debug("mounter_answer: %s done", ipc_body_name(rq->body));
-	switch (rq->body) {
-	case BERTH__ENVELOPE__BODY_PREPARE_VOLUME:
+	switch ((rep.body_case = ipc_reply_body(rq->body))) {
+	case BERTH__ENVELOPE__BODY_PREPARE_VOLUME_REPLY:
 		pv.mounted = out->mounted;
-		rep.body_case = BERTH__ENVELOPE__BODY_PREPARE_VOLUME_REPLY;
 		rep.prepare_volume_reply = &pv;
 		break;
-	case BERTH__ENVELOPE__BODY_CLEANUP_ALLOC:
+	case BERTH__ENVELOPE__BODY_CLEANUP_REPLY:
 		cr.unmounted = out->unmounted;
 		cr.removed = out->removed;
-		rep.body_case = BERTH__ENVELOPE__BODY_CLEANUP_REPLY;
 		rep.cleanup_reply = &cr;
 		break;
-	case BERTH__ENVELOPE__BODY_START_PLUGIN:
-	case BERTH__ENVELOPE__BODY_ADOPT_PLUGIN:
+	case BERTH__ENVELOPE__BODY_PLUGIN_STARTED:
 		hd.pid = (uint32_t)out->pid;
 		hd.start_time = out->start_time;
 		ps.handle = &hd;
-		rep.body_case = BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
 		rep.plugin_started = &ps;
 		break;
+	case BERTH__ENVELOPE__BODY_TASK_STARTED:
+		ts.pid = out->pid;
+		ts.start_time = out->start_time;
+		rep.task_started = &ts;
+		break;
 	default:
-		rep.body_case = BERTH__ENVELOPE__BODY_ACK;
 		rep.ack = &ack;
 	}
-	/* The channel owns the pidfd from here. */
+	/* The channel owns the descriptors from here. */
 	req.request_id = rq->id;
-	chan_reply(m->h.chan, &req, &rep, out->pidfd);
-	out->pidfd = -1;
+	chan_reply2(m->h.chan, &req, &rep, out->pidfd, out->chanfd);
+	out->pidfd = out->chanfd = -1;
 }
 
 static void
 mounter_dispatch(struct helper *h, Berth__Envelope *env, int fd)
 {
 	struct mounter *m = h->arg;
-	struct mreply out = { .pidfd = -1 };
+	struct mreply out = { .pidfd = -1, .chanfd = -1 };
 	Berth__ErrorCode code;
 	struct mreq rq;
 	char why[WHY_MAX];
@@ -150,19 +155,12 @@ mounter_dispatch(struct helper *h, Berth__Envelope *env, int fd)
 	chan_reply_error(h->chan, env, code, "%s", why);
 }
 
-/* The supervisor's side of a start or adopt reply carries the pidfd. */
-static bool
-mounter_takes_fd(Berth__Envelope__BodyCase body)
-{
-	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
-}
-
 int
 mounter_serve_on(struct mounter *m, int fd)
 {
 	m->h = (struct helper){ .name = "berth-mounter", .arg = m,
 	    .role = BERTH__ROLE__ROLE_MOUNTER, .dispatch = mounter_dispatch,
-	    .takes_fd = mounter_takes_fd, .base = m->h.base };
+	    .base = m->h.base };
 	return helper_init(&m->h, fd);
 }
 
@@ -170,7 +168,9 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: berth-mounter [--spawned | --peer-user USER] "
-	    "--data-dir DIR --run-dir DIR [--plugins-dir DIR] [--verbose]\n"
+	    "--data-dir DIR --run-dir DIR [--plugins-dir DIR] [--task-conf "
+	    "DIR]\n\t[--task-ids MIN-MAX] [--shim FILE] [--cgroup-parent "
+	    "PATH] [--peer-cgroup DIR] [--verbose]\n"
 	    "(berth-supervisor or berth-mounter.socket starts it; see "
 	    "berth-mounter(8))\n");
 	exit(EX_USAGE);
@@ -186,11 +186,21 @@ main(int argc, char **argv)
 		{ "plugins-dir", required_argument, NULL, 'p' },
 		{ "peer-user", required_argument, NULL, 'u' },
 		{ "verbose", no_argument, NULL, 'v' },
+		{ "task-conf", required_argument, NULL, 'c' },
+		{ "task-ids", required_argument, NULL, 'i' },
+		{ "shim", required_argument, NULL, 'S' },
+		{ "cgroup-parent", required_argument, NULL, 'g' },
+		{ "peer-cgroup", required_argument, NULL, 'G' },
 		{ NULL, 0, NULL, 0 },
 	};
-	static struct mounter m;
+	static struct mounter m = { .shim = BERTH_LIBEXECDIR "/berth-shim",
+	    .cgroup = "/berth" };
 	const char *run_dir = NULL, *plugins_dir = MOUNTER_PLUGINS_DIR;
-	const char *peer_user = SERVICE_PEER_USER;
+	const char *peer_user = SERVICE_PEER_USER, *conf = TASK_CONF_DIR;
+	const char *peer_cgroup = NULL;
+	struct ucred cr;
+	socklen_t crlen = sizeof(cr);
+	struct passwd *pw;
 	pid_t peer;
 	int spawned = 0, verbose = 0, ch, r;
 	char err[256];
@@ -203,6 +213,15 @@ main(int argc, char **argv)
 		case 'p': plugins_dir = optarg; break;
 		case 'u': peer_user = optarg; break;
 		case 'v': verbose = 1; break;
+		case 'c': conf = optarg; break;
+		case 'S': m.shim = optarg; break;
+		case 'g': m.cgroup = optarg; break;
+		case 'G': peer_cgroup = optarg; break;
+		case 'i':
+			if (sscanf(optarg, "%u-%u%c", &m.ids[0], &m.ids[1],
+			    err) != 2 || m.ids[0] == 0 || m.ids[0] > m.ids[1])
+				usage();
+			break;
 		default: usage();
 		}
 	}
@@ -214,12 +233,25 @@ main(int argc, char **argv)
 		fatalx("main: berth-mounter must start as root (it keeps only "
 		    "CAP_SYS_ADMIN); start it through berth-supervisor");
 	/* Spawn mode: the socketpair; service mode: systemd's listener. */
-	if (service_helper_peer(spawned, peer_user, &peer, err,
+	if (service_helper_peer(spawned, peer_user, peer_cgroup, &peer, err,
 	    sizeof(err)) < 0)
 		fatalx("main: %s", err);
 	if (spawned && (r = priv_die_with_parent(peer)) < 0)
 		fatalx("main: cannot tie our life to the supervisor's: %s",
 		    strerror(-r));
+	/* Task ids are never the peer's (as it connected, and its user's)
+	 * nor the registry's; a task's status dir gets its user's group. */
+	if (getsockopt(BERTH_HELPER_FD, SOL_SOCKET, SO_PEERCRED, &cr,
+	    &crlen) < 0)
+		fatal("main: SO_PEERCRED");
+	m.deny_uid[0] = cr.uid;
+	m.deny_gid[0] = m.peer_gid = cr.gid;
+	for (r = 1; r < 3; r++)
+		if ((pw = getpwnam(r == 1 ? peer_user : "berth-registry"))) {
+			m.deny_uid[r] = pw->pw_uid;
+			m.deny_gid[r] = pw->pw_gid;
+			m.peer_gid = r == 1 ? pw->pw_gid : m.peer_gid;
+		}
 	if ((r = helper_close_inherited(BERTH_HELPER_FD)) < 0)
 		fatalx("main: closing inherited descriptors: %s", strerror(-r));
 	/* Before the environment is cleared and socket(2) is forbidden. */
@@ -245,6 +277,10 @@ main(int argc, char **argv)
 	    O_NOFOLLOW | O_CLOEXEC)) < 0)
 		log_warn("main: plugin definitions %s (privileged plugins "
 		    "cannot start)", plugins_dir);
+	if ((m.conf_fd = open(conf, O_PATH | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0)
+		log_warn("main: task configuration %s (tasks cannot start)",
+		    conf);
 	/* A plugin's orphans come to us, not to init, as a plugin does. */
 	if (prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0) < 0)
 		fatal("main: PR_SET_CHILD_SUBREAPER");
@@ -254,7 +290,7 @@ main(int argc, char **argv)
 
 	if ((r = mounter_serve_on(&m, BERTH_HELPER_FD)) < 0)
 		fatalx("main: event loop: %s", strerror(-r));
-	if ((r = priv_keep_only(mounter_caps, mounter_ncaps)) < 0 ||
+	if ((r = priv_keep_only(mounter_caps, MOUNTER_NCAPS)) < 0 ||
 	    (r = sandbox_seccomp()) < 0)
 		fatalx("main: locking the sandbox: %s", strerror(-r));
 	log_info("main: serving; data %s, run %s, plugins %s", m.data_dir,

@@ -26,6 +26,14 @@
 #define MOUNTER_STARTED_DIR "mounter/started"
 #define MOUNTER_PLUGINS_DIR "/etc/berth/plugins.d"
 #define PLUGIN_MAX 64
+#define TASK_MAX 1024		/* tasks' crun at once */
+/* StartTask (task.c): in --task-conf, root's; beneath the data dir. */
+#define TASK_CONF_DIR "/etc/berth"
+#define TASK_TEMPLATE "task-sandbox.json"
+#define TASK_USERS "users.allow"
+#define TASK_CRUN "/usr/bin/crun"
+#define MOUNTER_TASKS_DIR "mounter/tasks"
+#define MOUNTER_CRUN_DIR "mounter/crun"
 
 #define LAUNCH_ARGS 32
 #define LAUNCH_STR 256
@@ -58,21 +66,9 @@ struct launch_req {
 	char root[MREQ_PATH];		/* mount root, under the data dir */
 	char sockdir[MREQ_PATH];	/* socket dir, under the data dir */
 	char endpoint[LAUNCH_STR];	/* "CSI_ENDPOINT=unix://..." */
+	bool task;	/* crun for a task: fds exe, status dir, channel */
 };
 
-/* Launcher to mounter; with the plugin's pidfd when err is 0. */
-struct launch_msg {
-	int32_t pid;
-	int32_t err;			/* errno of the step that failed */
-	char what[64];			/* that step */
-};
-
-/* One datagram with nfd (at most 3) descriptors; 0 or -errno. */
-int fdmsg_send(int sock, const void *buf, size_t len, const int *fds,
-    int nfd);
-/* len bytes: how many fds came (<= nfd), -EPIPE, -EBADMSG or -errno. */
-int fdmsg_recv(int sock, void *buf, size_t len, int *fds, int nfd,
-    int flags);
 /* Fork the launcher; returns the mounter's end of its socket or -errno. */
 int launcher_spawn(int data_fd);
 
@@ -82,7 +78,10 @@ struct mreq {
 	char type[MREQ_IDENT], plugin[MREQ_IDENT], alloc[MREQ_IDENT];
 	char ns[MREQ_IDENT], vol[MREQ_IDENT], usage[MREQ_IDENT];
 	char task[MREQ_IDENT], name[MREQ_IDENT], def[MREQ_IDENT];
-	bool staging, read_only;
+	char user[MREQ_IDENT];
+	bool staging, read_only, network_none;
+	uint64_t memory, memory_max;
+	uint32_t cpu_shares, pids_max;
 	pid_t pid;
 	uint64_t start_time;
 	int sig;
@@ -98,7 +97,7 @@ struct mreply {
 	uint32_t unmounted, removed;
 	pid_t pid;
 	uint64_t start_time;
-	int pidfd;		/* owned by the reply; -1: none */
+	int pidfd, chanfd;	/* owned by the reply; -1: none */
 	bool later;		/* answered later, with mounter_answer() */
 };
 
@@ -108,15 +107,19 @@ struct plugin {
 	pid_t pid;
 	uint64_t start_time;
 	int pidfd;
+	bool task;		/* a task's crun: no record, no notice */
 	struct event *ev;	/* the pidfd is readable: it has ended */
 };
 
 struct mounter {
 	struct helper h;
 	const char *data_dir;
-	int data_fd, plugins_fd, proc_fd, launcher_fd;
+	int data_fd, plugins_fd, proc_fd, launcher_fd, conf_fd;
+	uid_t ids[2], deny_uid[3];	/* --task-ids; berth's own (main()) */
+	gid_t deny_gid[3], peer_gid;	/* peer_gid: its user's group */
+	const char *shim, *cgroup;		/* for the template */
 	char boot_id[MREQ_IDENT];
-	struct plugin plugins[PLUGIN_MAX];
+	struct plugin plugins[PLUGIN_MAX + TASK_MAX];
 	struct cleanups *cleanups;	/* cleanup.c's, in progress */
 };
 
@@ -166,6 +169,9 @@ typedef Berth__ErrorCode verb_fn(struct mounter *m, const struct mreq *rq,
 /* volume.c */
 verb_fn volume_prepare_plugin, volume_prepare, volume_prepare_task,
     volume_bind, volume_unbind;
+/* Directory fd (closed) to uid:gid, mode; sub made in it root's first. */
+Berth__ErrorCode give(int fd, const char *rel, const char *sub, uid_t uid,
+    gid_t gid, mode_t mode, char *why);
 /* A plugin's root or socket dir, prepared: berth's shared self-bind. */
 Berth__ErrorCode volume_shared_root(struct mounter *m, const char *rel,
     int *fdp, char *why);
@@ -174,8 +180,27 @@ verb_fn volume_cleanup;
 
 /* plugin.c */
 verb_fn plugin_start, plugin_adopt, plugin_signal;
+/* name in dirfd, both root's: read whole (< n bytes), NUL-terminated. */
+Berth__ErrorCode read_root_file(int dirfd, const char *dir,
+    const char *name, char *buf, size_t n, char *why);
+/* An executable of root's, opened once: what was checked runs. */
+Berth__ErrorCode open_exe(const char *path, int *fd, char *why);
+/* Is there a free slot to watch one more? Ask before starting it. */
+bool plugin_room(struct mounter *m, bool task);
+/* Watch a process we started (start 0: read it) and answer its handle. */
+Berth__ErrorCode plugin_keep(struct mounter *m, pid_t pid, uint64_t start,
+    bool task, int pidfd, struct mreply *out, char *why);
+/* The launcher starts lr with fds; the pidfd is then the caller's. */
+Berth__ErrorCode launcher_run(struct mounter *m, struct launch_req *lr,
+    const int fds[3], pid_t *pid, int *pidfd, char *why);
+/* task.c */
+verb_fn task_start;
 
-/* sandbox.c: the capabilities the mounter keeps (SECURITY.md: why). */
+/*
+ * sandbox.c: the capabilities the mounter keeps, the first MOUNTER_NCAPS;
+ * the launcher keeps them all, for crun (SECURITY.md: why).
+ */
+#define MOUNTER_NCAPS 2
 extern const cap_value_t mounter_caps[];
 extern const int mounter_ncaps;
 /* The seccomp allow-list; main() keeps only mounter_caps first. */

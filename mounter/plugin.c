@@ -8,7 +8,6 @@
  */
 #include <errno.h>
 #include <fcntl.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -26,9 +25,8 @@
 #endif
 
 #include "mounter.h"
+#include "privdrop.h"
 #include "procstat.h"
-
-#define LAUNCH_TIMEOUT_MS 10000
 
 /* Add, remove or look up the record of a plugin we started: 0 or -errno. */
 static int
@@ -66,17 +64,24 @@ start_time_of(struct mounter *m, pid_t pid, uint64_t *start)
 	return r;
 }
 
-/* The plugin with this handle; pid 0: a free slot (all zero). */
+/* The one with this handle; pid 0: a free slot, a task's past PLUGIN_MAX. */
 static struct plugin *
-find(struct mounter *m, pid_t pid, uint64_t start)
+find(struct mounter *m, pid_t pid, uint64_t start, bool task)
 {
-	struct plugin *p;
+	struct plugin *p = m->plugins + (pid == 0 && task ? PLUGIN_MAX : 0);
 
-	for (p = m->plugins; p < m->plugins + PLUGIN_MAX; p++)
+	for (; p < m->plugins + (pid == 0 && !task ? PLUGIN_MAX : PLUGIN_MAX +
+	    TASK_MAX); p++)
 		if ((p->pidfd > 0) == (pid != 0) && p->pid == pid &&
 		    p->start_time == start)
 			return p;
 	return NULL;
+}
+
+bool
+plugin_room(struct mounter *m, bool task)
+{
+	return find(m, 0, 0, task) != NULL;
 }
 
 /* Its pidfd is readable: it has ended. Tell the supervisor how. */
@@ -97,13 +102,16 @@ ended(evutil_socket_t fd, short ev, void *arg)
 	hd.pid = (uint32_t)p->pid;
 	hd.start_time = p->start_time;
 	ex.handle = &hd;
-	log_info("ended: plugin pid %ld %s %d", (long)p->pid,
-	    !ex.status_known ? "ended, status unknown," : ex.signaled ?
-	    "was killed by signal" : "exited with status", ex.code);
+	log_info("ended: %s pid %ld %s %d", p->task ? "a task's crun" :
+	    "plugin", (long)p->pid, !ex.status_known ? "ended, status "
+	    "unknown," : ex.signaled ? "was killed by signal" :
+	    "exited with status", ex.code);
 	env.body_case = BERTH__ENVELOPE__BODY_PLUGIN_EXITED;
 	env.plugin_exited = &ex;
-	chan_notice(p->owner->h.chan, &env, -1);
-	record(p->owner, p->pid, p->start_time, '-');
+	if (!p->task) {
+		chan_notice(p->owner->h.chan, &env, -1);
+		record(p->owner, p->pid, p->start_time, '-');
+	}
 	event_free(p->ev);
 	close(p->pidfd);
 	memset(p, 0, sizeof(*p));
@@ -119,12 +127,14 @@ answer(const struct plugin *p, struct mreply *out, char *why)
 	return OK;
 }
 
-static Berth__ErrorCode
-keep(struct mounter *m, pid_t pid, uint64_t start, int pidfd,
-    struct mreply *out, char *why)
+Berth__ErrorCode
+plugin_keep(struct mounter *m, pid_t pid, uint64_t start, bool task,
+    int pidfd, struct mreply *out, char *why)
 {
-	struct plugin *p = find(m, 0, 0);
+	struct plugin *p = find(m, 0, 0, task);
 
+	if (start == 0 && start_time_of(m, pid, &start) < 0)
+		log_warn("plugin_keep: no start time for pid %ld", (long)pid);
 	if (p == NULL || (p->ev = event_new(m->h.base, pidfd, EV_READ, ended,
 	    p)) == NULL || event_add(p->ev, NULL) < 0) {
 		if (p != NULL && p->ev != NULL)
@@ -138,13 +148,51 @@ keep(struct mounter *m, pid_t pid, uint64_t start, int pidfd,
 	p->pid = pid;
 	p->start_time = start;
 	p->pidfd = pidfd;
+	p->task = task;
 	return answer(p, out, why);
 }
 
-static bool
-root_only(const struct stat *st)
+Berth__ErrorCode
+read_root_file(int dirfd, const char *dir, const char *name, char *buf,
+    size_t n, char *why)
 {
-	return st->st_uid == 0 && !(st->st_mode & (S_IWGRP | S_IWOTH));
+	struct stat st;
+	ssize_t r, got = 0;
+	int fd;
+
+	if (dirfd < 0 || fstat(dirfd, &st) < 0 || !priv_root_only(&st))
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "%s must "
+		    "exist, be owned by root and not be group- or "
+		    "world-writable", dir);
+	if ((fd = res_open(dirfd, name, O_RDONLY | O_NOCTTY | O_NONBLOCK |
+	    O_NOFOLLOW, 0)) < 0)
+		return fail_errno(why, -fd, "opening", name);
+	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && priv_root_only(&st))
+		while ((size_t)got < n && (r = read(fd, buf + got, n - got)) > 0)
+			got += r;
+	close(fd);
+	buf[got] = '\0';
+	return got > 0 && (size_t)got < n ? OK : fail(why,
+	    BERTH__ERROR_CODE__ERROR_PERMISSION, "%s must be a non-empty "
+	    "file owned by root, not group- or world-writable, under %zu "
+	    "bytes", name, n);
+}
+
+Berth__ErrorCode
+open_exe(const char *path, int *exe, char *why)
+{
+	struct open_how how = { .flags = O_PATH | O_CLOEXEC };
+	struct stat st;
+
+	*exe = (int)syscall(SYS_openat2, AT_FDCWD, path, &how, sizeof(how));
+	if (*exe < 0)
+		return fail_errno(why, errno, "opening", path);
+	if (fstat(*exe, &st) < 0 || !S_ISREG(st.st_mode) ||
+	    !priv_root_only(&st) || !(st.st_mode & S_IXUSR))
+		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "%s must "
+		    "be an executable file owned by root and not group- or "
+		    "world-writable", path);
+	return OK;
 }
 
 /* The definition, and its executable opened once: what was checked runs. */
@@ -152,43 +200,17 @@ static Berth__ErrorCode
 load_def(struct mounter *m, const char *name, const char *ep,
     struct plugindef *d, int *exe, char *why)
 {
-	struct open_how how = { .flags = O_PATH | O_CLOEXEC };
-	char file[MREQ_IDENT + 8], buf[PLUGINDEF_MAX + 1], sub[192];
-	struct stat st;
-	ssize_t n, got = 0;
-	int fd;
+	char file[MREQ_IDENT + 8], buf[PLUGINDEF_MAX + 2], sub[192];
+	Berth__ErrorCode code;
 
-	if (m->plugins_fd < 0 || fstat(m->plugins_fd, &st) < 0 ||
-	    !root_only(&st))
-		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "the "
-		    "plugin definition directory must exist, be owned by root "
-		    "and not be group- or world-writable");
 	snprintf(file, sizeof(file), "%s" PLUGINDEF_SUFFIX, name);
-	if ((fd = res_open(m->plugins_fd, file, O_RDONLY | O_NOCTTY |
-	    O_NONBLOCK | O_NOFOLLOW, 0)) < 0)
-		return fail_errno(why, -fd, "opening plugin definition", file);
-	if (fstat(fd, &st) == 0 && S_ISREG(st.st_mode) && root_only(&st))
-		while ((size_t)got < sizeof(buf) &&
-		    (n = read(fd, buf + got, sizeof(buf) - got)) > 0)
-			got += n;
-	close(fd);
-	if (got == 0)
-		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "plugin "
-		    "definition %s must be a non-empty file owned by root, not "
-		    "group- or world-writable", file);
-	if (plugindef_parse(buf, (size_t)got, ep, d, sub, sizeof(sub)) < 0)
+	if ((code = read_root_file(m->plugins_fd, "the plugin definition "
+	    "directory", file, buf, sizeof(buf) - 1, why)) != OK)
+		return code;
+	if (plugindef_parse(buf, strlen(buf), ep, d, sub, sizeof(sub)) < 0)
 		return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "plugin "
 		    "definition %s %s", file, sub);
-	*exe = (int)syscall(SYS_openat2, AT_FDCWD, d->args[0], &how,
-	    sizeof(how));
-	if (*exe < 0)
-		return fail_errno(why, errno, "opening", d->args[0]);
-	if (fstat(*exe, &st) < 0 || !S_ISREG(st.st_mode) || !root_only(&st) ||
-	    !(st.st_mode & S_IXUSR))
-		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "%s must "
-		    "be an executable file owned by root and not group- or "
-		    "world-writable", d->args[0]);
-	return OK;
+	return open_exe(d->args[0], exe, why);
 }
 
 /*
@@ -218,50 +240,18 @@ open_log(int dir, const char *rel, const char *name, int *fd, char *why)
 	return OK;
 }
 
-static Berth__ErrorCode
-launch(struct mounter *m, const struct mreq *rq, const struct plugindef *d,
-    const char *ep, const int fds[3], pid_t *pid, int *pidfd, char *why)
-{
-	static struct launch_req lr;
-	struct pollfd pfd = { .fd = m->launcher_fd, .events = POLLIN };
-	struct launch_msg msg;
-	int r;
-
-	memset(&lr, 0, sizeof(lr));
-	snprintf(lr.endpoint, LAUNCH_STR, "CSI_ENDPOINT=%s", ep);
-	memcpy(lr.root, rq->path, sizeof(lr.root));
-	memcpy(lr.sockdir, rq->path2, sizeof(lr.sockdir));
-	lr.def = *d;
-	if ((r = fdmsg_send(m->launcher_fd, &lr, sizeof(lr), fds, 3)) < 0)
-		return fail_errno(why, -r, "asking the launcher", "");
-	if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) != 1 || (r = fdmsg_recv(
-	    m->launcher_fd, &msg, sizeof(msg), pidfd, 1, MSG_DONTWAIT)) < 0)
-		fatalx("launch: the launcher is gone or did not answer; "
-		    "exiting (its plugins keep running and can be adopted)");
-	if (msg.err == 0 && r == 1) {
-		*pid = msg.pid;
-		return OK;
-	}
-	if (r == 1)
-		close(*pidfd);
-	msg.what[sizeof(msg.what) - 1] = '\0';
-	return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "starting the "
-	    "plugin failed at %s: %s", msg.what, strerror(msg.err));
-}
-
 Berth__ErrorCode
 plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
     char *why)
 {
+	static struct launch_req lr;
 	Berth__ErrorCode code;
-	struct plugindef d;
 	char name[MREQ_IDENT + 8], sock[MREQ_PATH], ep[LAUNCH_STR];
 	int fds[3] = { -1, -1, -1 }, i, pidfd = -1, dir = -1;
-	uint64_t start = 0;
 	pid_t pid = -1;
 
 	/* Refuse before launching: a plugin we cannot watch must not run. */
-	if (find(m, 0, 0) == NULL)
+	if (!plugin_room(m, false))
 		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "at most "
 		    "%d plugins at once; stop one first", PLUGIN_MAX);
 	if (layout_plugin_socket(sock, sizeof(sock), rq->alloc) < 0 ||
@@ -271,8 +261,12 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		    "socket path for alloc %s is over %d bytes", rq->alloc,
 		    BERTH_SOCKET_PATH_MAX);
 	memcpy(ep, "unix://", 7);
+	memset(&lr, 0, sizeof(lr));
+	snprintf(lr.endpoint, LAUNCH_STR, "CSI_ENDPOINT=%.200s", ep);
+	memcpy(lr.root, rq->path, sizeof(lr.root));
+	memcpy(lr.sockdir, rq->path2, sizeof(lr.sockdir));
 	/* dir: the descriptor checked, so a swap after the check is moot. */
-	if ((code = load_def(m, rq->def, ep, &d, &fds[0], why)) != OK ||
+	if ((code = load_def(m, rq->def, ep, &lr.def, &fds[0], why)) != OK ||
 	    (code = volume_shared_root(m, rq->path, NULL, why)) != OK ||
 	    (code = volume_shared_root(m, rq->path2, &dir, why)) != OK)
 		goto out;
@@ -282,14 +276,14 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		if ((code = open_log(dir, rq->path2, name, &fds[i], why)) != OK)
 			goto out;
 	}
-	if ((code = launch(m, rq, &d, ep, fds, &pid, &pidfd, why)) != OK)
+	if ((code = launcher_run(m, &lr, fds, &pid, &pidfd, why)) != OK ||
+	    (code = plugin_keep(m, pid, 0, false, pidfd, out, why)) != OK)
 		goto out;
-	if (start_time_of(m, pid, &start) < 0 || record(m, pid, start, '+') < 0)
+	if (out->start_time == 0 || record(m, pid, out->start_time, '+') < 0)
 		log_warn("plugin_start: cannot record pid %ld for adoption",
 		    (long)pid);
 	log_info("plugin_start: %s for alloc %s is plugin pid %ld",
 	    rq->def, rq->alloc, (long)pid);
-	code = keep(m, pid, start, pidfd, out, why);
 out:
 	for (i = 0; i < 3; i++)
 		if (fds[i] >= 0)
@@ -307,7 +301,7 @@ plugin_adopt(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	uint64_t start;
 	int pidfd;
 
-	if ((p = find(m, rq->pid, rq->start_time)) != NULL)
+	if ((p = find(m, rq->pid, rq->start_time, false)) != NULL)
 		return answer(p, out, why);
 	/*
 	 * Pin the process first, then check it is the one named: one that
@@ -330,7 +324,7 @@ plugin_adopt(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		    (long)rq->pid, (unsigned long long)rq->start_time);
 	}
 	log_info("plugin_adopt: adopted plugin pid %ld", (long)rq->pid);
-	return keep(m, rq->pid, start, pidfd, out, why);
+	return plugin_keep(m, rq->pid, start, false, pidfd, out, why);
 }
 
 Berth__ErrorCode
@@ -339,7 +333,7 @@ plugin_signal(struct mounter *m, const struct mreq *rq, struct mreply *out,
 {
 	struct plugin *p;
 
-	if ((p = find(m, rq->pid, rq->start_time)) == NULL)
+	if ((p = find(m, rq->pid, rq->start_time, false)) == NULL || p->task)
 		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "pid %ld "
 		    "(start time %llu) is not a plugin this berth-mounter "
 		    "started or adopted", (long)rq->pid,

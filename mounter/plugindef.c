@@ -1,22 +1,13 @@
 /*
- * plugindef.c: a privileged plugin's definition, its format and parser.
- * The mounter runs no parser more complex than protobuf-c's, so a
- * definition is not JSON but a few lines, one setting each, no quoting,
- * no escapes, no variables:
- *
- *	# comment
- *	exec /usr/libexec/csi/hostpath-plugin	(once: absolute path)
- *	arg --endpoint={csi_endpoint}		(0 to 31 times, in order)
- *	cap CAP_SYS_ADMIN			(0 or more)
- *	hostns uts				(0 or more: uts, ipc, cgroup)
- *
- * Only printable ASCII; at most PLUGINDEF_MAX bytes; an argument is the
- * rest of its line after "arg ", so it may hold spaces; in it
- * {csi_endpoint} becomes "unix://" and the plugin's socket path,
- * {csi_socket} the path, and '$' then a name is refused (nothing expands
- * it). A capability can be granted only if the mounter holds it itself
- * (see sandbox.c). A plugin gets its own UTS, IPC and cgroup namespaces
- * unless "hostns" names one: root's decision, never the supervisor's.
+ * plugindef.c: a privileged plugin's definition, its format (berth-
+ * plugins.d(5): exec, arg, cap, hostns lines) and parser. The mounter
+ * runs no parser more complex than protobuf-c's, so a definition is a few
+ * lines of printable ASCII, one setting each, no quoting, no escapes, no
+ * variables ('$' then a name is refused: nothing expands it), at most
+ * PLUGINDEF_MAX bytes. A capability can be granted only if the mounter
+ * holds it itself (see sandbox.c); a plugin gets its own UTS, IPC and
+ * cgroup namespaces unless "hostns" names one: root's decision, never
+ * the supervisor's.
  * Must not: read anything but the one file; the caller (plugin.c) checks
  * who owns it. fuzz/fuzz_plugindef.c includes this file.
  */
@@ -49,7 +40,7 @@ grantable(const char *name)
 
 	if (cap_from_name(name, &cap) < 0 || strncmp(name, "CAP_", 4) != 0)
 		return -1;
-	for (i = 0; i < mounter_ncaps; i++)
+	for (i = 0; i < MOUNTER_NCAPS; i++)
 		if (mounter_caps[i] == cap && cap < 64)
 			return (int)cap;
 	return -1;

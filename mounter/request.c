@@ -190,6 +190,35 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		PATH(layout_task_dir(rq->path, n, rq->alloc, rq->task));
 		return OK;
 	}
+	case BERTH__ENVELOPE__BODY_START_TASK: {
+		BODY(Berth__StartTask, r, start_task);
+
+		ID(alloc, r->alloc_id, "alloc_id");
+		ID(task, r->task, "task");
+		if (r->user.len > 0)
+			ID(user, r->user, "user");
+		/* Root's ids, and berth's, are refused by task.c. */
+		TRY(owner(r->uid, r->gid, false, rq, why));
+		/* crun takes limits as int64. */
+		if ((r->memory_bytes | r->memory_max_bytes) >> 62 != 0)
+			return fail(why, BAD, "a memory limit is over 2^62");
+		rq->network_none = r->network_none;
+		rq->memory = r->memory_bytes;
+		rq->memory_max = r->memory_max_bytes;
+		rq->cpu_shares = r->cpu_shares;
+		rq->pids_max = r->pids_max;
+		/* A plugin task: task.c binds its socket dir and root in. */
+		if (r->plugin_type.len > 0 || r->plugin_id.len > 0) {
+			ID(type, r->plugin_type, "plugin_type");
+			ID(plugin, r->plugin_id, "plugin_id");
+			PATH(layout_plugin_root(rq->path2, n, rq->type,
+			    rq->plugin));
+		}
+		PATH(layout_task_dir(rq->path, n, rq->alloc, rq->task));
+		snprintf(rq->path2, n, LAYOUT_SHIM_DIR "/%s/%s", rq->alloc,
+		    rq->task);
+		return OK;
+	}
 	case BERTH__ENVELOPE__BODY_UNBIND_VOLUME: {
 		BODY(Berth__UnbindVolume, r, unbind_volume);
 

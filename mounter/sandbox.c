@@ -20,8 +20,13 @@
 const cap_value_t mounter_caps[] = {
 	/* Mounts, the launcher's unshare; no other (see SECURITY.md). */
 	CAP_SYS_ADMIN,
-	/* prepare_task: a task's directory belongs to the task's user. */
+	/* prepare_*, start_task: a directory to its group or its user. */
 	CAP_CHOWN,
+	/* The launcher's only, for crun: the task's ids, its bounding set,
+	 * its /dev, cgroups in root's 0555 hierarchies, loopback up in a
+	 * network namespace of its own (SECURITY.md). */
+	CAP_SETUID, CAP_SETGID, CAP_SETPCAP, CAP_MKNOD, CAP_DAC_OVERRIDE,
+	CAP_NET_ADMIN,
 };
 const int mounter_ncaps = sizeof(mounter_caps) / sizeof(mounter_caps[0]);
 
@@ -44,13 +49,15 @@ static const int allowed[] = {
 	/* prepare_*, bind_volume: directories (mkdirat and fchmod are in
 	 * mode_calls); prepare_task: its owner */
 	SCMP_SYS(fchown),
-	/* cleanup_alloc: a task's directory back to root, to empty it */
+	/* cleanup_alloc: a socket or status dir back to root, to empty it */
 	SCMP_SYS(fchownat),
 	/* prepare_plugin, bind_volume: detached mounts on pinned fds */
 	SCMP_SYS(open_tree), SCMP_SYS(mount_setattr), SCMP_SYS(move_mount),
 	/* unbind_volume, cleanup_alloc: unmount one component, remove */
 	SCMP_SYS(fchdir), SCMP_SYS(umount2), SCMP_SYS(unlinkat),
 	SCMP_SYS(getdents64),
+	/* start_task: the task's channel */
+	SCMP_SYS(socketpair),
 	/* adopt_plugin, signal_plugin; a plugin's end (waitid on its pidfd) */
 	SCMP_SYS(pidfd_open), SCMP_SYS(pidfd_send_signal), SCMP_SYS(waitid),
 #ifdef BERTH_SANITIZE

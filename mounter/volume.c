@@ -79,7 +79,7 @@ make_shared_mount(struct mounter *m, const char *rel, char *why)
  * directory, so never a hard link), with sub made in it, root's, to its
  * owner: taken back by descriptor first, as the owner may have shut it.
  */
-static Berth__ErrorCode
+Berth__ErrorCode
 give(int fd, const char *rel, const char *sub, uid_t uid, gid_t gid,
     mode_t mode, char *why)
 {

@@ -282,6 +282,24 @@ handle_kind(struct check *ck, const char *field, Berth__HandleKind k)
 	    field, k);
 }
 
+/* A range that holds ids only: never 0 (root), never past 2^31 - 1
+ * (what the kernel and chown take as a uid). */
+static bool
+check_ids(struct check *ck, const Berth__AllocateIds *ai)
+{
+	if (!ident(ck, "alloc", ai->alloc))
+		return false;
+	if (ai->first == 0)
+		return bad(ck, "first is 0, which is root's id");
+	if (ai->count == 0 || ai->count > REG_IDS_MAX)
+		return bad(ck, "count %u is not from 1 to %d", ai->count,
+		    REG_IDS_MAX);
+	if ((uint64_t)ai->first + ai->count - 1 > INT32_MAX)
+		return bad(ck, "the range %u + %u goes past %d", ai->first,
+		    ai->count, INT32_MAX);
+	return true;
+}
+
 /* Is env a request this registry serves, with every field valid? */
 static bool
 check(struct check *ck, const Berth__Envelope *env)
@@ -332,6 +350,10 @@ check(struct check *ck, const Berth__Envelope *env)
 			return bad(ck, "after is negative");
 		return handle_kind(ck, "kind", env->list_handles->kind) &&
 		    handle_kind(ck, "after_kind", env->list_handles->after_kind);
+	case BERTH__ENVELOPE__BODY_ALLOCATE_IDS:
+		return check_ids(ck, env->allocate_ids);
+	case BERTH__ENVELOPE__BODY_RELEASE_IDS:
+		return ident(ck, "alloc", env->release_ids->alloc);
 	case BERTH__ENVELOPE__BODY_SUBSCRIBE:
 	case BERTH__ENVELOPE__BODY_UNSUBSCRIBE:
 		return true;
@@ -371,6 +393,10 @@ registry_act(struct registry *r, struct op *op)
 		return handles_delete(r, op);
 	case BERTH__ENVELOPE__BODY_LIST_HANDLES:
 		return handles_list(r, op);
+	case BERTH__ENVELOPE__BODY_ALLOCATE_IDS:
+		return ids_allocate(r, op);
+	case BERTH__ENVELOPE__BODY_RELEASE_IDS:
+		return ids_release(r, op);
 	case BERTH__ENVELOPE__BODY_SUBSCRIBE:
 		return events_subscribe(r, op);
 	default:

@@ -30,7 +30,7 @@ static void
 usage(void)
 {
 	fprintf(stderr, "usage: berth-registry [--spawned | --peer-user USER] "
-	    "--data-dir DIR [--user NAME] [--verbose]\n"
+	    "--data-dir DIR [--peer-cgroup DIR] [--user NAME] [--verbose]\n"
 	    "berth-registry is started by berth-supervisor or "
 	    "berth-registry.socket; see berth-registry(8).\n");
 	exit(EX_USAGE);
@@ -51,6 +51,7 @@ main(int argc, char **argv)
 		{ "data-dir", required_argument, NULL, 'd' },
 		{ "user", required_argument, NULL, 'u' },
 		{ "peer-user", required_argument, NULL, 'p' },
+		{ "peer-cgroup", required_argument, NULL, 'G' },
 		{ "verbose", no_argument, NULL, 'v' },
 		{ NULL, 0, NULL, 0 },
 	};
@@ -58,7 +59,7 @@ main(int argc, char **argv)
 	struct helper *h = &reg.h;
 	struct priv_user u;
 	const char *data_dir = NULL, *user = NULL;
-	const char *peer_user = SERVICE_PEER_USER;
+	const char *peer_user = SERVICE_PEER_USER, *peer_cgroup = NULL;
 	int spawned = 0, verbose = 0, ch, r;
 	pid_t parent;
 	char err[256];
@@ -69,6 +70,7 @@ main(int argc, char **argv)
 		case 'd': data_dir = optarg; break;
 		case 'u': user = optarg; break;
 		case 'p': peer_user = optarg; break;
+		case 'G': peer_cgroup = optarg; break;
 		case 'v': verbose = 1; break;
 		default: usage();
 		}
@@ -77,7 +79,7 @@ main(int argc, char **argv)
 		usage();
 	log_init("berth-registry", verbose);
 	/* Spawn mode: the socketpair; service mode: systemd's listener. */
-	if (service_helper_peer(spawned, peer_user, &parent, err,
+	if (service_helper_peer(spawned, peer_user, peer_cgroup, &parent, err,
 	    sizeof(err)) < 0)
 		fatalx("main: %s", err);
 	if ((r = helper_close_inherited(BERTH_HELPER_FD)) < 0)

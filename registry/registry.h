@@ -28,6 +28,8 @@
 #define REG_FLAGS_MAX		32	/* mount flags per volume */
 #define REG_BLOB_MAX		(16 * 1024)	/* also a whole volume record */
 #define REG_CLAIMS_MAX		256	/* claims per volume */
+/* Ids in one AllocateIds range. */
+#define REG_IDS_MAX		1000000
 /* A list reply stops adding records past this many bytes. */
 #define REG_PAGE_BUDGET		(40 * 1024)
 /* Requests in one group commit before it is forced. */
@@ -164,6 +166,10 @@ int claims_release(struct registry *r, struct op *op);
 int handles_put(struct registry *r, struct op *op);
 int handles_delete(struct registry *r, struct op *op);
 int handles_list(struct registry *r, struct op *op);
+
+/* ids.c */
+int ids_allocate(struct registry *r, struct op *op);
+int ids_release(struct registry *r, struct op *op);
 
 /* events.c */
 void events_init(struct registry *r);

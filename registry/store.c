@@ -72,6 +72,15 @@ static const char *const migrations[] = {
 	/* 3 -> 4: where a volume is staged; before, at its usage's path. */
 	"ALTER TABLE mounts ADD COLUMN stage_usage TEXT NOT NULL DEFAULT '';"
 	"UPDATE mounts SET stage_usage = usage;",
+	/*
+	 * 4 -> 5: the uids and gids of tasks (ids.c). alloc is NULL when
+	 * the id is free; released is the index of its release (0: held).
+	 */
+	"CREATE TABLE task_ids (id INTEGER PRIMARY KEY, alloc TEXT UNIQUE,"
+	"  released INTEGER NOT NULL, create_index INTEGER NOT NULL,"
+	"  modify_index INTEGER NOT NULL);"
+	"CREATE INDEX task_ids_free ON task_ids (released, id)"
+	"  WHERE alloc IS NULL;",
 };
 #define STORE_SCHEMA_VERSION \
 	((int)(sizeof(migrations) / sizeof(migrations[0])))

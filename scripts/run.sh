@@ -151,7 +151,7 @@ cat >"$work/reader.json" <<JSON
 JSON
 ctl alloc run "$work/reader.json" --wait --timeout 60s ||
     fail "the reader did not start"
-out=$work/data/allocs/reader/read/stdout.log
+out=$work/data/shim/reader/read/stdout.log	# the shim keeps logs out of the sandbox
 i=0
 until grep -q "write to it" "$out" 2>/dev/null; do
 	i=$((i + 1))

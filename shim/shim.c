@@ -15,6 +15,8 @@
  * with umask 022, whatever the supervisor's (UMask=0077 in its unit): a
  * file a task writes is readable by the tasks that share its volume.
  *
+ * With -I it is instead a task's init inside its sandbox (shim_init.c).
+ *
  * Runs as the supervisor's user and holds no privilege. Must not:
  * outlive its task, write anything outside DIR, or let a full disk block
  * the task (output that cannot be written is dropped, and said so once).
@@ -35,24 +37,11 @@
 
 #include "procstat.h"
 #include "shim.h"
+#include "shim_log.h"
 
 #ifndef P_PIDFD
 #define P_PIDFD 3
 #endif
-
-struct stream {
-	const char *name;	/* the current file; older ones are name.N */
-	int in;			/* the task's pipe; -1 after its end */
-	int fd;			/* the current file; -1 if it cannot be opened */
-	long long size;
-	bool told;		/* a lost write was noted */
-};
-
-static int dfd = -1;
-static long long max_bytes = SHIM_DEFAULT_MAX_BYTES;
-static int max_files = SHIM_DEFAULT_MAX_FILES;
-static struct stream out = { SHIM_STDOUT_LOG, -1, -1, 0, false };
-static struct stream err = { SHIM_STDERR_LOG, -1, -1, 0, false };
 
 static bool
 send_report(const struct shim_report *r)
@@ -75,124 +64,6 @@ fail(enum shim_stage stage, int e)
 	r.stage = stage;
 	(void)send_report(&r);
 	exit(1);
-}
-
-/* O_NONBLOCK: a FIFO planted by the task fails instead of blocking us. */
-static int
-log_open(struct stream *s, bool truncate)
-{
-	struct stat st;
-
-	s->fd = openat(dfd, s->name, O_WRONLY | O_CREAT | O_APPEND |
-	    O_NOFOLLOW | O_NONBLOCK | O_CLOEXEC | (truncate ? O_TRUNC : 0),
-	    0640);
-	if (s->fd < 0)
-		return -errno;
-	if (fstat(s->fd, &st) < 0 || !S_ISREG(st.st_mode)) {
-		close(s->fd);
-		s->fd = -1;
-		return -EINVAL;
-	}
-	s->size = st.st_size;
-	return 0;
-}
-
-static void put(struct stream *s, const char *buf, size_t n);
-
-static void
-lost(struct stream *s, int e)
-{
-	char note[160];
-	int n;
-
-	if (s->told)
-		return;
-	s->told = true;
-	n = snprintf(note, sizeof(note), "berth-shim: cannot write %s: %s; "
-	    "output is dropped until it can\n", s->name, strerror(e));
-	if (s != &err && n > 0)
-		put(&err, note, (size_t)n);
-}
-
-static void
-file_name(char *buf, size_t n, const char *name, int i)
-{
-	if (i == 0)
-		snprintf(buf, n, "%s", name);
-	else
-		snprintf(buf, n, "%s.%d", name, i);
-}
-
-/* name.N-2 -> name.N-1, ..., name -> name.1, and a new, empty name. */
-static void
-rotate(struct stream *s)
-{
-	char from[64], to[64];
-	int i;
-
-	if (s->fd >= 0)
-		close(s->fd);
-	s->fd = -1;
-	for (i = max_files - 1; i >= 1; i--) {
-		file_name(from, sizeof(from), s->name, i - 1);
-		file_name(to, sizeof(to), s->name, i);
-		if (renameat(dfd, from, dfd, to) < 0 && errno != ENOENT)
-			lost(s, errno);
-	}
-	if (log_open(s, true) < 0)
-		lost(s, errno);
-}
-
-/* No file grows past max_bytes: a write that would is split. */
-static void
-put(struct stream *s, const char *buf, size_t n)
-{
-	long long room;
-	ssize_t w;
-
-	while (n > 0) {
-		if (s->fd >= 0 && s->size >= max_bytes)
-			rotate(s);
-		if (s->fd < 0 && log_open(s, false) < 0) {
-			lost(s, errno);
-			return;
-		}
-		room = max_bytes - s->size;
-		if ((w = write(s->fd, buf, (long long)n < room ? n :
-		    (size_t)room)) < 0) {
-			if (errno == EINTR)
-				continue;
-			lost(s, errno);
-			return;
-		}
-		s->told = false;
-		s->size += w;
-		buf += w;
-		n -= (size_t)w;
-	}
-}
-
-/* One read (all that is there when draining): the task never waits. */
-static void
-pump(struct stream *s, bool drain)
-{
-	char buf[65536];
-	ssize_t n;
-
-	while (s->in >= 0) {
-		if ((n = read(s->in, buf, sizeof(buf))) > 0) {
-			put(s, buf, (size_t)n);
-			if (!drain)
-				return;
-			continue;
-		}
-		if (n < 0 && errno == EINTR)
-			continue;
-		if (n < 0 && errno == EAGAIN)
-			return;
-		close(s->in);
-		s->in = -1;
-	}
 }
 
 static void __attribute__((noreturn))
@@ -278,9 +149,10 @@ main(int argc, char **argv)
 	ssize_t n;
 	pid_t pid;
 
-	while ((ch = getopt(argc, argv, "+Vd:s:n:")) != -1) {
+	while ((ch = getopt(argc, argv, "+VId:s:n:")) != -1) {
 		switch (ch) {
 		case 'V': return 0;	/* the exec driver's fingerprint */
+		case 'I': return shim_init_main();	/* in a sandbox */
 		case 'd': dir = optarg; break;
 		case 's': max_bytes = strtoll(optarg, &end, 10);
 			if (*end != '\0' || max_bytes < 1)
@@ -294,6 +166,8 @@ main(int argc, char **argv)
 		default: usage();
 		}
 	}
+	if (argc == 1)
+		return shim_init_main();
 	if (dir == NULL || optind >= argc || argv[optind][0] != '/')
 		usage();
 	/* Its life is its task's: only the task's end ends it. */
@@ -350,7 +224,7 @@ main(int argc, char **argv)
 	err.in = pe[0];
 	if (fcntl(out.in, F_SETFL, O_NONBLOCK) < 0 ||
 	    fcntl(err.in, F_SETFL, O_NONBLOCK) < 0)
-		lost(&out, errno);
+		log_lost(&out, errno);
 	for (;;) {
 		fds[0] = (struct pollfd){ out.in, POLLIN, 0 };
 		fds[1] = (struct pollfd){ err.in, POLLIN, 0 };
@@ -361,16 +235,16 @@ main(int argc, char **argv)
 			break;
 		}
 		if (fds[0].revents != 0)
-			pump(&out, false);
+			log_pump(&out, false);
 		if (fds[1].revents != 0)
-			pump(&err, false);
+			log_pump(&err, false);
 		if (fds[2].revents != 0)
 			break;
 	}
 	/* Nothing of the task outlives it; then what it (and they) wrote. */
 	kill_group(pid);
-	pump(&out, true);
-	pump(&err, true);
+	log_pump(&out, true);
+	log_pump(&err, true);
 	while (waitid(P_PIDFD, (id_t)pidfd, &si, WEXITED) < 0)
 		if (errno != EINTR)
 			return 1;

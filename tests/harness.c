@@ -148,6 +148,106 @@ kill_under(const char *dir)
 	closedir(d);
 }
 
+/*
+ * Every process in cgroup dir and below gets SIGKILL (a frozen one is
+ * thawed first); then the cgroups go, leaves first. Returns how many
+ * processes were found.
+ */
+static int
+cgroup_kill_tree(const char *dir, int depth)
+{
+	char path[1024], line[32];
+	struct dirent *de;
+	int n = 0;
+	FILE *f;
+	DIR *d;
+
+	if (depth > 8 || (d = opendir(dir)) == NULL)
+		return 0;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_type == DT_DIR && de->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			n += cgroup_kill_tree(path, depth + 1);
+		}
+	closedir(d);
+	snprintf(path, sizeof(path), "%s/freezer.state", dir);
+	if ((f = fopen(path, "w")) != NULL) {
+		fputs("THAWED", f);
+		fclose(f);
+	}
+	snprintf(path, sizeof(path), "%s/cgroup.procs", dir);
+	if ((f = fopen(path, "r")) != NULL) {
+		while (fgets(line, sizeof(line), f) != NULL) {
+			kill((pid_t)atol(line), SIGKILL);
+			n++;
+		}
+		fclose(f);
+	}
+	return n;
+}
+
+static void
+cgroup_rm_tree(const char *dir, int depth)
+{
+	char path[1024];
+	struct dirent *de;
+	DIR *d;
+
+	if (depth > 8 || (d = opendir(dir)) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_type == DT_DIR && de->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "%s/%s", dir, de->d_name);
+			cgroup_rm_tree(path, depth + 1);
+		}
+	closedir(d);
+	rmdir(dir);
+}
+
+void
+harness_cgroup_remove(const char *cgroup)
+{
+	char path[1024];
+	struct dirent *de;
+	DIR *d;
+	int i, n;
+
+	for (i = 0; i < 50; i++) {
+		n = 0;
+		if ((d = opendir("/sys/fs/cgroup")) == NULL)
+			return;
+		while ((de = readdir(d)) != NULL) {
+			if (de->d_name[0] == '.')
+				continue;
+			snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s",
+			    de->d_name, cgroup);
+			n += cgroup_kill_tree(path, 0);
+		}
+		closedir(d);
+		/* Ours to reap: the tasks' crun came to this subreaper. */
+		while (waitpid(-1, NULL, WNOHANG) > 0)
+			;
+		if (n == 0)
+			break;
+		usleep(100000);
+	}
+	if ((d = opendir("/sys/fs/cgroup")) == NULL)
+		return;
+	while ((de = readdir(d)) != NULL)
+		if (de->d_name[0] != '.') {
+			snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s",
+			    de->d_name, cgroup);
+			cgroup_rm_tree(path, 0);
+		}
+	closedir(d);
+}
+
+void
+harness_track_cgroup(const char *cgroup)
+{
+	runner_note("c %s\n", cgroup);
+}
+
 /* After the run: what each test recorded, killed and removed. */
 static void
 runner_cleanup(void)
@@ -171,6 +271,8 @@ runner_cleanup(void)
 			kill((pid_t)pid, SIGKILL);
 		else if (line[0] == 'd')
 			harness_rmtree(line + 2);
+		else if (line[0] == 'c')
+			harness_cgroup_remove(line + 2);
 	}
 	fclose(f);
 	unlink(path);

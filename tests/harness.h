@@ -18,6 +18,11 @@
  * running teardown): tracked pids are killed, tracked dirs removed.
  */
 void harness_track_pid(pid_t pid);
+/* A cgroup parent ("/name") whose processes are killed and which is
+ * removed from every hierarchy (crun makes leaves in each): now, or by
+ * the test's runner after the run, for a test that failed before. */
+void harness_cgroup_remove(const char *cgroup);
+void harness_track_cgroup(const char *cgroup);
 /* Run one test case as a suite; returns the process exit code. */
 int harness_run(const char *name, TCase *tc);
 /*

@@ -1,11 +1,13 @@
 /*
  * svtest.c: a whole berth for integration tests (see svtest.h).
  */
+#include <errno.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
 
@@ -22,10 +24,13 @@ write_config(struct berth *b, const char *heartbeat, const char *extra)
 {
 	char text[2048];
 
+	/* Its own cgroup parent: no two berths' tasks share a cgroup. */
 	snprintf(text, sizeof(text), "{\"data_dir\": \"%s/data\", "
 	    "\"run_dir\": \"%s/run\", \"alloc_dir\": \"%s\", "
+	    "\"cgroup_parent\": \"%s\", "
 	    "\"plugin_heartbeat\": \"%s\", \"plugin_resync\": \"2s\"%s}",
-	    b->dir, b->dir, b->allocs, heartbeat, extra ? extra : "");
+	    b->dir, b->dir, b->allocs, b->cgroup, heartbeat,
+	    extra ? extra : "");
 	harness_write(b->cfg, text);
 }
 
@@ -33,12 +38,32 @@ void
 berth_config(struct berth *b, const char *heartbeat, const char *extra)
 {
 	harness_private_mounts();
+	if (mount(harness_bin(""), SV_SANDBOX_BIN, NULL, MS_BIND, NULL) < 0 ||
+	    mount(NULL, SV_SANDBOX_BIN, NULL, MS_REMOUNT | MS_BIND |
+	    MS_RDONLY | MS_NODEV | MS_NOSUID, NULL) < 0)
+		ck_abort_msg("binding the build dir on " SV_SANDBOX_BIN ": %s",
+		    strerror(errno));
 	/* Tasks outlive a killed supervisor: they come to us, and we reap. */
 	prctl(PR_SET_CHILD_SUBREAPER, 1, 0, 0, 0);
 	b->dir = harness_tmpdir("berth");
 	berth_paths(b);
+	/* "/berth-test-berth-XXXXXX", the directory's name. */
+	snprintf(b->cgroup, sizeof(b->cgroup), "%s", strrchr(b->dir, '/'));
+	/* A test that fails does not reach berth_stop(): after the run. */
+	harness_track_cgroup(b->cgroup);
 	ck_assert_int_eq(mkdir(b->allocs, 0755), 0);
 	write_config(b, heartbeat, extra);
+}
+
+const char *
+sv_sandbox_bin(const char *name)
+{
+	static char buf[4][512];
+	static int next;
+	char *b = buf[next++ % 4];
+
+	snprintf(b, sizeof(buf[0]), SV_SANDBOX_BIN "/%s", name);
+	return b;
 }
 
 void
@@ -415,6 +440,7 @@ void
 berth_stop(struct berth *b)
 {
 	berth_kill(b);
+	harness_cgroup_remove(b->cgroup);
 	harness_rmtree(b->dir);
 	free(b->dir);
 }

@@ -23,6 +23,7 @@
 struct berth {
 	char *dir;
 	char cfg[512], allocs[512], sock[108];
+	char cgroup[128];		/* its tasks' cgroup parent */
 	struct proc sv;
 	pid_t mounter, registry;
 	/* Events at or below this index are ignored (event_mark()). */
@@ -33,6 +34,13 @@ struct berth {
  * data and run dirs in it, an alloc_dir, heartbeat, and extra keys
  * (", \"k\": v" or NULL). */
 void berth_config(struct berth *b, const char *heartbeat, const char *extra);
+/*
+ * A binary of the build where a sandboxed task finds it: berth_config
+ * binds the build dir read-only on SV_SANDBOX_BIN (empty on Debian),
+ * beneath /usr, which root's template binds into every sandbox.
+ */
+#define SV_SANDBOX_BIN "/usr/local/src"
+const char *sv_sandbox_bin(const char *name);
 /* Rewrite the config in the same directory (for a restart). */
 void berth_reconfig(struct berth *b, const char *heartbeat,
     const char *extra);

@@ -17,6 +17,10 @@
  * that path is kept in the state directory (staged.c) so that a
  * restarted plugin still refuses a second one.
  *
+ * NodeGetVolumeStats reads the file system's usage at the path it is
+ * given (left out in strict mode, as an optional field), and its
+ * condition says whether the volume's own directory is still there.
+ *
  * A stage or publish that names a volume_mount_group (the plugin
  * advertises VOLUME_MOUNT_GROUP) gives the volume's directory to that
  * group, group rwx and setgid, on the descriptor of the directory, so
@@ -634,6 +638,46 @@ node_unpublish_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	reply_ok(r, &out.base);
 }
 
+/*
+ * The volume's condition (VOLUME_CONDITION): abnormal when its directory
+ * under the state directory is gone or is no directory any more. Its
+ * mounts still show the directory they were made from, so usage is read
+ * all the same; the condition is what tells the CO.
+ */
+static void
+volume_condition(struct hostpath *hp, const char *id,
+    Csi__V1__VolumeCondition *c, char *msg, size_t n)
+{
+	struct where w;
+
+	msg[0] = '\0';
+	if (!look(hp->volumes_fd, id, &w))
+		snprintf(msg, n, "%s/%s cannot be read: %s", hp->volumes_dir,
+		    id, strerror(errno));
+	else if (!w.exists)
+		snprintf(msg, n, "%s/%s is gone", hp->volumes_dir, id);
+	else if (!w.dir)
+		snprintf(msg, n, "%s/%s is not a directory", hp->volumes_dir,
+		    id);
+	c->abnormal = msg[0] != '\0';
+	c->message = msg;
+}
+
+/* The file system's usage, an optional field (strict mode leaves it out). */
+static void
+usage_of(const struct statvfs *sv, Csi__V1__VolumeUsage *bytes,
+    Csi__V1__VolumeUsage *inodes)
+{
+	bytes->unit = CSI__V1__VOLUME_USAGE__UNIT__BYTES;
+	bytes->total = (int64_t)(sv->f_blocks * sv->f_frsize);
+	bytes->available = (int64_t)(sv->f_bavail * sv->f_frsize);
+	bytes->used = (int64_t)((sv->f_blocks - sv->f_bfree) * sv->f_frsize);
+	inodes->unit = CSI__V1__VOLUME_USAGE__UNIT__INODES;
+	inodes->total = (int64_t)sv->f_files;
+	inodes->available = (int64_t)sv->f_favail;
+	inodes->used = (int64_t)(sv->f_files - sv->f_ffree);
+}
+
 static void
 node_get_volume_stats(struct hostpath *hp, const ProtobufCMessage *msg,
     struct rpc_reply *r)
@@ -644,17 +688,16 @@ node_get_volume_stats(struct hostpath *hp, const ProtobufCMessage *msg,
 	Csi__V1__VolumeUsage bytes = CSI__V1__VOLUME_USAGE__INIT;
 	Csi__V1__VolumeUsage inodes = CSI__V1__VOLUME_USAGE__INIT;
 	Csi__V1__VolumeUsage *usage[2] = { &bytes, &inodes };
+	Csi__V1__VolumeCondition cond = CSI__V1__VOLUME_CONDITION__INIT;
+	char why[4200];
 	struct statvfs sv;
-	int vol, fd, err;
+	int fd, err;
 
 	if (!volume_id_ok(req->volume_id, r) ||
 	    !path_arg("NodeGetVolumeStats", "volume_path", req->volume_path,
 	    r))
 		return;
-	if ((vol = volume_open(hp, req->volume_id, "NodeGetVolumeStats",
-	    r)) < 0)
-		return;
-	close(vol);
+	volume_condition(hp, req->volume_id, &cond, why, sizeof(why));
 	if ((fd = tree_open(AT_FDCWD, req->volume_path, O_PATH, 0)) >= 0 &&
 	    fstatvfs(fd, &sv) < 0) {
 		err = -errno;
@@ -669,18 +712,12 @@ node_get_volume_stats(struct hostpath *hp, const ProtobufCMessage *msg,
 		return;
 	}
 	close(fd);
-	bytes.unit = CSI__V1__VOLUME_USAGE__UNIT__BYTES;
-	bytes.total = (int64_t)(sv.f_blocks * sv.f_frsize);
-	bytes.available = (int64_t)(sv.f_bavail * sv.f_frsize);
-	bytes.used = (int64_t)((sv.f_blocks - sv.f_bfree) * sv.f_frsize);
-	inodes.unit = CSI__V1__VOLUME_USAGE__UNIT__INODES;
-	inodes.total = (int64_t)sv.f_files;
-	inodes.available = (int64_t)sv.f_favail;
-	inodes.used = (int64_t)(sv.f_files - sv.f_ffree);
+	usage_of(&sv, &bytes, &inodes);
 	if (optional_fields(hp)) {
 		out.n_usage = 2;
 		out.usage = usage;
 	}
+	out.volume_condition = &cond;
 	reply_ok(r, &out.base);
 }
 
@@ -690,29 +727,31 @@ node_get_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 {
 	Csi__V1__NodeGetCapabilitiesResponse out =
 	    CSI__V1__NODE_GET_CAPABILITIES_RESPONSE__INIT;
-	Csi__V1__NodeServiceCapability caps[5], *list[5];
-	Csi__V1__NodeServiceCapability__RPC rpc[5];
+	Csi__V1__NodeServiceCapability caps[6], *list[6];
+	Csi__V1__NodeServiceCapability__RPC rpc[6];
 	size_t i;
 
-	for (i = 0; i < 5; i++) {
+	for (i = 0; i < 6; i++) {
 		csi__v1__node_service_capability__init(&caps[i]);
 		csi__v1__node_service_capability__rpc__init(&rpc[i]);
 		caps[i].type_case = CSI__V1__NODE_SERVICE_CAPABILITY__TYPE_RPC;
 		caps[i].rpc = &rpc[i];
 		list[i] = &caps[i];
 	}
-	out.n_capabilities = 3;
+	out.n_capabilities = 4;
 	if (hp->fault_unknown_caps) {
 		/* Unknown entries first: a client must read past them. */
 		rpc[0].type = HOSTPATH_UNKNOWN_CAP;
 		caps[1].type_case =
 		    CSI__V1__NODE_SERVICE_CAPABILITY__TYPE__NOT_SET;
-		out.n_capabilities = 5;
+		out.n_capabilities = 6;
 	}
-	rpc[out.n_capabilities - 3].type =
+	rpc[out.n_capabilities - 4].type =
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME;
-	rpc[out.n_capabilities - 2].type =
+	rpc[out.n_capabilities - 3].type =
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS;
+	rpc[out.n_capabilities - 2].type =
+	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION;
 	rpc[out.n_capabilities - 1].type =
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_MOUNT_GROUP;
 	out.capabilities = list;

@@ -9,13 +9,16 @@
  */
 #include <dirent.h>
 #include <fcntl.h>
+#include <stdlib.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
 #include "alloc_int.h"
+#include "ident.h"
 #include "layout.h"
+#include "xalloc.h"
 /*
  * Remove dirfd/name and all under it, as the supervisor's user: never
  * following a symlink, never entering a mount point (a volume's bind).
@@ -54,20 +57,22 @@ remove_tree(int at, const char *name, int depth)
  * What the alloc's tasks left in their directories (logs, exit status,
  * their own files) goes; volumes/ is root's and the mounter's to clear.
  * Every task directory, so that an alloc known only from what it left
- * (after a restart) is cleared too.
+ * (after a restart) is cleared too. How many entries are left: a
+ * sandboxed task's own files are its uid's, in a sticky directory, and
+ * stay; then its task id must not go to another alloc.
  */
-static void
+static int
 remove_task_files(struct allocs *am, const char *alloc)
 {
 	char path[BERTH_PATH_BUF];
 	struct dirent *de, *te;
 	DIR *d, *t;
-	int fd;
+	int fd, left = 0;
 
 	snprintf(path, sizeof(path), "%s/%s/%s", am->d.data_dir,
 	    LAYOUT_ALLOCS_DIR, alloc);
 	if ((d = opendir(path)) == NULL)
-		return;
+		return 0;
 	while ((de = readdir(d)) != NULL) {
 		if (de->d_name[0] == '.' || (fd = openat(dirfd(d), de->d_name,
 		    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0)
@@ -78,11 +83,41 @@ remove_task_files(struct allocs *am, const char *alloc)
 		}
 		while ((te = readdir(t)) != NULL)
 			if (strcmp(te->d_name, ".") != 0 && strcmp(te->d_name,
-			    "..") != 0 && strcmp(te->d_name, "volumes") != 0)
+			    "..") != 0 && strcmp(te->d_name, "volumes") != 0) {
 				remove_tree(dirfd(t), te->d_name, 0);
+				left += faccessat(dirfd(t), te->d_name, F_OK,
+				    AT_SYMLINK_NOFOLLOW) == 0;
+			}
 		closedir(t);
 	}
 	closedir(d);
+	return left;
+}
+
+struct cleanup {
+	struct allocs *am;
+	char alloc[BERTH_IDENT_MAX + 1];
+	priv_cleanup_cb cb;
+	void *arg;
+	int left;		/* task files that could not be removed */
+};
+
+/* Cleaned up: nothing of the alloc is left, and its task id goes. */
+static void
+on_cleaned(const struct priv_result *res, uint32_t unmounted,
+    uint32_t removed, void *arg)
+{
+	struct cleanup *c = arg;
+
+	if (res->code == BERTH__ERROR_CODE__ERROR_NONE && c->left == 0)
+		ids_release(c->am, c->alloc);
+	else if (c->left > 0)
+		log_warnx("alloc %s: %d file(s) of its tasks are left in "
+		    "%s/%s/%s, so its task id stays held and is never given "
+		    "to another alloc", c->alloc, c->left, c->am->d.data_dir,
+		    LAYOUT_ALLOCS_DIR, c->alloc);
+	c->cb(res, unmounted, removed, c->arg);
+	free(c);
 }
 
 /*
@@ -97,8 +132,14 @@ cleanup_alloc(struct allocs *am, const char *alloc, const char *type,
 	const struct priv_result unreachable = {
 		BERTH__ERROR_CODE__ERROR_CLOSED, MCLIENT_UNREACHABLE };
 
-	remove_task_files(am, alloc);
-	if (priv_cleanup_alloc(am->d.mounter, alloc, type, plugin, cb,
-	    arg) < 0)
-		cb(&unreachable, 0, 0, arg);
+	struct cleanup *c = xcalloc(1, sizeof(*c));
+
+	c->am = am;
+	snprintf(c->alloc, sizeof(c->alloc), "%s", alloc);
+	c->cb = cb;
+	c->arg = arg;
+	c->left = remove_task_files(am, alloc);
+	if (priv_cleanup_alloc(am->d.mounter, alloc, type, plugin, on_cleaned,
+	    c) < 0)
+		on_cleaned(&unreachable, 0, 0, c);
 }

@@ -76,6 +76,11 @@ struct arun {
 	 * (wall clock, ms; 0: not); "" when none. */
 	char step[16], reason[400];
 	int64_t next_retry_ms;
+	/* Its task id (registry's AllocateIds): asked once at its start;
+	 * its tasks start once it is held and its volumes are in place. */
+	struct ids_req *ids;		/* in flight or waiting to retry */
+	uint32_t task_id;		/* 0: not held (or not needed) */
+	bool run_wanted;		/* volumes in place, waiting for it */
 	TAILQ_ENTRY(arun) entry;
 };
 
@@ -117,6 +122,18 @@ struct allocs {
 	size_t nstale_vols;
 	struct event *stale_vols_timer;
 };
+
+/* alloc_ids.c */
+/* Ask for ar's task id if its tasks need one. */
+void ids_start(struct arun *ar);
+/* Its tasks may start: now, or once its id is held. */
+void ids_then_run(struct arun *ar);
+void ids_free(struct arun *ar);
+/* The alloc is gone, files and processes: its id goes back. */
+void ids_release(struct allocs *am, const char *alloc);
+/* alloc_life.c, for alloc_ids.c */
+void run_tasks(struct arun *ar);
+void stop_tasks(struct arun *ar);
 
 /* alloc_runner.c */
 struct arun *find_run(struct allocs *am, const char *alloc);
@@ -160,6 +177,8 @@ void free_kept(struct allocs *am);
 
 /* alloc_stale.c */
 void stop_stale(struct allocs *am, const struct kept *k);
+/* After a restart, with the handles kept: kill the sandboxes none names. */
+void end_unrecorded(struct allocs *am);
 void free_stale(struct stale *st);
 void stale_free_all(struct allocs *am);
 void sweep_stale_vols(struct allocs *am);

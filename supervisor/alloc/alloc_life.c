@@ -132,6 +132,7 @@ arun_free(struct arun *ar)
 	for (i = 0; i < ar->ntasks; i++)
 		trun_free(ar->tasks[i]);
 	free(ar->tasks);
+	ids_free(ar);
 	event_free(ar->retry);
 	alloc_free(ar->doc);
 	free(ar);
@@ -270,7 +271,7 @@ task_stopped(struct trun *tr, void *arg)
 }
 
 /* Every task stops; the last one's stop takes the volumes back. */
-static void
+void
 stop_tasks(struct arun *ar)
 {
 	size_t i, n = ar->ntasks;
@@ -396,7 +397,7 @@ arun_task_ended(struct trun *tr, void *arg)
 }
 
 /* Start every task not running yet (adopted ones run already). */
-static void
+void
 run_tasks(struct arun *ar)
 {
 	size_t i;
@@ -451,7 +452,7 @@ on_mounted(enum volmgr_status st, const char *why, void *arg)
 		    ar->doc->nvolumes, ar->doc->nvolumes == 1 ? "" : "s");
 		ar->retry_ms = VOLUME_RETRY_FIRST_MS;
 		set_step(ar, NULL, NULL);
-		run_tasks(ar);
+		ids_then_run(ar);
 		return;
 	}
 	if (st == VOLMGR_RETRY) {
@@ -634,8 +635,9 @@ arun_start(struct allocs *am, struct alloc *doc, const char *file,
 	 * that ended meanwhile (after a reboot, its volumes are gone too)
 	 * starts with the others, once the volumes are in place.
 	 */
+	ids_start(ar);
 	if (doc->nvolumes == 0) {
-		run_tasks(ar);
+		ids_then_run(ar);
 		return;
 	}
 	if (ar->adopted)

@@ -2,8 +2,9 @@
  * alloc_recover.c: after a supervisor restart. The task handles the
  * registry kept are read before anything starts, so that tasks still
  * running from before are adopted, not started again; the handles no
- * allocation claims are stale tasks, stopped; plugin registrations of
- * allocations that are not running are removed.
+ * allocation claims are stale tasks, stopped; sandboxes no handle names
+ * are killed; plugin registrations of allocations that are not running
+ * are removed.
  *
  * Must not: start anything before the handles are read.
  */
@@ -126,6 +127,8 @@ on_handles(const struct regclient_result *res, Berth__Handle *const *items,
 	    am->nkept == 1 ? "" : "s");
 	am->ready = true;
 	scan(am);
+	/* Before any task starts (a start waits for the mounter). */
+	end_unrecorded(am);
 	for (i = 0; i < am->nkept; i++)
 		if (!am->kept[i].claimed)
 			stop_stale(am, &am->kept[i]);

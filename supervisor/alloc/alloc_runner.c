@@ -64,6 +64,8 @@ allocs_new(const struct allocs_deps *d)
 		.heartbeat_ms = d->heartbeat_ms,
 		.uid = d->uid,
 		.gid = d->gid,
+		.cgroups = d->cgroups,
+		.cgroup_parent = d->cgroup_parent,
 		.ended = arun_task_ended,
 	};
 	TAILQ_INIT(&am->runs);

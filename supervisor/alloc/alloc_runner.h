@@ -80,6 +80,12 @@ struct allocs_deps {
 	int64_t heartbeat_ms;		/* plugin_heartbeat_ms */
 	uid_t uid;
 	gid_t gid;
+	/* task_ids: each alloc's sandboxed tasks run as one id of these,
+	 * held in berth-registry until the alloc is gone. */
+	uint32_t task_id_first, task_id_count;
+	/* The tasks' cgroups, read for their use of CPU and memory. */
+	const struct cgroup_mounts *cgroups;
+	const char *cgroup_parent;
 	/* The supervisor cannot go on safely (the registry's task handles
 	 * cannot be read): stop it, with exit status 1. */
 	void (*fail)(void *ctx, const char *why);

@@ -1,9 +1,11 @@
 /*
  * alloc_stale.c: what allocations that are gone left behind: a task
  * still running from before a restart (adopted, stopped: TERM, then KILL
- * after the default kill_timeout; its handle forgotten), and volumes
- * still held by an alloc that is not running (taken back, then the
- * mounter cleans up).
+ * after the default kill_timeout; its handle forgotten), a sandbox that
+ * no handle names (its start never reached the registry: the task
+ * driver kills it; its end is told here, and its alloc cleaned up if
+ * gone), and volumes still held by an alloc that is not running (taken
+ * back, then the mounter cleans up).
  *
  * Must not: touch an allocation that runs.
  */
@@ -164,6 +166,85 @@ stop_stale(struct allocs *am, const struct kept *k)
 	st->tp = am->d.driver->adopt(am->d.driver_ctx, strcmp(k->driver,
 	    "exec") == 0 ? TASKDRV_EXEC : TASKDRV_PRIVILEGED, k->alloc, k->task,
 	    k->th, on_stale_adopted, on_stale_exited, st);
+}
+
+/* A task handle kept from before names it: adopted, or stopped above. */
+static bool
+kept_names(void *arg, const char *alloc, const char *task)
+{
+	struct allocs *am = arg;
+	size_t i;
+
+	for (i = 0; i < am->nkept; i++)
+		if (strcmp(am->kept[i].alloc, alloc) == 0 &&
+		    strcmp(am->kept[i].task, task) == 0 &&
+		    am->kept[i].th != NULL && am->kept[i].th->end == NULL)
+			return true;
+	return false;
+}
+
+struct holds {
+	const char *alloc;
+	bool found;
+};
+
+static void
+holds_one(const char *alloc, void *arg)
+{
+	struct holds *h = arg;
+
+	h->found |= strcmp(alloc, h->alloc) == 0;
+}
+
+/*
+ * Something else of the gone alloc is still to be stopped or taken back
+ * (its volumes are given back before the clean-up, which follows that),
+ * or the volume manager cannot say yet: that cleans it up.
+ */
+static bool
+stale_busy(struct allocs *am, const char *alloc)
+{
+	struct holds h = { alloc, false };
+	struct stale *st;
+
+	TAILQ_FOREACH(st, &am->stale, entry)
+		if (strcmp(st->alloc, alloc) == 0)
+			return true;
+	if (!am->d.volumes->ready(am->d.volumes_ctx))
+		return true;
+	am->d.volumes->each_alloc(am->d.volumes_ctx, holds_one, &h);
+	return h.found;
+}
+
+/* A sandbox no handle named has ended: its task's end, as any other's. */
+static void
+on_unrecorded_ended(void *arg, const char *alloc, const char *task,
+    pid_t pid, const struct task_exit *ex)
+{
+	struct allocs *am = arg;
+	char how[128];
+
+	task_exit_describe(ex, how, sizeof(how));
+	log_info("event: alloc=%s task=%s type=Terminated message=\"pid %ld "
+	    "%s (a task whose start was never kept)\"", alloc, task,
+	    (long)pid, how);
+	events_record(am->d.events, "task", "Terminated", alloc, task, NULL,
+	    "pid %ld %s (a task whose start was never kept)", (long)pid, how);
+	if (find_run(am, alloc) == NULL && !stale_busy(am, alloc))
+		cleanup_alloc(am, alloc, NULL, NULL, on_stale_cleaned, NULL);
+}
+
+void
+end_unrecorded(struct allocs *am)
+{
+	int n;
+
+	if (am->d.driver->end_unrecorded == NULL)
+		return;
+	if ((n = am->d.driver->end_unrecorded(am->d.driver_ctx, kept_names,
+	    on_unrecorded_ended, am)) > 0)
+		log_warnx("alloc_runner: %d sandbox%s ran that no task handle "
+		    "names: killed", n, n == 1 ? "" : "es");
 }
 
 /*

@@ -6,6 +6,7 @@
  * its own task, through the task driver.
  */
 #include <errno.h>
+#include <pwd.h>
 #include <signal.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -13,6 +14,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "cgroup.h"
 #include "drivermgr.h"
 #include "duration.h"
 #include "events.h"
@@ -59,6 +61,7 @@ struct trun {
 	 * it failed, why, and for which version of the alloc's file. */
 	Berth__TaskEnd end;
 	char reason[768], version[96];
+	uint32_t task_id;		/* its alloc's uid and gid; 0: none yet */
 	trun_stopped_cb stopped;
 	void *arg;
 	struct task_event events[TRUN_EVENTS];
@@ -458,6 +461,93 @@ on_started(struct taskproc *tp, int err, const char *why, void *arg)
 		    tr->handle.plugin_healthy);
 }
 
+/*
+ * Under crun, as the alloc's id or its allow-listed user: every exec
+ * task, an unprivileged plugin too (its socket dir and mount root are
+ * bound in by the mounter).
+ */
+static bool
+sandboxed(const struct trun *tr)
+{
+	return tr->t->driver == ALLOC_DRIVER_EXEC;
+}
+
+/* Who a sandboxed task runs as: 0, or -errno with tr->why. */
+static int
+task_ids(struct trun *tr, uint32_t *uid, uint32_t *gid)
+{
+	struct passwd *pw;
+
+	if (tr->t->user != NULL) {
+		if ((pw = getpwnam(tr->t->user)) == NULL) {
+			snprintf(tr->why, sizeof(tr->why), "user %s: no such "
+			    "user", tr->t->user);
+			return -ENOENT;
+		}
+		*uid = pw->pw_uid;
+		*gid = pw->pw_gid;
+		return 0;
+	}
+	if (tr->task_id == 0) {
+		snprintf(tr->why, sizeof(tr->why), "its allocation holds no "
+		    "task id from berth-registry yet");
+		return -EAGAIN;
+	}
+	*uid = *gid = tr->task_id;
+	return 0;
+}
+
+/*
+ * A limit whose controller the tasks' cgroup parent lacks is left out
+ * (crun could not set it, and the task would not start), and said so.
+ */
+static void
+drop_missing_limits(struct trun *tr, struct task_spec *spec)
+{
+	const struct cgroup_mounts *m = tr->d->cgroups;
+	const char *p = tr->d->cgroup_parent;
+
+	if (m == NULL || p == NULL || p[0] == '\0')
+		return;
+	if ((spec->memory_bytes | spec->memory_max_bytes) != 0 &&
+	    !cgroup_can_limit(m, p, "memory")) {
+		log_info("alloc %s task %s: its memory limit is not enforced: "
+		    "no memory controller for cgroup %s", tr->a->id,
+		    tr->t->name, p);
+		spec->memory_bytes = spec->memory_max_bytes = 0;
+	}
+	if (spec->cpu_shares != 0 && !cgroup_can_limit(m, p, "cpu")) {
+		log_info("alloc %s task %s: its cpu share is not enforced: "
+		    "no cpu controller for cgroup %s", tr->a->id, tr->t->name,
+		    p);
+		spec->cpu_shares = 0;
+	}
+	if (spec->pids_max != 0 && !cgroup_can_limit(m, p, "pids")) {
+		log_info("alloc %s task %s: its pids limit is not enforced: "
+		    "no pids controller for cgroup %s", tr->a->id, tr->t->name,
+		    p);
+		spec->pids_max = 0;
+	}
+}
+
+static void
+sandbox_spec(struct trun *tr, struct task_spec *spec)
+{
+	const struct alloc_task *t = tr->t;
+
+	spec->sandbox = true;
+	(void)task_ids(tr, &spec->uid, &spec->gid);
+	spec->user = t->user;
+	spec->network_none = tr->a->network_none;
+	spec->memory_bytes = (uint64_t)t->memory_mb << 20;
+	spec->memory_max_bytes = (uint64_t)t->memory_max_mb << 20;
+	/* cpu.shares' least is 2. */
+	spec->cpu_shares = t->cpu < 2 ? 2 : (uint32_t)t->cpu;
+	spec->pids_max = (uint32_t)t->pids;
+	spec->kill_timeout_ms = t->kill_timeout_ms;
+	drop_missing_limits(tr, spec);
+}
+
 static void
 launch(struct trun *tr)
 {
@@ -483,14 +573,19 @@ launch(struct trun *tr)
 		spec.nenv = tr->t->nenv;
 		spec.log_max_bytes = (int64_t)tr->t->log_max_file_mb << 20;
 		spec.log_max_files = tr->t->log_max_files;
-	} else {
-		spec.kind = TASKDRV_PRIVILEGED;
-		spec.definition = tr->t->plugin;
+		if (sandboxed(tr))
+			sandbox_spec(tr, &spec);
+	}
+	if (tr->ps != NULL) {
 		snprintf(type, sizeof(type), "%s", alloc_csi_type_name(
 		    tr->t->csi.type));
 		spec.plugin_type = type;
 		spec.plugin_id = tr->t->csi.id != NULL ? tr->t->csi.id :
 		    tr->t->plugin;
+	}
+	if (tr->t->driver != ALLOC_DRIVER_EXEC) {
+		spec.kind = TASKDRV_PRIVILEGED;
+		spec.definition = tr->t->plugin;
 	}
 	tr->state = TR_STARTING;
 	tr->proc = tr->d->driver->start(tr->d->driver_ctx, &spec, on_started,
@@ -521,11 +616,8 @@ on_prepared(const struct priv_result *res, void *arg)
 		restart_later(tr);
 		return;
 	}
-	/* A socket left by an earlier run would be probed as if new (the
-	 * mounter removed a privileged plugin's, in root's directory). */
-	if (tr->ps != NULL && tr->t->driver == ALLOC_DRIVER_EXEC &&
-	    unlink(tr->socket) < 0 && errno != ENOENT)
-		log_warn("task_runner: removing the old socket %s", tr->socket);
+	/* A socket left by an earlier run, which would be probed as if new,
+	 * the mounter removed (PreparePlugin): the dir is not ours to write. */
 	if (tr->ps != NULL)
 		plugsup_launching(tr->ps);
 	launch(tr);
@@ -548,6 +640,7 @@ start(struct trun *tr)
 {
 	struct mclient *mc = tr->d->mounter;
 	bool exec = tr->t->driver == ALLOC_DRIVER_EXEC;
+	uint32_t uid = (uint32_t)tr->d->uid, gid = (uint32_t)tr->d->gid;
 
 	tr->state = TR_PREPARING;
 	tr->why[0] = '\0';
@@ -561,16 +654,19 @@ start(struct trun *tr)
 		    &tr->handle, on_started, on_exited, tr);
 		return;
 	}
+	/* A sandboxed task's directory is its group's to write in. */
+	if (exec && sandboxed(tr) && task_ids(tr, &uid, &gid) < 0)
+		exec = false;	/* tr->why says; tried again later */
 	if (exec)
 		mounter_step(tr, priv_prepare_task(mc, tr->a->id, tr->t->name,
-		    (uint32_t)tr->d->uid, (uint32_t)tr->d->gid, on_prepared,
-		    tr));
-	/* A root plugin's socket dir stays root's, for our group. */
+		    uid, gid, on_prepared, tr));
+	/* A root plugin's socket dir stays root's, for our group; a task's
+	 * is its uid's, for our group (setgid), so that we connect. */
 	if (tr->ps != NULL)
 		mounter_step(tr, priv_prepare_plugin(mc,
 		    alloc_csi_type_name(tr->t->csi.type), tr->t->csi.id,
-		    tr->a->id, exec ? (uint32_t)tr->d->uid : 0,
-		    (uint32_t)tr->d->gid, on_prepared, tr));
+		    tr->a->id, exec ? uid : 0, (uint32_t)tr->d->gid,
+		    on_prepared, tr));
 	/* Release our own step: the answers (or this) go on from there. */
 	on_prepared(&(struct priv_result){ BERTH__ERROR_CODE__ERROR_NONE, "" },
 	    tr);
@@ -661,6 +757,7 @@ trun_new(const struct trun_deps *d, const struct alloc *a,
 		tr->handle.restarts = adopt->restarts;
 		tr->handle.shim_pid = adopt->shim_pid;
 		tr->handle.shim_start_time = adopt->shim_start_time;
+		tr->handle.run_id = adopt->run_id;
 		tr->rs.interval_start_ms = adopt->interval_start_ms;
 		tr->rs.count = (int)adopt->interval_restarts;
 		tr->have_adopt = adopt->pid > 0 && adopt->end == NULL;
@@ -755,6 +852,12 @@ trun_forget(struct trun *tr)
 }
 
 void
+trun_set_id(struct trun *tr, uint32_t id)
+{
+	tr->task_id = id;
+}
+
+void
 trun_set_version(struct trun *tr, const char *version)
 {
 	snprintf(tr->version, sizeof(tr->version), "%s", version);
@@ -842,6 +945,20 @@ trun_last_exit(const struct trun *tr, bool *signaled, int *code)
 	*signaled = tr->end.signaled;
 	*code = tr->end.code;
 	return tr->end.exited;
+}
+
+bool
+trun_usage(const struct trun *tr, struct cgroup_usage *u)
+{
+	char path[CGROUP_PATH_MAX];
+
+	if (tr->state != TR_RUNNING || !sandboxed(tr) ||
+	    tr->d->cgroups == NULL || tr->d->cgroup_parent == NULL ||
+	    tr->d->cgroup_parent[0] == '\0' || (size_t)snprintf(path,
+	    sizeof(path), "%s/%s@%s", tr->d->cgroup_parent, tr->a->id,
+	    tr->t->name) >= sizeof(path))
+		return false;
+	return cgroup_usage(tr->d->cgroups, path, u) == 0;
 }
 
 uint32_t

@@ -26,6 +26,8 @@
 #include "plugin_supervisor.h"
 #include "taskdrv.h"
 
+struct cgroup_usage;
+struct cgroup_mounts;
 struct drivermgr;
 struct events;
 struct mclient;
@@ -49,6 +51,9 @@ struct trun_driver_ops {
 	int (*signal)(struct taskproc *tp, int sig);
 	pid_t (*pid)(const struct taskproc *tp);
 	void (*free)(struct taskproc *tp);
+	/* After a restart: sandboxes no handle names (NULL: none can be). */
+	int (*end_unrecorded)(void *ctx, taskdrv_keep_cb keep,
+	    taskdrv_unrec_cb ended, void *arg);
 };
 extern const struct trun_driver_ops trun_taskdrv_ops;
 
@@ -72,6 +77,9 @@ struct trun_deps {
 	int64_t heartbeat_ms;		/* plugin_heartbeat_ms */
 	uid_t uid;			/* an exec task's user and group */
 	gid_t gid;
+	/* Sandboxed tasks' cgroups, read for trun_usage(); may be NULL. */
+	const struct cgroup_mounts *cgroups;
+	const char *cgroup_parent;
 	/* A task ended for good (NULL: not told), with the runner's arg. */
 	void (*ended)(struct trun *tr, void *arg);
 };
@@ -116,6 +124,9 @@ void trun_free(struct trun *tr);
 /* A task that ended for good: its record in the registry goes (its alloc
  * is stopped); no stopped callback. */
 void trun_forget(struct trun *tr);
+/* Its alloc's task uid and gid (registry's AllocateIds): an exec task
+ * runs sandboxed as it, unless it names an allow-listed user. */
+void trun_set_id(struct trun *tr, uint32_t id);
 /* The version of the alloc's file, recorded with an end for good. */
 void trun_set_version(struct trun *tr, const char *version);
 
@@ -133,6 +144,9 @@ const char *trun_end_reason(const struct trun *tr);
 /* Its last exit, if it ever exited: a signal, or an exit status. */
 bool trun_last_exit(const struct trun *tr, bool *signaled, int *code);
 uint32_t trun_restarts(const struct trun *tr);
+/* A running sandboxed task's use of CPU and memory, from its cgroup:
+ * false when there is none to read. */
+bool trun_usage(const struct trun *tr, struct cgroup_usage *u);
 /* Why it could not be started, while it waits to try again (when, wall
  * clock ms, in retry_at_ms); NULL otherwise. */
 const char *trun_start_failure(const struct trun *tr, int64_t *retry_at_ms);

@@ -23,7 +23,14 @@ drv_adopt(void *ctx, enum taskdrv_kind kind, const char *alloc,
 	return taskproc_adopt(ctx, kind, alloc, task, h, started, exited, arg);
 }
 
+static int
+drv_end_unrecorded(void *ctx, taskdrv_keep_cb keep, taskdrv_unrec_cb ended,
+    void *arg)
+{
+	return taskdrv_end_unrecorded(ctx, keep, ended, arg);
+}
+
 const struct trun_driver_ops trun_taskdrv_ops = {
 	drv_start, drv_adopt, taskproc_handle, taskproc_signal, taskproc_pid,
-	taskproc_free,
+	taskproc_free, drv_end_unrecorded,
 };

@@ -30,6 +30,7 @@
 #include "alloc.h"
 #include "alloc_runner.h"
 #include "api_int.h"
+#include "cgroup.h"
 #include "registry_client.h"
 #include "task_runner.h"
 #include "xalloc.h"
@@ -86,9 +87,24 @@ task_end(json_t *o, const struct trun *tr)
 		api_set(o, "reason", api_pack("s", reason));
 }
 
+/* A running sandboxed task's cgroup: CPU time and memory now. */
+static json_t *
+usage_json(const struct cgroup_usage *u)
+{
+	json_t *o = api_pack("{s:I}", "oom_kills", (json_int_t)u->oom_kills);
+
+	if (o != NULL && u->have_cpu)
+		api_set(o, "cpu_ns", api_pack("I", (json_int_t)u->cpu_ns));
+	if (o != NULL && u->have_memory)
+		api_set(o, "memory_bytes", api_pack("I",
+		    (json_int_t)u->memory_bytes));
+	return o;
+}
+
 static json_t *
 task_json(const struct alloc_task *t, const struct trun *tr, bool events)
 {
+	struct cgroup_usage u;
 	json_t *o, *list;
 	size_t i;
 	int healthy = trun_plugin_healthy(tr);
@@ -104,6 +120,8 @@ task_json(const struct alloc_task *t, const struct trun *tr, bool events)
 		    "s:b}", "id", t->csi.id, "type",
 		    alloc_csi_type_name(t->csi.type), "healthy", healthy == 1));
 	task_end(o, tr);
+	if (trun_usage(tr, &u))
+		api_set(o, "usage", usage_json(&u));
 	if (!events)
 		return o;
 	list = api_array();

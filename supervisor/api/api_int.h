@@ -119,6 +119,10 @@ void api_volume_register(struct api_call *c);
 void api_volume_create(struct api_call *c);
 void api_volume_delete(struct api_call *c);
 
+/* api_volstats.c: usage and condition; the volume's "stats" or NULL */
+json_t *api_volume_stats(struct volmgr *vm, const char *ns, const char *id);
+void api_volume_metrics(struct volmgr *vm, struct evbuffer *out);
+
 /* api_conn.c: every connection counted and bounded */
 void api_conns_init(struct api *api);
 void api_conns_listen(struct api *api, struct evhttp_bound_socket *bound);

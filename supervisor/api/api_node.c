@@ -18,6 +18,7 @@
 #include "alloc.h"
 #include "alloc_runner.h"
 #include "api_int.h"
+#include "cgroup.h"
 #include "devmgr.h"
 #include "drivermgr.h"
 #include "csimanager.h"
@@ -144,6 +145,8 @@ fingerprint_json(const struct csi_inst *in)
 		    json_boolean(fp->stage_unstage));
 		api_set(o, "volume_stats",
 		    json_boolean(fp->volume_stats));
+		api_set(o, "volume_condition",
+		    json_boolean(fp->volume_condition));
 		api_set(o, "mount_group", json_boolean(fp->mount_group));
 	} else {
 		api_set(o, "create_delete",
@@ -339,6 +342,38 @@ api_devices(struct api_call *c)
 /* Each task's restarts since its alloc started (kept across restarts
  * of the supervisor: the task's handle counts them), and the tasks that
  * ended for good. */
+/* Sandboxed tasks' use of CPU and memory, from their cgroups. */
+static void
+task_usage(const struct api_deps *d, struct evbuffer *out)
+{
+	struct alloc_view v;
+	struct cgroup_usage u;
+	size_t i, j;
+
+	metrics_family(out, "berth_task_cpu_seconds_total", "counter",
+	    "CPU time a running sandboxed task's cgroup has used.");
+	for (i = 0; allocs_get(d->allocs, i, &v); i++)
+		for (j = 0; j < v.ntasks; j++) {
+			const char *labels[] = { "alloc", v.doc->id, "task",
+				trun_name(v.tasks[j]), NULL };
+
+			if (trun_usage(v.tasks[j], &u) && u.have_cpu)
+				metrics_line(out, "berth_task_cpu_seconds_total",
+				    labels, (double)u.cpu_ns / 1e9);
+		}
+	metrics_family(out, "berth_task_memory_bytes", "gauge", "Memory a "
+	    "running sandboxed task's cgroup holds now.");
+	for (i = 0; allocs_get(d->allocs, i, &v); i++)
+		for (j = 0; j < v.ntasks; j++) {
+			const char *labels[] = { "alloc", v.doc->id, "task",
+				trun_name(v.tasks[j]), NULL };
+
+			if (trun_usage(v.tasks[j], &u) && u.have_memory)
+				metrics_line(out, "berth_task_memory_bytes",
+				    labels, (double)u.memory_bytes);
+		}
+}
+
 static void
 task_restarts(const struct api_deps *d, struct evbuffer *out)
 {
@@ -355,6 +390,7 @@ task_restarts(const struct api_deps *d, struct evbuffer *out)
 			metrics_line(out, "berth_task_restarts_total", labels,
 			    (double)trun_restarts(v.tasks[j]));
 		}
+	task_usage(d, out);
 	metrics_family(out, "berth_task_ended", "gauge", "Each task that its "
 	    "restart policy starts no more, by how it ended: complete or "
 	    "failed.");
@@ -425,6 +461,7 @@ api_metrics(struct api_call *c)
 	metrics_line(out, "berth_tasks_running", NULL, (double)n.running);
 	task_restarts(d, out);
 	volume_counts(d, out);
+	api_volume_metrics(d->volmgr, out);
 	/* A gauge: it starts over with each supervisor (see /v1/events). */
 	metrics_family(out, "berth_events_index", "gauge", "The event log's "
 	    "last index.");

@@ -15,6 +15,10 @@
  *	 "capacity_min": 1048576,		(create, bytes)
  *	 "parameters": {"key": "value"}}	(create)
  *
+ * A GET shows, while the volume is staged or published on this node,
+ * its usage and condition as its node plugin last said them ("stats",
+ * api_volstats.c).
+ *
  * The mount options and the context are kept with the volume and passed
  * at stage and publish, the options merged with the alloc's. A GET shows
  * the fs_type and how many mount flags there are, never the flags: they
@@ -142,7 +146,7 @@ secrets_json(const Berth__Volume *v)
 }
 
 static json_t *
-volume_json(const Berth__VolumeReply *vr)
+volume_json(const Berth__VolumeReply *vr, struct volmgr *vm)
 {
 	const Berth__Volume *v = vr->volume;
 	json_t *o, *claims = api_array(), *ctx = api_object();
@@ -169,6 +173,8 @@ volume_json(const Berth__VolumeReply *vr)
 		api_set(o, "mount_options", mount_options_json(v));
 	if (o != NULL && v->n_secrets > 0)
 		api_set(o, "secrets", secrets_json(v));
+	if (o != NULL)
+		api_set(o, "stats", api_volume_stats(vm, v->namespace_, v->id));
 	if (o != NULL && v->n_capabilities > 0)
 		api_set(o, "capabilities", api_pack("[{s:s, s:s}]",
 		    "access_mode",
@@ -189,7 +195,8 @@ on_volume(const struct regclient_result *res, void *arg)
 	/* A success is a volume_reply: the channel checked (ipc_reply.c). */
 	if (res->code == BERTH__ERROR_CODE__ERROR_NONE &&
 	    res->reply->volume_reply->volume != NULL)
-		api_reply(&c, 200, volume_json(res->reply->volume_reply));
+		api_reply(&c, 200, volume_json(res->reply->volume_reply,
+		    c.d->volmgr));
 	else if (res->code == BERTH__ERROR_CODE__ERROR_NONE ||
 	    res->code == BERTH__ERROR_CODE__ERROR_NOT_FOUND)
 		api_error(&c, 404, "no volume %s in namespace %s", p->id,
@@ -234,7 +241,8 @@ on_volumes(const struct regclient_result *res, Berth__VolumeReply *const *items,
 	} else {
 		list = api_array();
 		for (size_t i = 0; i < n; i++)
-			api_append(list, volume_json(items[i]));
+			api_append(list, volume_json(items[i],
+			    c.d->volmgr));
 		api_reply(&c, 200, api_pack("{s:o}", "volumes", list));
 	}
 	free(p);

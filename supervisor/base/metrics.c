@@ -51,6 +51,15 @@ static struct counter mount_ops = { "berth_mount_operations_total",
 static struct histogram probes = { "berth_plugin_probe_duration_seconds",
 	"How long a CSI Probe of a plugin took, whatever its outcome.",
 	"plugin", { { "", { 0 }, 0, 0 } }, 0 };
+static struct counter stats_skipped = {
+	"berth_volume_stats_skipped_total", "NodeGetVolumeStats calls not "
+	"made: the volume's last was still out or waiting its turn.",
+	"plugin", NULL, NULL,
+	{ { "", "", "", 0 } }, 0 };
+static struct histogram stats_calls = {
+	"berth_volume_stats_duration_seconds", "How long a NodeGetVolumeStats "
+	"call took, whatever its outcome.", "plugin",
+	{ { "", { 0 }, 0, 0 } }, 0 };
 static struct histogram reg_writes = {
 	"berth_registry_write_duration_seconds",
 	"From sending a write to berth-registry to its durable answer.",
@@ -129,6 +138,18 @@ void
 metrics_probe_latency(const char *plugin, double ms)
 {
 	observe(&probes, plugin, ms);
+}
+
+void
+metrics_volume_stats_latency(const char *plugin, double ms)
+{
+	observe(&stats_calls, plugin, ms);
+}
+
+void
+metrics_volume_stats_skipped(const char *plugin)
+{
+	count(&stats_skipped, plugin, NULL, NULL);
 }
 
 void
@@ -226,7 +247,9 @@ metrics_write(struct evbuffer *out)
 {
 	write_counter(out, &rpc_errors);
 	write_counter(out, &mount_ops);
+	write_counter(out, &stats_skipped);
 	write_histogram(out, &probes);
+	write_histogram(out, &stats_calls);
 	write_histogram(out, &reg_writes);
 }
 
@@ -340,6 +363,9 @@ void
 metrics_reset(void)
 {
 	rpc_errors.n = mount_ops.n = probes.n = reg_writes.n = 0;
+	stats_skipped.n = stats_calls.n = 0;
+	memset(stats_skipped.s, 0, sizeof(stats_skipped.s));
+	memset(stats_calls.s, 0, sizeof(stats_calls.s));
 	memset(rpc_errors.s, 0, sizeof(rpc_errors.s));
 	memset(mount_ops.s, 0, sizeof(mount_ops.s));
 	memset(probes.s, 0, sizeof(probes.s));

@@ -3,8 +3,9 @@
  * Prometheus' text format by the API (GET /v1/metrics).
  *
  * Owns: counts that only grow (CSI RPC errors by plugin, method and gRPC
- * code, mounter calls by verb and result) and latency histograms (plugin
- * probes by plugin, registry writes), and the process' own metrics
+ * code, mounter calls by verb and result, volume stats calls skipped)
+ * and latency histograms (plugin probes and volume stats calls by
+ * plugin, registry writes), and the process' own metrics
  * (memory, CPU, descriptors, start time, read from /proc when written).
  * Gauges that describe the present (plugin health, tasks, volumes) are
  * read from their owners when the API writes the page.
@@ -31,6 +32,11 @@ void metrics_csi_rpc_error(const char *plugin, const char *method,
     const char *code);
 /* One probe of a plugin's socket took ms milliseconds (any outcome). */
 void metrics_probe_latency(const char *plugin, double ms);
+/* One NodeGetVolumeStats call to plugin took ms milliseconds (any
+ * outcome); one was not made, as the volume's last was still out or
+ * waiting its turn. */
+void metrics_volume_stats_latency(const char *plugin, double ms);
+void metrics_volume_stats_skipped(const char *plugin);
 /* One mounter request was answered: result "ok", "kept" (a bind found
  * in place, as after a restart: not an error) or the error's name. */
 void metrics_mount_op(const char *verb, const char *result);

@@ -291,6 +291,8 @@ on_node_caps(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME);
 	in->fp.volume_stats = csi_node_has_rpc(r,
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS);
+	in->fp.volume_condition = csi_node_has_rpc(r,
+	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION);
 	in->fp.mount_group = csi_node_has_rpc(r,
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_MOUNT_GROUP);
 	protobuf_c_message_free_unpacked(reply, NULL);

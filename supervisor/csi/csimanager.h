@@ -43,6 +43,7 @@ struct csi_fingerprint {
 	int64_t max_volumes;		/* 0: no limit */
 	char topology[512];		/* "key=value,key=value" */
 	bool stage_unstage, volume_stats;
+	bool volume_condition;		/* stats come with a condition */
 	bool mount_group;		/* VOLUME_MOUNT_GROUP: takes a gid */
 	/* controller */
 	bool create_delete, publish_unpublish;

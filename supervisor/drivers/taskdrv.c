@@ -25,8 +25,13 @@ task_exit_describe(const struct task_exit *ex, char *buf, size_t n)
 		snprintf(buf, n, "ended (status unknown: %s)", ex->unknown !=
 		    NULL ? ex->unknown : "it was adopted");
 	else if (ex->signaled)
-		snprintf(buf, n, "was killed by signal %d (SIG%s)", ex->code,
-		    sigabbrev_np(ex->code) ? sigabbrev_np(ex->code) : "?");
+		snprintf(buf, n, "was killed by signal %d (SIG%s)%s", ex->code,
+		    sigabbrev_np(ex->code) ? sigabbrev_np(ex->code) : "?",
+		    ex->oom_killed ? ", out of memory (its memory limit)" : "");
+	else if (ex->oom_killed)
+		snprintf(buf, n, "exited with status %d, after one of its "
+		    "processes was killed out of memory (its memory limit)",
+		    ex->code);
 	else
 		snprintf(buf, n, "exited with status %d", ex->code);
 }
@@ -40,9 +45,12 @@ taskdrv_new(const struct taskdrv_deps *d)
 	drv->mounter = d->mounter;
 	snprintf(drv->data_dir, sizeof(drv->data_dir), "%s",
 	    d->data_dir != NULL ? d->data_dir : "");
+	drv->cgroups = d->cgroups;
+	drv->cgroup_parent = d->cgroup_parent;
 	drv->event = d->event;
 	drv->event_arg = d->ctx;
 	TAILQ_INIT(&drv->procs);
+	TAILQ_INIT(&drv->unrecs);
 	/* A missing shim is the exec driver's fingerprint to report. */
 	if (d->shim != NULL)
 		snprintf(drv->shim, sizeof(drv->shim), "%s", d->shim);
@@ -89,6 +97,7 @@ taskdrv_free(struct taskdrv *drv)
 		return;
 	while ((tp = TAILQ_FIRST(&drv->procs)) != NULL)
 		taskproc_free(tp);
+	unrec_free_all(drv);
 	free(drv);
 }
 
@@ -167,6 +176,7 @@ tp_new(struct taskdrv *drv, enum taskdrv_kind kind, const char *alloc,
 	tp->state = TP_STARTING;
 	tp->pidfd = -1;
 	tp->task_pidfd = -1;
+	tp->chan = -1;
 	snprintf(tp->alloc, sizeof(tp->alloc), "%s", alloc);
 	snprintf(tp->task, sizeof(tp->task), "%s", task);
 	tp->started = started;
@@ -187,6 +197,8 @@ taskproc_start(struct taskdrv *drv, const struct task_spec *spec,
 	    arg);
 	if (spec->kind != TASKDRV_EXEC)
 		priv_task_start(tp, spec);
+	else if (spec->sandbox)
+		sandbox_start(tp, spec);
 	else if ((r = exec_start(tp, spec)) <= 0)
 		tp_tell_later(tp, r);	/* > 0: it ended already */
 	return tp;
@@ -206,6 +218,8 @@ taskproc_adopt(struct taskdrv *drv, enum taskdrv_kind kind,
 	}
 	if (kind == TASKDRV_PRIVILEGED)
 		priv_task_adopt(tp);
+	else if (th != NULL && th->run_id != 0)
+		sandbox_adopt(tp, th);
 	else
 		exec_adopt(tp, th);
 	return tp;
@@ -218,6 +232,7 @@ taskproc_handle(const struct taskproc *tp, Berth__TaskHandle *h)
 	h->start_time = tp->start_time;
 	h->shim_pid = tp->shim_pid;
 	h->shim_start_time = tp->shim_start;
+	h->run_id = tp->run_id;
 }
 
 int
@@ -225,6 +240,8 @@ taskproc_signal(struct taskproc *tp, int sig)
 {
 	if (tp->state == TP_EXITED || tp->pid <= 0)
 		return -ESRCH;
+	if (tp->kind == TASKDRV_EXEC && tp->run_id != 0)
+		return sandbox_signal(tp, sig);
 	if (tp->kind == TASKDRV_EXEC)
 		return exec_signal(tp, sig);
 	return priv_task_signal(tp, sig);
@@ -249,6 +266,7 @@ taskproc_free(struct taskproc *tp)
 		return;
 	TAILQ_REMOVE(&tp->drv->procs, tp, entry);
 	exec_forget(tp);
+	sandbox_forget(tp);
 	event_free(tp->later);
 	/* A mounter answer still on its way finds no callback. */
 	if (tp->kind == TASKDRV_PRIVILEGED)

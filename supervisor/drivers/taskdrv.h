@@ -13,9 +13,11 @@
  * after the task ended. Both are adopted again by pid and start time (a
  * reused pid never matches).
  *
- * The driver is in three files: taskdrv.c holds what both kinds share
+ * The driver is in four files: taskdrv.c holds what both kinds share
  * (a task's states and its callbacks), taskdrv_exec.c the exec driver,
- * taskdrv_priv.c the privileged one.
+ * taskdrv_sandbox.c its sandboxed tasks (berth-mounter starts crun, the
+ * shim is the sandbox's init, and the supervisor drives it over its
+ * channel), taskdrv_priv.c the privileged one.
  *
  * Must not: know about allocations, plugins or the registry. The caller
  * persists the handle (taskproc_handle()) and decides about restarts.
@@ -30,6 +32,7 @@
 
 #include "driver.pb-c.h"
 
+struct cgroup_mounts;
 struct event_base;
 struct mclient;
 struct taskdrv;
@@ -50,19 +53,33 @@ struct task_spec {
 	char *const *env;		/* "KEY=value" */
 	size_t nenv;
 	const char *dir;		/* absolute working directory */
-	/* privileged: the definition's name, and the plugin it serves */
+	/* privileged: the definition's name; privileged, and exec with an
+	 * endpoint: the plugin it serves */
 	const char *definition, *plugin_type, *plugin_id;
 	/* "unix:///..." for CSI_ENDPOINT (exec; the mounter sets its own) */
 	const char *endpoint;
 	/* exec: log rotation, 0 for the shim's defaults */
 	int64_t log_max_bytes;
 	int log_max_files;
+	/*
+	 * exec, sandboxed: started by berth-mounter under crun, the shim
+	 * its init, as uid and gid (never 0). The shim sends SIGKILL to
+	 * what is left kill_timeout_ms after a stop.
+	 */
+	bool sandbox;
+	uint32_t uid, gid;
+	const char *user;		/* allow-listed name, or NULL */
+	bool network_none;
+	uint64_t memory_bytes, memory_max_bytes;
+	uint32_t cpu_shares, pids_max;
+	int64_t kill_timeout_ms;
 };
 
 struct task_exit {
 	bool status_known, signaled;
 	int code;			/* exit status or signal number */
 	const char *unknown;		/* why the status is not known */
+	bool oom_killed;		/* the kernel's OOM killer, in its cgroup */
 };
 
 /*
@@ -90,6 +107,10 @@ struct taskdrv_deps {
 	struct mclient *mounter;	/* privileged tasks go through it */
 	const char *data_dir;		/* cfg.data_dir: the task dirs */
 	const char *shim;		/* NULL: berth-shim beside us */
+	/* Sandboxed tasks' cgroups, <cgroup_parent>/<alloc>@<task>: read
+	 * for their OOM kills; the caller's, may be filled in later. */
+	const struct cgroup_mounts *cgroups;
+	const char *cgroup_parent;
 	taskdrv_event_cb event;		/* may be NULL, or set later */
 	void *ctx;			/* event's arg */
 };
@@ -119,6 +140,23 @@ pid_t taskproc_pid(const struct taskproc *tp);
 uint64_t taskproc_start_time(const struct taskproc *tp);
 /* Forget the task (no callback runs after this); it keeps running. */
 void taskproc_free(struct taskproc *tp);
+
+/*
+ * After a restart, before any task starts: every sandbox whose shim still
+ * answers but that keep() does not name (a task handle does: it is
+ * adopted, or stopped as stale) is killed. Its start never reached the
+ * registry (a supervisor died in between), so no adoption would find it,
+ * and nothing of a task may run unseen. ended() is told, from the event
+ * loop, once each has ended, with its task's pid and how it ended (and
+ * so is one found in the way of a start: that start waits for its end).
+ * How many were found.
+ */
+typedef bool (*taskdrv_keep_cb)(void *arg, const char *alloc,
+    const char *task);
+typedef void (*taskdrv_unrec_cb)(void *arg, const char *alloc,
+    const char *task, pid_t pid, const struct task_exit *ex);
+int taskdrv_end_unrecorded(struct taskdrv *drv, taskdrv_keep_cb keep,
+    taskdrv_unrec_cb ended, void *arg);
 
 /* A PluginExited notice from the mounter: true if it was one. */
 bool taskdrv_mounter_notice(struct taskdrv *drv, const void *envelope);

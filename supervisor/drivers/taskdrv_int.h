@@ -15,6 +15,8 @@
 #include "ident.h"
 #include "layout.h"
 #include "log.h"
+#include "mounter_client.h"
+#include "shimchan.h"
 #include "taskdrv.h"
 
 /*
@@ -44,6 +46,16 @@ struct taskproc {
 	int task_pidfd;			/* the task's, for signals */
 	struct event *ev;		/* pidfd readable */
 	char dir[PATH_MAX];	/* the task directory */
+	/* exec, sandboxed: pid and start_time are crun's, pidfd its */
+	uint64_t run_id;		/* 0: not sandboxed */
+	int chan;			/* the shim's channel, or -1 */
+	struct event *chan_ev;
+	struct shimchan_spec *pending;	/* sent once the sandbox runs */
+	struct priv_task *ask;		/* StartTask, once nothing is in
+					 * the way (see sandbox_start) */
+	struct unrec *unrec;		/* waited for before the start */
+	bool exit_seen;			/* SHIM_MSG_EXIT came: early */
+	unsigned grace_ms;		/* a stop's, then SIGKILL */
 	/* both */
 	struct event *later;		/* tells from the event loop */
 	struct task_exit early;		/* TP_ENDED_EARLY: how */
@@ -61,9 +73,15 @@ struct taskdrv {
 	struct mclient *mounter;
 	char data_dir[PATH_MAX];
 	char shim[PATH_MAX];
+	const struct cgroup_mounts *cgroups;
+	const char *cgroup_parent;
 	taskdrv_event_cb event;
 	void *event_arg;
 	TAILQ_HEAD(, taskproc) procs;
+	/* Sandboxes no handle names, being ended (taskdrv_unrec.c). */
+	TAILQ_HEAD(, unrec) unrecs;
+	taskdrv_unrec_cb unrec_ended;
+	void *unrec_arg;
 };
 
 /* taskdrv.c: the transitions. */
@@ -82,6 +100,30 @@ int exec_signal(struct taskproc *tp, int sig);
 /* Stop watching (it ended); forget also closes the task's pidfd. */
 void exec_unwatch(struct taskproc *tp);
 void exec_forget(struct taskproc *tp);
+
+/* taskdrv_sandbox.c: exec tasks under crun, through berth-mounter. */
+void sandbox_start(struct taskproc *tp, const struct task_spec *spec);
+void sandbox_adopt(struct taskproc *tp, const Berth__TaskHandle *h);
+int sandbox_signal(struct taskproc *tp, int sig);
+void sandbox_forget(struct taskproc *tp);
+/* Ask the mounter for the sandbox (once nothing is in the way). */
+void sandbox_ask(struct taskproc *tp);
+/* The child of parent whose pid in its own namespace is want_ns (0: the
+ * first); 0 if none. */
+pid_t sandbox_child(pid_t parent, pid_t want_ns);
+
+/* taskdrv_unrec.c: sandboxes no handle names, killed and waited for. */
+struct unrec;
+struct unrec *unrec_find(struct taskdrv *drv, const char *alloc,
+    const char *task);
+/* Kill the one answering for alloc and task: NULL if none answers. */
+struct unrec *unrec_stop(struct taskdrv *drv, const char *alloc,
+    const char *task);
+/* tp starts once u has ended (false: another start waits already). */
+bool unrec_wait(struct unrec *u, struct taskproc *tp);
+/* tp waits for none any more (it is freed). */
+void unrec_unwait(struct taskproc *tp);
+void unrec_free_all(struct taskdrv *drv);
 
 /* taskdrv_priv.c: plugins berth-mounter starts and watches. */
 void priv_task_start(struct taskproc *tp, const struct task_spec *spec);

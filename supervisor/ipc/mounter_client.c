@@ -20,7 +20,7 @@
 #define BYTES(s) ((ProtobufCBinaryData){ strlen(s), (uint8_t *)(s) })
 
 enum call_kind { CALL_DONE, CALL_VOLUME, CALL_CLEANUP, CALL_PLUGIN,
-    CALL_PONG };
+    CALL_PONG, CALL_TASK };
 
 struct call {
 	TAILQ_ENTRY(call) entry;
@@ -32,6 +32,7 @@ struct call {
 		priv_cleanup_cb cleanup;
 		priv_plugin_cb plugin;
 		priv_pong_cb pong;
+		priv_task_cb task;
 		void *any;		/* NULL: forgotten */
 	} cb;
 	void *arg;
@@ -103,6 +104,31 @@ plugin_reply(struct call *call, struct priv_result *res,
 	    h != NULL ? h->start_time : 0, fd, call->arg);
 }
 
+/* TaskStarted: the channel checked both descriptors came (ipc_body_fds). */
+static void
+task_reply(struct call *call, struct priv_result *res,
+    const Berth__Envelope *env, int fd, int fd2)
+{
+	const Berth__TaskStarted *ts = NULL;
+
+	if (res->code == BERTH__ERROR_CODE__ERROR_NONE &&
+	    ((ts = env->task_started)->pid <= 1 || fd < 0 || fd2 < 0)) {
+		res->code = BERTH__ERROR_CODE__ERROR_INTERNAL;
+		res->message = "berth-mounter answered TaskStarted without a "
+		    "pid or its two descriptors";
+		ts = NULL;
+	}
+	if (ts == NULL) {
+		if (fd >= 0)
+			close(fd);
+		if (fd2 >= 0)
+			close(fd2);
+		fd = fd2 = -1;
+	}
+	call->cb.task(res, ts != NULL ? ts->pid : 0,
+	    ts != NULL ? ts->start_time : 0, fd, fd2, call->arg);
+}
+
 /* The channel checked the body against the request (ipc_reply.c). */
 static void
 on_reply(struct chan *c, Berth__Envelope *env, int fd, void *arg)
@@ -111,13 +137,13 @@ on_reply(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	struct priv_result res = { BERTH__ERROR_CODE__ERROR_NONE, "" };
 	bool ok = env->error == NULL;
 
-	(void)c;
 	TAILQ_REMOVE(&call->mc->calls, call, entry);
 	if (!ok) {
 		res.code = env->error->code;
 		res.message = env->error->message ? env->error->message : "";
 	}
-	if (fd >= 0 && (call->kind != CALL_PLUGIN || call->cb.any == NULL)) {
+	if (fd >= 0 && ((call->kind != CALL_PLUGIN && call->kind != CALL_TASK) ||
+	    call->cb.any == NULL)) {
 		close(fd);
 		fd = -1;
 	}
@@ -133,6 +159,8 @@ on_reply(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 		    ok ? env->cleanup_reply->removed : 0, call->arg);
 	else if (call->kind == CALL_PONG)
 		call->cb.pong(&res, ok ? env->pong->nonce : 0, call->arg);
+	else if (call->kind == CALL_TASK)
+		task_reply(call, &res, env, fd, chan_take_fd2(c));
 	else
 		plugin_reply(call, &res, env, fd);
 	free(call);
@@ -339,6 +367,33 @@ priv_signal_plugin(struct mclient *mc, pid_t pid, uint64_t start_time,
 	env.body_case = BERTH__ENVELOPE__BODY_SIGNAL_PLUGIN;
 	env.signal_plugin = &sp;
 	return send_call(mc, &env, CALL_DONE, (void *)cb, arg);
+}
+
+int
+priv_start_task(struct mclient *mc, const struct priv_task *t,
+    priv_task_cb cb, void *arg)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__StartTask st = BERTH__START_TASK__INIT;
+
+	st.alloc_id = BYTES(t->alloc_id);
+	st.task = BYTES(t->task);
+	st.uid = t->uid;
+	st.gid = t->gid;
+	if (t->user != NULL)
+		st.user = BYTES(t->user);
+	st.network_none = t->network_none;
+	st.memory_bytes = t->memory_bytes;
+	st.memory_max_bytes = t->memory_max_bytes;
+	st.cpu_shares = t->cpu_shares;
+	st.pids_max = t->pids_max;
+	if (t->plugin_type != NULL) {
+		st.plugin_type = BYTES(t->plugin_type);
+		st.plugin_id = BYTES(t->plugin_id);
+	}
+	env.body_case = BERTH__ENVELOPE__BODY_START_TASK;
+	env.start_task = &st;
+	return send_call(mc, &env, CALL_TASK, (void *)cb, arg);
 }
 
 int

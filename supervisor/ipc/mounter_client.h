@@ -50,6 +50,14 @@ typedef void (*priv_cleanup_cb)(const struct priv_result *res,
 typedef void (*priv_plugin_cb)(const struct priv_result *res, pid_t pid,
     uint64_t start_time, int pidfd, void *arg);
 
+/*
+ * TaskStarted: the crun process's pid and start time, its pidfd and the
+ * supervisor's end of the task's shim channel, both the callback's to
+ * close (-1 on failure).
+ */
+typedef void (*priv_task_cb)(const struct priv_result *res, pid_t pid,
+    uint64_t start_time, int pidfd, int chanfd, void *arg);
+
 /* Pong: the nonce it carries back. */
 typedef void (*priv_pong_cb)(const struct priv_result *res, uint64_t nonce,
     void *arg);
@@ -65,6 +73,21 @@ struct priv_volume {
 	Berth__AttachmentMode attachment;
 	Berth__AccessMode access;
 	bool per_usage;			/* staging at an older .../<usage> */
+};
+
+/* A task's sandbox, as StartTask (proto/mounter.proto) names it. */
+struct priv_task {
+	const char *alloc_id;
+	const char *task;
+	uint32_t uid, gid;
+	const char *user;		/* allow-listed name, or NULL */
+	bool network_none;
+	uint64_t memory_bytes;		/* 0: no limit */
+	uint64_t memory_max_bytes;	/* 0: memory_bytes */
+	uint32_t cpu_shares;		/* 0: crun's default */
+	uint32_t pids_max;		/* 0: no limit */
+	/* A plugin task's: its socket dir and root bound in; else NULL. */
+	const char *plugin_type, *plugin_id;
 };
 
 /* c: the mounter's channel, which the client never frees. */
@@ -100,6 +123,8 @@ int priv_adopt_plugin(struct mclient *mc, pid_t pid, uint64_t start_time,
     priv_plugin_cb cb, void *arg);
 int priv_signal_plugin(struct mclient *mc, pid_t pid, uint64_t start_time,
     Berth__PluginSignal sig, priv_done_cb cb, void *arg);
+int priv_start_task(struct mclient *mc, const struct priv_task *t,
+    priv_task_cb cb, void *arg);
 /* Does berth-mounter answer? (the privileged driver's fingerprint) */
 int priv_ping(struct mclient *mc, uint64_t nonce, priv_pong_cb cb,
     void *arg);

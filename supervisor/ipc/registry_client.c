@@ -339,6 +339,8 @@ one(struct regclient *rc, Berth__Envelope *env, regclient_cb cb, void *arg)
 	case BERTH__ENVELOPE__BODY_RELEASE_CLAIM:
 	case BERTH__ENVELOPE__BODY_PUT_HANDLE:
 	case BERTH__ENVELOPE__BODY_DELETE_HANDLE:
+	case BERTH__ENVELOPE__BODY_ALLOCATE_IDS:
+	case BERTH__ENVELOPE__BODY_RELEASE_IDS:
 		call->write = env->body_case;
 		clock_gettime(CLOCK_MONOTONIC, &call->sent);
 		break;
@@ -514,6 +516,34 @@ regclient_release(struct regclient *rc, const char *ns, const char *volume,
 	rl.alloc = str(alloc);
 	env.body_case = BERTH__ENVELOPE__BODY_RELEASE_CLAIM;
 	env.release_claim = &rl;
+	return one(rc, &env, cb, arg);
+}
+
+int
+regclient_allocate_ids(struct regclient *rc, const char *alloc,
+    uint32_t first, uint32_t count, regclient_cb cb, void *arg)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__AllocateIds ai = BERTH__ALLOCATE_IDS__INIT;
+
+	ai.alloc = str(alloc);
+	ai.first = first;
+	ai.count = count;
+	env.body_case = BERTH__ENVELOPE__BODY_ALLOCATE_IDS;
+	env.allocate_ids = &ai;
+	return one(rc, &env, cb, arg);
+}
+
+int
+regclient_release_ids(struct regclient *rc, const char *alloc,
+    regclient_cb cb, void *arg)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__ReleaseIds ri = BERTH__RELEASE_IDS__INIT;
+
+	ri.alloc = str(alloc);
+	env.body_case = BERTH__ENVELOPE__BODY_RELEASE_IDS;
+	env.release_ids = &ri;
 	return one(rc, &env, cb, arg);
 }
 

@@ -100,6 +100,16 @@ int regclient_claim(struct regclient *rc, const Berth__Claim *claim,
 int regclient_release(struct regclient *rc, const char *ns,
     const char *volume, const char *alloc, regclient_cb cb, void *arg);
 
+/*
+ * A task uid and gid (one number) for alloc, from [first, first + count);
+ * the one it holds, if it holds one. Reply body: ids_reply.
+ */
+int regclient_allocate_ids(struct regclient *rc, const char *alloc,
+    uint32_t first, uint32_t count, regclient_cb cb, void *arg);
+/* alloc is gone, files and processes too. Reply body: index_reply. */
+int regclient_release_ids(struct regclient *rc, const char *alloc,
+    regclient_cb cb, void *arg);
+
 /* Reply body: handle_reply (with indexes). */
 int regclient_put_handle(struct regclient *rc, const Berth__Handle *h,
     regclient_cb cb, void *arg);

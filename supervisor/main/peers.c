@@ -35,11 +35,13 @@ peer_on_message(struct chan *c, Berth__Envelope *env, int fd, void *arg)
 	    p->name, ipc_body_name(env->body_case));
 }
 
-/* A started or adopted plugin's reply carries its pidfd. */
+/* A started or adopted plugin's reply carries its pidfd; a started
+ * task's, its pidfd and the shim channel's end (ipc_body_fds()). */
 static bool
 mounter_takes_fd(Berth__Envelope__BodyCase body)
 {
-	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
+	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED ||
+	    body == BERTH__ENVELOPE__BODY_TASK_STARTED;
 }
 
 /* Every mounter verb's outcome, for GET /v1/metrics. */

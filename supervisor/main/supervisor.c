@@ -37,6 +37,7 @@
 #include "plugin_supervisor.h"
 #include "privdrop.h"
 #include "service_mode.h"
+#include "shim.h"
 #include "taskdrv.h"
 #include "watch.h"
 #include "spawn.h"
@@ -92,7 +93,8 @@ make_volmgr_deps(struct supervisor *sv, struct volmgr_deps *d)
 	    .data_dir = sv->cfg.data_dir, .secrets_dir = sv->cfg.secrets_dir,
 	    .find_plugin = volmgr_csimgr_find,
 	    .plugins_ctx = sv->csimgr, .node_plugin_type = node_plugin_type,
-	    .allocs_ctx = sv, .events = sv->events };
+	    .allocs_ctx = sv, .events = sv->events,
+	    .stats_interval_ms = sv->cfg.volume_stats_interval_ms };
 	return d;
 }
 
@@ -450,6 +452,10 @@ make_allocs(struct supervisor *sv)
 		.heartbeat_ms = sv->cfg.plugin_heartbeat_ms,
 		.uid = sv->uid,
 		.gid = sv->gid,
+		.task_id_first = sv->cfg.task_id_first,
+		.task_id_count = sv->cfg.task_id_count,
+		.cgroups = &sv->cgroups,
+		.cgroup_parent = sv->cgroup_parent,
 		.fail = allocs_fail,
 		.ctx = sv,
 	};
@@ -466,6 +472,9 @@ make_taskdrv(struct supervisor *sv)
 	d.base = sv->base;
 	d.mounter = sv->mounter.mclient;
 	d.data_dir = sv->cfg.data_dir;
+	/* Filled in by tasks_cgroup(), before any task starts. */
+	d.cgroups = &sv->cgroups;
+	d.cgroup_parent = sv->cgroup_parent;
 	return sv->drv = taskdrv_new(&d);
 }
 
@@ -606,6 +615,62 @@ raise_nofile(void)
 		    (unsigned long long)rl.rlim_max);
 }
 
+/*
+ * Spawn mode, as root: the tasks' cgroup parent, made and given to our
+ * user as systemd's Delegate=yes would; service mode: systemd delegated
+ * our own cgroup, so we move into a "supervisor" leaf of it and tasks go
+ * under "tasks" beside it. Without either, tasks still get their limits
+ * (crun, as root, makes their cgroups), and we say so.
+ */
+/* Once, at start: the limits no task here can have (task_runner.c
+ * leaves each out, and says so at each start). */
+static void
+limits_warning(struct supervisor *sv)
+{
+	static const char *const ctl[] = { "memory", "cpu", "pids" };
+	char miss[64] = "";
+	size_t i;
+
+	for (i = 0; i < 3; i++)
+		if (!cgroup_can_limit(&sv->cgroups, sv->cgroup_parent, ctl[i]))
+			snprintf(miss + strlen(miss), sizeof(miss) -
+			    strlen(miss), "%s%s", miss[0] ? ", " : "", ctl[i]);
+	if (miss[0] != '\0')
+		log_warnx("tasks_cgroup: no %s controller for %s: tasks' "
+		    "limits of it are not enforced", miss, sv->cgroup_parent);
+}
+
+static void
+tasks_cgroup(struct supervisor *sv, const struct priv_user *su)
+{
+	char err[512];
+	int r;
+
+	if ((r = cgroup_mounts_find(&sv->cgroups, NULL)) < 0) {
+		log_warnx("tasks_cgroup: /proc/self/mountinfo: %s; tasks' use "
+		    "of CPU and memory will not be shown", strerror(-r));
+		return;
+	}
+	if (su != NULL) {
+		snprintf(sv->cgroup_parent, sizeof(sv->cgroup_parent), "%s",
+		    sv->cfg.cgroup_parent);
+		if (cgroup_delegate(&sv->cgroups, sv->cfg.cgroup_parent,
+		    su->uid, su->gid, err, sizeof(err)) < 0)
+			log_warnx("tasks_cgroup: %s; the tasks' cgroups stay "
+			    "root's alone", err);
+		limits_warning(sv);
+		return;
+	}
+	if (cgroup_enter_leaf(&sv->cgroups, sv->cgroup_parent,
+	    sizeof(sv->cgroup_parent), err, sizeof(err)) < 0) {
+		sv->cgroup_parent[0] = '\0';
+		log_warnx("tasks_cgroup: %s", err);
+		return;
+	}
+	log_info("tasks_cgroup: tasks' cgroups under %s", sv->cgroup_parent);
+	limits_warning(sv);
+}
+
 int
 main(int argc, char **argv)
 {
@@ -644,6 +709,7 @@ main(int argc, char **argv)
 	if (geteuid() != 0) {
 		/* Not root: service mode, the helpers are systemd's. */
 		sv.service_mode = true;
+		tasks_cgroup(&sv, NULL);
 		service_mode_start(sv.cfg.run_dir, &sv.mounter.fd,
 		    &sv.registry.fd);
 		if (api_group_id(&sv.cfg, getgid(), &api_group, err,
@@ -670,17 +736,26 @@ main(int argc, char **argv)
 		config_free(&sv.cfg);
 		return EX_CANTCREAT;
 	}
+	tasks_cgroup(&sv, &su);
 
 	notify_status("starting berth-mounter and berth-registry");
 	{
+		/* The mounter enforces the range and runs this shim as
+		 * tasks' init, in cgroups under the parent root made. */
+		char shim[PATH_MAX];
 		char *margv[] = { "berth-mounter", "--spawned", "--data-dir",
 			sv.cfg.data_dir, "--run-dir", sv.cfg.run_dir,
-			"--plugins-dir", sv.cfg.plugins_dir,
+			"--plugins-dir", sv.cfg.plugins_dir, "--task-ids",
+			sv.cfg.task_ids, "--cgroup-parent",
+			sv.cfg.cgroup_parent, "--shim", shim,
 			verbose ? "--verbose" : NULL, NULL };
 		char *rargv[] = { "berth-registry", "--spawned", "--data-dir",
 			sv.cfg.data_dir, "--user", sv.cfg.registry_user,
 			verbose ? "--verbose" : NULL, NULL };
 
+		if (spawn_helper_path(SHIM_NAME, shim, sizeof(shim)) < 0 ||
+		    shim[0] == '\0')
+			snprintf(shim, sizeof(shim), "%s", SHIM_NAME);
 		start_helper(&sv.mounter, margv);
 		start_helper(&sv.registry, rargv);
 	}

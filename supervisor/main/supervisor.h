@@ -30,6 +30,8 @@ struct api;
 struct devmgr;
 struct drivermgr;
 
+#include "cgroup.h"
+
 struct supervisor {
 	struct event_base *base;
 	struct berth_config cfg;
@@ -51,6 +53,10 @@ struct supervisor {
 	struct event *sigterm, *sigint, *sigchld, *ping, *stop_timer;
 	bool stopping;
 	bool service_mode;		/* helpers reached through socket units */
+	struct cgroup_mounts cgroups;	/* where the hierarchies are */
+	/* Where tasks' cgroups go: cfg.cgroup_parent in spawn mode, the
+	 * "tasks" beside our own leaf in service mode; "" if unknown. */
+	char cgroup_parent[CGROUP_PATH_MAX];
 	int exit_code;
 };
 

@@ -883,9 +883,9 @@ task_volume_mounts(struct walk *w, json_t *v, void *dst)
 	each_element(w, v, task_mount, t);
 }
 
-/* A whole number from 1 to max; 0 after a problem. */
+/* A whole number from min to max; 0 after a problem. */
 static int
-take_count(struct walk *w, json_t *v, int max)
+take_range(struct walk *w, json_t *v, int min, int max)
 {
 	json_int_t n;
 
@@ -893,11 +893,18 @@ take_count(struct walk *w, json_t *v, int max)
 		problem(w, "must be a whole number, not %s", type_name(v));
 		return 0;
 	}
-	if ((n = json_integer_value(v)) < 1 || n > max) {
-		problem(w, "must be from 1 to %d, not %lld", max, (long long)n);
+	if ((n = json_integer_value(v)) < min || n > max) {
+		problem(w, "must be from %d to %d, not %lld", min, max,
+		    (long long)n);
 		return 0;
 	}
 	return (int)n;
+}
+
+static int
+take_count(struct walk *w, json_t *v, int max)
+{
+	return take_range(w, v, 1, max);
 }
 
 static void
@@ -930,6 +937,86 @@ task_logs(struct walk *w, json_t *v, void *dst)
 	}
 	if (object_of(w, v))
 		walk_fields(w, v, logs_fields, NFIELDS(logs_fields), dst);
+}
+
+/* A task runs as root's user, never as berth's: exec tasks only. */
+static bool
+exec_only(struct walk *w)
+{
+	if (w->driver != ALLOC_DRIVER_PRIVILEGED)
+		return true;
+	problem(w, "is not allowed with the \"privileged\" driver (root's "
+	    "plugin definition says how it runs); remove it");
+	return false;
+}
+
+/* A login name as useradd takes it: [a-z_][a-z0-9_-]*, short. */
+static void
+task_user(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_task *t = dst;
+
+	if (!exec_only(w))
+		return;
+	t->user = take_word(w, v, "_-", false, ALLOC_USER_MAX_LEN,
+	    "[a-z0-9_-]");
+	if (t->user != NULL && (t->user[0] == '-' ||
+	    (t->user[0] >= '0' && t->user[0] <= '9'))) {
+		problem(w, "must start with a letter or '_', not '%c'",
+		    t->user[0]);
+		free(t->user);
+		t->user = NULL;
+	}
+}
+
+static void
+res_cpu(struct walk *w, json_t *v, void *dst)
+{
+	((struct alloc_task *)dst)->cpu = take_range(w, v, 1, ALLOC_MAX_CPU);
+}
+
+static void
+res_memory(struct walk *w, json_t *v, void *dst)
+{
+	((struct alloc_task *)dst)->memory_mb = take_range(w, v,
+	    ALLOC_MIN_MEMORY_MB, ALLOC_MAX_MEMORY_MB);
+}
+
+static void
+res_memory_max(struct walk *w, json_t *v, void *dst)
+{
+	((struct alloc_task *)dst)->memory_max_mb = take_range(w, v,
+	    ALLOC_MIN_MEMORY_MB, ALLOC_MAX_MEMORY_MB);
+}
+
+static void
+res_pids(struct walk *w, json_t *v, void *dst)
+{
+	((struct alloc_task *)dst)->pids = take_range(w, v, 1, ALLOC_MAX_PIDS);
+}
+
+static const struct field resources_fields[] = {
+	FN("cpu", false, res_cpu),
+	FN("memory", false, res_memory),
+	FN("memory_max", false, res_memory_max),
+	FN("pids", false, res_pids),
+};
+
+static void
+task_resources(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_task *t = dst;
+
+	if (!exec_only(w) || !object_of(w, v))
+		return;
+	t->memory_max_mb = 0;
+	walk_fields(w, v, resources_fields, NFIELDS(resources_fields), t);
+	if (json_object_get(v, "memory_max") == NULL)
+		t->memory_max_mb = t->memory_mb;
+	else if (t->memory_max_mb != 0 && t->memory_mb != 0 &&
+	    t->memory_max_mb < t->memory_mb)
+		problem(w, "memory_max (%d) must not be less than memory (%d)",
+		    t->memory_max_mb, t->memory_mb);
 }
 
 static void
@@ -1002,6 +1089,9 @@ task_restart(struct walk *w, json_t *v, void *dst)
 	if (!object_of(w, v))
 		return;
 	walk_fields(w, v, restart_fields, NFIELDS(restart_fields), r);
+	/* A plugin's default "delay" means nothing with no attempts. */
+	if (json_object_get(v, "mode") == NULL && r->attempts == 0)
+		r->mode = ALLOC_RESTART_FAIL;
 	if (r->attempts < 0 || r->interval_ms < 0 || r->delay_ms < 0 ||
 	    r->mode == 0)
 		return;		/* said already */
@@ -1024,6 +1114,8 @@ static const struct field task_fields[] = {
 	FN("env", false, task_env),
 	FN("kill_timeout", false, task_kill_timeout),
 	FN("logs", false, task_logs),
+	FN("user", false, task_user),
+	FN("resources", false, task_resources),
 	FN("csi_plugin", false, task_csi_plugin),
 	FN("restart", false, task_restart),
 	FN("volume_mounts", false, task_volume_mounts),
@@ -1039,6 +1131,9 @@ alloc_task(struct walk *w, json_t *v, size_t i, void *ctx)
 	t->kill_timeout_ms = ALLOC_DEFAULT_KILL_TIMEOUT_MS;
 	t->log_max_files = ALLOC_DEFAULT_LOG_FILES;
 	t->log_max_file_mb = ALLOC_DEFAULT_LOG_FILE_MB;
+	t->cpu = ALLOC_DEFAULT_CPU;
+	t->memory_mb = t->memory_max_mb = ALLOC_DEFAULT_MEMORY_MB;
+	t->pids = ALLOC_DEFAULT_PIDS;
 	t->restart = (struct alloc_restart){ ALLOC_DEFAULT_RESTART_ATTEMPTS,
 	    ALLOC_DEFAULT_RESTART_INTERVAL_MS, ALLOC_DEFAULT_RESTART_DELAY_MS,
 	    ALLOC_RESTART_FAIL };
@@ -1049,6 +1144,10 @@ alloc_task(struct walk *w, json_t *v, size_t i, void *ctx)
 	w->driver = json_is_string(d) ? name_value(drivers,
 	    json_string_value(d), json_string_length(d)) : 0;
 	w->csi = json_object_get(v, "csi_plugin") != NULL;
+	/* A plugin is started again for good: berth has no scheduler to
+	 * move its work elsewhere, and its volumes would stay stuck. */
+	if (w->csi)
+		t->restart.mode = ALLOC_RESTART_DELAY;
 	walk_fields(w, v, task_fields, NFIELDS(task_fields), t);
 	/* The mounter starts a privileged process only as a CSI plugin. */
 	if (w->driver == ALLOC_DRIVER_PRIVILEGED &&
@@ -1248,9 +1347,34 @@ alloc_namespace(struct walk *w, json_t *v, void *dst)
 	a->ns = take_ident(w, v);
 }
 
+static const struct name network_modes[] = {
+	{ "host", 1 },
+	{ "none", 2 },
+	{ NULL, 0 }
+};
+
+static void
+network_mode(struct walk *w, json_t *v, void *dst)
+{
+	((struct alloc *)dst)->network_none = take_enum(w, v,
+	    network_modes) == 2;
+}
+
+static const struct field network_fields[] = {
+	FN("mode", true, network_mode),
+};
+
+static void
+alloc_network(struct walk *w, json_t *v, void *dst)
+{
+	if (object_of(w, v))
+		walk_fields(w, v, network_fields, NFIELDS(network_fields), dst);
+}
+
 static const struct field alloc_fields[] = {
 	IDENT("id", true, struct alloc, id),
 	FN("namespace", false, alloc_namespace),
+	FN("network", false, alloc_network),
 	FN("tasks", true, alloc_tasks),
 	FN("volumes", false, alloc_volumes),
 };
@@ -1327,6 +1451,7 @@ alloc_free(struct alloc *a)
 		t = &a->tasks[i];
 		free(t->name);
 		free(t->command);
+		free(t->user);
 		strv_free(t->args, t->nargs);
 		free(t->plugin);
 		strv_free(t->env, t->nenv);

@@ -49,6 +49,19 @@
 #define ALLOC_MAX_LOG_FILES	100
 #define ALLOC_DEFAULT_LOG_FILE_MB	10
 #define ALLOC_MAX_LOG_FILE_MB	1024
+/* An exec task's "resources", as Nomad's: cpu in MHz (the cgroup's CPU
+ * weight, cpu.shares), memory and memory_max in MiB (the soft and the hard
+ * limit; memory_max absent: memory is the hard limit), plus pids, the
+ * most processes and threads the task may hold at once. */
+#define ALLOC_DEFAULT_CPU	100
+#define ALLOC_MAX_CPU		262144		/* cpu.shares' top */
+#define ALLOC_DEFAULT_MEMORY_MB	300
+#define ALLOC_MIN_MEMORY_MB	10		/* Nomad's least */
+#define ALLOC_MAX_MEMORY_MB	(1024 * 1024)
+#define ALLOC_DEFAULT_PIDS	512
+#define ALLOC_MAX_PIDS		65536
+/* A task's "user": a name on root's allow-list (the mounter checks). */
+#define ALLOC_USER_MAX_LEN	32
 /*
  * A task's "restart" block, Nomad's (its defaults are those of Nomad's
  * service jobs): at most attempts restarts within interval, each after
@@ -122,6 +135,12 @@ struct alloc_task {
 	int64_t kill_timeout_ms;
 	int log_max_files;	/* exec: "logs" */
 	int log_max_file_mb;
+	/* exec: who it runs as; NULL: the alloc's dynamic uid and gid. */
+	char *user;
+	int cpu;		/* exec: "resources", defaults filled in */
+	int memory_mb;
+	int memory_max_mb;	/* >= memory_mb; memory_mb when absent */
+	int pids;
 	struct alloc_csi_plugin csi;
 	struct alloc_restart restart;
 	struct alloc_mount *mounts;
@@ -165,6 +184,9 @@ struct alloc {
 	size_t ntasks;
 	struct alloc_volume *volumes;
 	size_t nvolumes;
+	/* network { mode = "none" }: its tasks get a new, empty network
+	 * namespace; "host" (the default): the host's network. */
+	bool network_none;
 };
 
 /*

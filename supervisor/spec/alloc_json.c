@@ -147,6 +147,12 @@ task(const struct alloc_task *t, bool *ok)
 		put(o, "logs", xnonnull(json_pack("{s:i, s:i}", "max_files",
 		    t->log_max_files, "max_file_size", t->log_max_file_mb),
 		    "task: json_pack"), ok);
+	if (t->user != NULL)
+		put(o, "user", json_string(t->user), ok);
+	if (t->driver == ALLOC_DRIVER_EXEC)
+		put(o, "resources", xnonnull(json_pack("{s:i, s:i, s:i, s:i}",
+		    "cpu", t->cpu, "memory", t->memory_mb, "memory_max",
+		    t->memory_max_mb, "pids", t->pids), "task: json_pack"), ok);
 	if (t->csi.type != ALLOC_CSI_NONE)
 		put(o, "csi_plugin", task_csi(&t->csi, ok), ok);
 	put(o, "restart", task_restart(&t->restart, ok), ok);
@@ -203,6 +209,9 @@ alloc_to_json(const struct alloc *a)
 	root = xnonnull(json_object(), "alloc_to_json: json_object");
 	put(root, "id", json_string(a->id), &ok);
 	put(root, "namespace", json_string(a->ns), &ok);
+	put(root, "network", xnonnull(json_pack("{s:s}", "mode",
+	    a->network_none ? "none" : "host"), "alloc_to_json: json_pack"),
+	    &ok);
 	tasks = xnonnull(json_array(), "alloc_to_json: json_array");
 	for (i = 0; i < a->ntasks; i++)
 		append(tasks, task(&a->tasks[i], &ok), &ok);

@@ -280,6 +280,7 @@ volmgr_new(const struct volmgr_deps *d)
 	TAILQ_INIT(&vm->pubs);
 	TAILQ_INIT(&vm->units);
 	TAILQ_INIT(&vm->waiting);
+	TAILQ_INIT(&vm->stats);
 	return vm;
 }
 
@@ -287,6 +288,7 @@ void
 volmgr_start(struct volmgr *vm)
 {
 	records_read(vm);
+	stats_start(vm);
 }
 
 bool
@@ -328,6 +330,7 @@ volmgr_free(struct volmgr *vm)
 	}
 	while ((p = TAILQ_FIRST(&vm->pubs)) != NULL)
 		pub_free(vm, p);
+	stats_free(vm);
 	/* Calls still out come back to call_back(), which frees it. */
 	vm->dying = true;
 	if (vm->inflight == 0) {

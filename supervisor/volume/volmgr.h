@@ -91,8 +91,12 @@ struct volmgr_deps {
 	int csi_deadline_ms;
 	int csi_retry_total_ms;
 	/* Where register, create, delete, stage, publish, unpublish and
-	 * unstage are recorded (topic "volume"); NULL: nowhere. */
+	 * unstage are recorded (topic "volume"), and a volume turning
+	 * abnormal or normal again; NULL: nowhere. */
 	struct events *events;
+	/* How often each volume staged or published here is asked for its
+	 * usage and condition (volmgr_stats.c); 0: never. */
+	int64_t stats_interval_ms;
 };
 
 struct volmgr *volmgr_new(const struct volmgr_deps *d);
@@ -130,6 +134,31 @@ struct volmgr_counts {
 	size_t published;	/* publications: one per alloc and usage */
 };
 void volmgr_counts(const struct volmgr *vm, struct volmgr_counts *c);
+
+/*
+ * A volume's usage and condition, as its node plugin last said them
+ * (NodeGetVolumeStats). A part the plugin did not report is not known:
+ * "not reported", never zeros. The strings are the manager's: valid
+ * until the event loop runs again.
+ */
+struct volmgr_stats {
+	const char *ns, *vol, *plugin;
+	bool answered;			/* a call has succeeded */
+	bool bytes_known, inodes_known, condition_known;
+	int64_t bytes_used, bytes_available, bytes_total;
+	int64_t inodes_used, inodes_free, inodes_total;
+	bool abnormal;
+	const char *message;		/* the condition's; "" none */
+	const char *error;		/* why the last call failed; "" */
+	int64_t age_ms;			/* since the last answer */
+	uint64_t calls, skipped;	/* made; not made (one was out) */
+};
+/* The volume's, or false when it is neither staged nor published here. */
+bool volmgr_stats_get(struct volmgr *vm, const char *ns, const char *vol,
+    struct volmgr_stats *out);
+/* fn for every volume staged or published here, in no set order. */
+void volmgr_stats_each(struct volmgr *vm, void (*fn)(
+    const struct volmgr_stats *s, void *arg), void *arg);
 
 /* One CreateVolume parameter, passed to the plugin as is. */
 struct volmgr_param {

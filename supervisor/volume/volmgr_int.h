@@ -10,7 +10,8 @@
  * operator's register, create and delete (volmgr_operator.c); what they
  * ask a plugin is built and addressed by volmgr_plugins.c. What an alloc
  * uses is kept in pubs (volmgr_pubs.c), mirrored by the registry's mount
- * records (volmgr_records.c).
+ * records (volmgr_records.c). Apart from the units, volmgr_stats.c asks
+ * the node plugins how each volume in use is doing.
  */
 #ifndef BERTH_VOLMGR_INT_H
 #define BERTH_VOLMGR_INT_H
@@ -131,6 +132,7 @@ struct vreply {
 
 struct job;
 struct vcall;
+struct vstat;
 
 struct unit {
 	TAILQ_ENTRY(unit) entry;	/* vm->units: waiting or running */
@@ -182,6 +184,9 @@ struct volmgr {
 	struct vpub_list pubs;
 	TAILQ_HEAD(, unit) units;
 	TAILQ_HEAD(, job) waiting;	/* until the records are read */
+	TAILQ_HEAD(, vstat) stats;	/* volmgr_stats.c: one per volume */
+	struct event *stats_timer;
+	int stats_out;			/* stats calls out */
 };
 
 /* volmgr.c: units and jobs */
@@ -227,6 +232,10 @@ bool secrets_load(struct unit *u, const char *name, const struct kvs *refs,
     const char *call, struct kvs *out);
 void secrets_wipe(struct kvs *k);
 
+/* volmgr_stats.c: each volume's usage and condition */
+void stats_start(struct volmgr *vm);
+void stats_free(struct volmgr *vm);
+
 /* volmgr_records.c */
 void put_record(struct unit *u);
 void forget_record(struct unit *u);
@@ -255,9 +264,18 @@ bool controller_of(struct volmgr *vm, const char *plugin,
     struct volmgr_plugin *out);
 /* A controller instance not healthy: true, and the unit waits (ended). */
 bool controller_sick(struct unit *u, const char *plugin);
+/* The plugin's node instance, healthy; false when none. */
+bool node_of(struct volmgr *vm, const char *plugin,
+    struct volmgr_plugin *out);
 /* The pub's node instance; false (and the unit ended) when none. */
 bool node_or_end(struct unit *u, struct volmgr_plugin *out);
+/* The <type> of the pub's mount root, into p->type. */
+void pub_mount_type(struct volmgr *vm, struct vpub *p,
+    const struct volmgr_plugin *node);
 void mount_type(struct unit *u, const struct volmgr_plugin *node);
+/* The volume's staging path, or the pub's publish target, for CSI. */
+void pub_csi_path(struct volmgr *vm, const struct vpub *p, bool staging,
+    char *buf, size_t n);
 void csi_path(struct unit *u, bool staging, char *buf, size_t n);
 /* A capability on the caller's stack: cap, with mnt/blk/mode beside it. */
 struct capbuf {

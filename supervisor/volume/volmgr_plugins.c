@@ -76,10 +76,16 @@ controller_sick(struct unit *u, const char *plugin)
 }
 
 bool
+node_of(struct volmgr *vm, const char *plugin, struct volmgr_plugin *out)
+{
+	return healthy(vm, BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE, plugin,
+	    out);
+}
+
+bool
 node_or_end(struct unit *u, struct volmgr_plugin *out)
 {
-	if (healthy(u->job->vm, BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE,
-	    u->pub->plugin, out))
+	if (node_of(u->job->vm, u->pub->plugin, out))
 		return true;
 	/* Waits (the caller retries) rather than calling a sick plugin. */
 	if (out->fp != NULL && out->fp->done &&
@@ -105,20 +111,40 @@ node_or_end(struct unit *u, struct volmgr_plugin *out)
  * of one.
  */
 void
-mount_type(struct unit *u, const struct volmgr_plugin *node)
+pub_mount_type(struct volmgr *vm, struct vpub *p,
+    const struct volmgr_plugin *node)
 {
-	struct volmgr *vm = u->job->vm;
 	struct volmgr_plugin ctl;
 	const char *t = NULL;
 
 	if (vm->d.node_plugin_type != NULL)
 		t = vm->d.node_plugin_type(vm->d.allocs_ctx, node->alloc,
-		    u->pub->plugin);
+		    p->plugin);
 	if (t == NULL)
 		t = find(vm, BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_CONTROLLER,
-		    u->pub->plugin, &ctl) && strcmp(ctl.alloc, node->alloc) ==
+		    p->plugin, &ctl) && strcmp(ctl.alloc, node->alloc) ==
 		    0 ? "monolith" : "node";
-	snprintf(u->pub->type, sizeof(u->pub->type), "%s", t);
+	snprintf(p->type, sizeof(p->type), "%s", t);
+}
+
+void
+mount_type(struct unit *u, const struct volmgr_plugin *node)
+{
+	pub_mount_type(u->job->vm, u->pub, node);
+}
+
+void
+pub_csi_path(struct volmgr *vm, const struct vpub *p, bool staging,
+    char *buf, size_t n)
+{
+	char rel[1024];
+
+	if ((staging ? layout_staging(rel, sizeof(rel), p->type, p->plugin,
+	    p->ns, p->vol, p->stage_usage[0] != '\0' ? p->stage_usage :
+	    NULL) : layout_publish(rel, sizeof(rel),
+	    p->type, p->plugin, p->alloc, p->vol, p->usage)) < 0 ||
+	    layout_abs(buf, n, vm->d.data_dir, rel) < 0)
+		buf[0] = '\0';
 }
 
 /* The volume's staging path, or the pub's publish target: absolute, for
@@ -126,15 +152,7 @@ mount_type(struct unit *u, const struct volmgr_plugin *node)
 void
 csi_path(struct unit *u, bool staging, char *buf, size_t n)
 {
-	char rel[1024];
-	struct vpub *p = u->pub;
-
-	if ((staging ? layout_staging(rel, sizeof(rel), p->type, p->plugin,
-	    p->ns, p->vol, p->stage_usage[0] != '\0' ? p->stage_usage :
-	    NULL) : layout_publish(rel, sizeof(rel),
-	    p->type, p->plugin, p->alloc, p->vol, p->usage)) < 0 ||
-	    layout_abs(buf, n, u->job->vm->d.data_dir, rel) < 0)
-		buf[0] = '\0';
+	pub_csi_path(u->job->vm, u->pub, staging, buf, n);
 }
 
 static Csi__V1__VolumeCapability__AccessMode__Mode

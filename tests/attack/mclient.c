@@ -17,7 +17,7 @@
 
 struct call {
 	bool done;
-	int fd;
+	int fd, fd2;
 	Berth__Envelope *reply;
 };
 
@@ -47,7 +47,8 @@ on_close(struct chan *ch, const char *why, void *arg)
 static bool
 takes_fd(Berth__Envelope__BodyCase body)
 {
-	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
+	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED ||
+	    body == BERTH__ENVELOPE__BODY_TASK_STARTED;
 }
 
 static const struct chan_ops ops = { on_message, on_close, takes_fd, NULL };
@@ -64,6 +65,7 @@ on_reply(struct chan *ch, Berth__Envelope *env, int fd, void *arg)
 	cl->reply = berth__envelope__unpack(NULL, len, buf);
 	free(buf);
 	cl->fd = fd;
+	cl->fd2 = chan_take_fd2(ch);
 	cl->done = true;
 }
 
@@ -71,7 +73,7 @@ int
 mc_call(struct mclient *c, Berth__Envelope *env, int *fd,
     Berth__Envelope **reply)
 {
-	struct call cl = { false, -1, NULL };
+	struct call cl = { false, -1, -1, NULL };
 	int code;
 
 	ck_assert_int_eq(chan_request(c->chan, env, -1, 20000, on_reply, &cl),
@@ -83,6 +85,10 @@ mc_call(struct mclient *c, Berth__Envelope *env, int *fd,
 		*fd = cl.fd;
 	else if (cl.fd >= 0)
 		close(cl.fd);
+	if (cl.fd2 >= 0 && (fd == NULL || fd[0] < 0))
+		close(cl.fd2);
+	else if (cl.fd2 >= 0)
+		fd[1] = cl.fd2;
 	if (reply != NULL)
 		*reply = cl.reply;
 	else
@@ -127,11 +133,16 @@ spawn(struct mclient *c)
 {
 	Berth__Envelope env = BERTH__ENVELOPE__INIT;
 	Berth__Hello hello = BERTH__HELLO__INIT;
-	char *argv[10];
-	int sp[2], n = 0;
+	char *argv[24];
+	int sp[2], n = 0, i;
 
+	/* SO_PEERCRED: the creator's effective ids. */
+	ck_assert_int_eq(setegid(c->peer), 0);
+	ck_assert_int_eq(seteuid(c->peer), 0);
 	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0,
 	    sp), 0);
+	ck_assert_int_eq(seteuid(0), 0);
+	ck_assert_int_eq(setegid(0), 0);
 	argv[n++] = (char *)harness_bin("berth-mounter");
 	argv[n++] = "--spawned";
 	argv[n++] = "--data-dir";
@@ -142,6 +153,8 @@ spawn(struct mclient *c)
 		argv[n++] = "--plugins-dir";
 		argv[n++] = c->plugins;
 	}
+	for (i = 0; c->args != NULL && c->args[i] != NULL && n < 23; i++)
+		argv[n++] = (char *)c->args[i];
 	argv[n] = NULL;
 	proc_start(&c->proc, argv, sp[1]);
 	close(sp[1]);
@@ -162,7 +175,16 @@ spawn(struct mclient *c)
 void
 mc_start(struct mclient *c, const char *plugins)
 {
+	mc_start_opts(c, plugins, NULL, 0);
+}
+
+void
+mc_start_opts(struct mclient *c, const char *plugins,
+    const char *const *args, uid_t peer)
+{
 	memset(c, 0, sizeof(*c));
+	c->args = args;
+	c->peer = peer;
 	c->data = harness_tmpdir("data");
 	c->run = harness_tmpdir("run");
 	c->plugins = plugins ? strdup(plugins) : NULL;

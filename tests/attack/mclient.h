@@ -25,10 +25,15 @@ struct mclient {
 	char *data, *run, *plugins;
 	int exits;			/* PluginExited notices seen */
 	Berth__PluginExited last_exit;
+	const char *const *args;	/* more options, NULL-ended */
+	uid_t peer;			/* its peer's euid (SO_PEERCRED) */
 };
 
 /* Start berth-mounter on fresh temp dirs; plugins may be NULL. */
 void mc_start(struct mclient *c, const char *plugins);
+/* The same with more options (args, NULL-ended), seen from uid peer. */
+void mc_start_opts(struct mclient *c, const char *plugins,
+    const char *const *args, uid_t peer);
 void mc_stop(struct mclient *c);
 /* Stop berth-mounter and start a new one on the same directories. */
 void mc_restart(struct mclient *c);
@@ -37,7 +42,8 @@ int mc_start_plugin(struct mclient *c, const char *def, const char *type,
     const char *plugin, const char *alloc, Berth__PluginHandle *h, int *pidfd);
 int mc_adopt(struct mclient *c, Berth__PluginHandle *h, int *pidfd);
 int mc_signal(struct mclient *c, const Berth__PluginHandle *h, int sig);
-/* Make one request; returns the error code (0: success). */
+/* Make one request; returns the error code (0: success). fd: the reply's
+ * descriptor, or its two (fd[2]) for TaskStarted. */
 int mc_call(struct mclient *c, Berth__Envelope *env, int *fd,
     Berth__Envelope **reply);
 /* Run the event loop for up to ms (for notices). */

@@ -88,6 +88,7 @@ fake_free(struct taskproc *tp)
 
 const struct trun_driver_ops fake_driver = {
 	fake_start, fake_adopt, fake_handle, fake_signal, fake_pid, fake_free,
+	NULL,
 };
 
 struct taskproc *
@@ -116,7 +117,7 @@ proc_started(struct taskproc *tp, int err, const char *why)
 void
 proc_exits(struct taskproc *tp, int code)
 {
-	const struct task_exit ex = { true, false, code, NULL };
+	const struct task_exit ex = { true, false, code, NULL, false };
 
 	tp->exited(tp, &ex, tp->arg);
 }

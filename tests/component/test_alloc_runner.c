@@ -174,6 +174,34 @@ mounter_handler(struct fake_peer *fp, struct fake_req *req, void *arg)
 		fake_reply_ack(fp, req);
 }
 
+/*
+ * The registry hands out an alloc's task id at once (the same for every
+ * alloc: the fake keeps no table) and takes it back; every other request
+ * is held for the test.
+ */
+static void
+registry_handler(struct fake_peer *fp, struct fake_req *req, void *arg)
+{
+	Berth__Envelope env = BERTH__ENVELOPE__INIT;
+	Berth__IdsReply ids = BERTH__IDS_REPLY__INIT;
+	Berth__IndexReply ix = BERTH__INDEX_REPLY__INIT;
+
+	(void)arg;
+	if (req->env->body_case == BERTH__ENVELOPE__BODY_ALLOCATE_IDS) {
+		ids.alloc = req->env->allocate_ids->alloc;
+		ids.id = 70000;
+		ids.index = 1;
+		env.body_case = BERTH__ENVELOPE__BODY_IDS_REPLY;
+		env.ids_reply = &ids;
+		fake_reply(fp, req, &env, -1);
+	} else if (req->env->body_case == BERTH__ENVELOPE__BODY_RELEASE_IDS) {
+		ix.index = 2;
+		env.body_case = BERTH__ENVELOPE__BODY_INDEX_REPLY;
+		env.index_reply = &ix;
+		fake_reply(fp, req, &env, -1);
+	}
+}
+
 static const struct chan_ops no_ops = { NULL, NULL, NULL, NULL };
 
 static void
@@ -193,6 +221,7 @@ setup(void)
 	mnt_fp = fake_peer_new(base, "berth-mounter", NULL, &mnt_chan,
 	    &no_ops, NULL);
 	fake_peer_handler(mnt_fp, mounter_handler, NULL);
+	fake_peer_handler(reg_fp, registry_handler, NULL);
 	ck_assert_ptr_nonnull(rc = regclient_new(base, reg_chan, 5000));
 	ck_assert_ptr_nonnull(mc = mclient_new(mnt_chan, 0));
 	ck_assert_ptr_nonnull(events = events_new());
@@ -217,6 +246,7 @@ setup(void)
 		.alloc_dir = alloc_dir, .data_dir = data_dir,
 		.resync_ms = 60000, .heartbeat_ms = 1000,
 		.uid = getuid(), .gid = getgid(),
+		.task_id_first = 70000, .task_id_count = 100,
 		.fail = on_fail, .ctx = NULL,
 	};
 	ck_assert_ptr_nonnull(am = allocs_new(&d));
@@ -589,6 +619,13 @@ four_procs(void *arg)
 	return nprocs == 4;
 }
 
+static bool
+id_released(void *arg)
+{
+	(void)arg;
+	return fake_count(reg_fp, BERTH__ENVELOPE__BODY_RELEASE_IDS) == 1;
+}
+
 /* ---- the tests ---- */
 
 START_TEST(test_no_volumes_run_and_stop)
@@ -597,7 +634,10 @@ START_TEST(test_no_volumes_run_and_stop)
 
 	write_alloc("a1", false, NULL);
 	start_with_handles(NULL, 0);
-	ck_assert_str_eq(state_of("a1"), "running");
+	/* Once the registry has given it its task id. */
+	wait_state("a1", "running");
+	ck_assert_int_eq(fake_count(reg_fp, BERTH__ENVELOPE__BODY_ALLOCATE_IDS),
+	    1);
 	ck_assert(has_event("AllocStarted", "a1"));
 	wait_proc("a1", "t")->started(find_proc("a1", "t"), 0, NULL,
 	    find_proc("a1", "t")->arg);
@@ -617,8 +657,12 @@ START_TEST(test_no_volumes_run_and_stop)
 	remove_alloc("a1");
 	wait_state("a1", "stopping");
 	task_ends("a1");
+	ck_assert_int_eq(fake_count(reg_fp, BERTH__ENVELOPE__BODY_RELEASE_IDS),
+	    0);
 	stop_to_gone("a1", 1);
 	ck_assert(has_event("AllocStopped", "a1"));
+	/* Cleaned up: its task id goes back. */
+	ck_assert(fake_run_until(base, id_released, NULL, 3000));
 	ck_assert_int_ne(access(path, F_OK), 0);
 	snprintf(path, sizeof(path), "%s/allocs/a1/t/volumes", data_dir);
 	ck_assert_int_eq(access(path, F_OK), 0);

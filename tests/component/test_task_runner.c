@@ -154,6 +154,8 @@ new_runner(const Berth__TaskHandle *adopt)
 	    NULL);
 
 	ck_assert_ptr_nonnull(tr);
+	/* Its alloc's task id, as the alloc runner sets it. */
+	trun_set_id(tr, 70000);
 	return tr;
 }
 
@@ -411,7 +413,7 @@ START_TEST(test_policy_no_attempts_signal_fails_at_once)
 	tr = new_runner(NULL);
 	trun_run(tr);
 	tp = bring_up(tr, 1);
-	tp->exited(tp, &(struct task_exit){ true, true, 9, NULL }, tp->arg);
+	tp->exited(tp, &(struct task_exit){ true, true, 9, NULL, false }, tp->arg);
 	ck_assert_str_eq(trun_state(tr), "failed");
 	ck_assert(trun_last_exit(tr, &sig, &code));
 	ck_assert(sig);
@@ -837,6 +839,7 @@ START_TEST(test_plugin_never_healthy_is_restarted)
 	    "\"300ms\"}}]}";
 	struct alloc_problems probs = { 0 };
 	struct csi_client *csi;
+	struct fake_req *r;
 	struct watcher *w;
 	struct taskproc *tp;
 	struct trun *tr;
@@ -850,13 +853,17 @@ START_TEST(test_plugin_never_healthy_is_restarted)
 	alloc_problems_free(&probs);
 	tr = trun_new(&deps, p, &p->tasks[0], NULL, stopped, NULL);
 	ck_assert_ptr_nonnull(tr);
+	/* Sandboxed like any exec task: it waits for its alloc's id. */
+	trun_set_id(tr, 70000);
 	ck_assert_int_eq(trun_plugin_healthy(tr), 0);
 	trun_run(tr);
-	/* Its task directory and its plugin's socket directory. */
+	/* Its task directory and its plugin's socket directory, the task
+	 * id's (for our group). */
 	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_TASK, 1);
 	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_PLUGIN, 1);
-	fake_reply_ack(mnt_fp, held(mnt_fp,
-	    BERTH__ENVELOPE__BODY_PREPARE_PLUGIN));
+	r = held(mnt_fp, BERTH__ENVELOPE__BODY_PREPARE_PLUGIN);
+	ck_assert_uint_eq(r->env->prepare_plugin->owner_uid, 70000);
+	fake_reply_ack(mnt_fp, r);
 	run_for(100);
 	ck_assert_str_eq(trun_state(tr), "preparing");
 	fake_reply_ack(mnt_fp, held(mnt_fp,

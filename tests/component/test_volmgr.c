@@ -15,6 +15,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <inttypes.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdint.h>
@@ -67,6 +68,7 @@ static struct {
 	struct proc plugin;
 	bool plugin_started;
 	bool lenient;			/* the plugin without --strict */
+	int stats_ms;			/* the stats interval; 0 none */
 	struct event_base *base;
 	struct csi_client *csi;
 	struct csi_conn *conn;
@@ -387,7 +389,8 @@ new_manager(void)
 	    .mounter = fx.mc, .data_dir = fx.data, .find_plugin = find_plugin,
 	    .plugins_ctx = &fx, .node_plugin_type = node_plugin_type,
 	    .allocs_ctx = &fx, .csi_deadline_ms = 500,
-	    .csi_retry_total_ms = 1000, .events = fx.events };
+	    .csi_retry_total_ms = 1000, .events = fx.events,
+	    .stats_interval_ms = fx.stats_ms };
 
 	fx.vm = volmgr_new(&d);
 }
@@ -1896,6 +1899,164 @@ START_TEST(test_no_mount_group_unless_advertised)
 }
 END_TEST
 
+/* ---- usage and condition (volmgr_stats.c) ---- */
+
+static struct volmgr_stats stats_now;
+
+/* Run until the volume's stats have made at least *arg calls. */
+static bool
+stats_calls(void *arg)
+{
+	return volmgr_stats_get(fx.vm, NS, VOL, &stats_now) &&
+	    stats_now.calls >= *(uint64_t *)arg;
+}
+
+static bool
+stats_abnormal(void *arg)
+{
+	return volmgr_stats_get(fx.vm, NS, VOL, &stats_now) &&
+	    stats_now.condition_known && stats_now.abnormal == *(bool *)arg;
+}
+
+static bool
+stats_gone(void *arg)
+{
+	(void)arg;
+	return !volmgr_stats_get(fx.vm, NS, VOL, &stats_now);
+}
+
+static void
+stats_setup(int interval_ms)
+{
+	fx.stats_ms = interval_ms;
+	fx.node_fp.volume_stats = fx.node_fp.volume_condition = true;
+}
+
+/*
+ * Strict, the plugin leaves the usage out and says the condition: not
+ * known, not zeros. Its volume's directory renamed away turns the
+ * volume abnormal, back normal: one event each way. Unpublished, the
+ * volume has no stats left.
+ */
+START_TEST(test_stats_condition_and_events)
+{
+	char dir[700], away[700];
+	uint64_t one = 1, last;
+	bool yes = true, no = false;
+
+	stats_setup(50);
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	last = events_last(fx.events);
+	ck_assert(fake_run_until(fx.base, stats_calls, &one, WAIT_MS));
+	ck_assert(stats_now.answered);
+	ck_assert(!stats_now.bytes_known && !stats_now.inodes_known);
+	ck_assert(stats_now.condition_known && !stats_now.abnormal);
+	ck_assert_str_eq(stats_now.error, "");
+	ck_assert_str_eq(stats_now.plugin, PLUGIN);
+
+	snprintf(dir, sizeof(dir), "%s/volumes/%s", fx.state, VOL);
+	snprintf(away, sizeof(away), "%s/away", fx.state);
+	ck_assert_int_eq(rename(dir, away), 0);
+	ck_assert(fake_run_until(fx.base, stats_abnormal, &yes, WAIT_MS));
+	ck_assert_msg(strstr(stats_now.message, "is gone") != NULL, "%s",
+	    stats_now.message);
+	ck_assert_int_eq(rename(away, dir), 0);
+	ck_assert(fake_run_until(fx.base, stats_abnormal, &no, WAIT_MS));
+	settle(200);
+	ck_assert_msg(strncmp(volume_events(last), "VolumeAbnormal::" PLUGIN
+	    ":volume default/vol1 abnormal: ", 48) == 0, "%s",
+	    volume_events(last));
+	ck_assert_msg(strstr(volume_events(last), " VolumeNormal::" PLUGIN
+	    ":volume default/vol1 normal again ") != NULL, "%s",
+	    volume_events(last));
+
+	unmount_job("a1", &alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert(fake_run_until(fx.base, stats_gone, NULL, WAIT_MS));
+}
+END_TEST
+
+/*
+ * A plugin slower than the deadline: each call ends at the deadline,
+ * one per volume at a time; the rounds in between are skipped, not
+ * piled up on the plugin.
+ */
+START_TEST(test_stats_slow_plugin_no_pile_up)
+{
+	uint64_t two = 2;
+
+	stats_setup(50);
+	start("--fault-slow-reply", "NodeGetVolumeStats:1000");
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert(fake_run_until(fx.base, stats_calls, &two, WAIT_MS));
+	settle(1000);
+	ck_assert(volmgr_stats_get(fx.vm, NS, VOL, &stats_now));
+	ck_assert_msg(strstr(stats_now.error, "DEADLINE_EXCEEDED") != NULL,
+	    "%s", stats_now.error);
+	/* The deadline is 500 ms and a round comes every 50 ms: about 10
+	 * rounds per call, all but one skipped. */
+	ck_assert_msg(stats_now.skipped >= 5 * stats_now.calls,
+	    "%" PRIu64 " calls, %" PRIu64 " skipped", stats_now.calls,
+	    stats_now.skipped);
+}
+END_TEST
+
+/*
+ * After a restart (a new manager, its calls still out freed with the old
+ * one), a volume known from its record only is asked at its publish
+ * target, its id at the provider asked of the registry once.
+ */
+START_TEST(test_stats_of_a_volume_known_from_records)
+{
+	Berth__MountHandle mh = BERTH__MOUNT_HANDLE__INIT;
+	uint64_t one = 1, three = 3;
+	unsigned gets;
+
+	stats_setup(50);
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert(fake_run_until(fx.base, stats_calls, &one, WAIT_MS));
+	volmgr_free(fx.vm);
+	mh.plugin = PLUGIN;
+	mh.namespace_ = NS;
+	mh.volume = VOL;
+	mh.alloc = "a1";
+	mh.task = "web";
+	mh.usage = (char *)usage();
+	mh.staged = mh.published = true;
+	fx.old = &mh;
+	gets = nreg(B(GET_VOLUME));
+	new_manager();
+	volmgr_start(fx.vm);
+	ck_assert(fake_run_until(fx.base, is_ready, NULL, WAIT_MS));
+	ck_assert(fake_run_until(fx.base, stats_calls, &three, WAIT_MS));
+	ck_assert_str_eq(stats_now.error, "");
+	ck_assert(stats_now.condition_known && !stats_now.abnormal);
+	ck_assert_uint_eq(nreg(B(GET_VOLUME)), gets + 1);
+}
+END_TEST
+
+/* A node plugin without GET_VOLUME_STATS is never asked, and it says so. */
+START_TEST(test_stats_not_advertised)
+{
+	stats_setup(50);
+	fx.node_fp.volume_stats = false;
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	settle(300);
+	ck_assert(volmgr_stats_get(fx.vm, NS, VOL, &stats_now));
+	ck_assert_uint_eq(stats_now.calls, 0);
+	ck_assert(!stats_now.answered);
+	ck_assert_str_eq(stats_now.error, "the node plugin does not advertise "
+	    "GET_VOLUME_STATS");
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1947,5 +2108,9 @@ main(void)
 	tcase_add_test(tc, test_mount_group_when_advertised);
 	tcase_add_test(tc, test_request_mount_group_wins);
 	tcase_add_test(tc, test_no_mount_group_unless_advertised);
+	tcase_add_test(tc, test_stats_condition_and_events);
+	tcase_add_test(tc, test_stats_slow_plugin_no_pile_up);
+	tcase_add_test(tc, test_stats_not_advertised);
+	tcase_add_test(tc, test_stats_of_a_volume_known_from_records);
 	return harness_run("volmgr", tc);
 }

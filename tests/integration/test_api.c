@@ -154,7 +154,7 @@ hostpath_doc(char *text, size_t n, const char *alloc, const char *id)
 	    "\"%s\", \"args\": [\"--node-id\", \"n1\", \"--state-dir\", "
 	    "\"state\", \"--mode\", \"monolith\"]}, \"csi_plugin\": {\"id\": "
 	    "\"%s\", \"type\": \"monolith\", \"health_timeout\": \"10s\"}}]}",
-	    alloc, harness_bin("berth-csi-hostpath"), id);
+	    alloc, sv_sandbox_bin("berth-csi-hostpath"), id);
 }
 
 /* Poll a plugin until it is healthy (the test's bound, not a figure). */
@@ -825,7 +825,9 @@ START_TEST(berthctl_drives_the_supervisor)
 	json_decref(j);
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "alloc",
 	    "status", "a1", NULL), 0);
-	ck_assert_ptr_nonnull(strstr(out, "plugin  exec    running"));
+	/* A sandboxed plugin has CPU and memory columns too: the state is
+	 * cut to fit. */
+	ck_assert_msg(strstr(out, "plugin  exec    run") != NULL, "%s", out);
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), err, sizeof(err), "driver",
 	    "list", NULL), 0);
 	ck_assert_ptr_nonnull(strstr(out, "\nexec        yes       yes"));

@@ -280,6 +280,8 @@ START_TEST(identity_and_fingerprint)
 	ck_assert(csi_node_has_rpc(nc,
 	    NODE(GET_VOLUME_STATS)));
 	ck_assert(csi_node_has_rpc(nc,
+	    NODE(VOLUME_CONDITION)));
+	ck_assert(csi_node_has_rpc(nc,
 	    NODE(VOLUME_MOUNT_GROUP)));
 	protobuf_c_message_free_unpacked(&nc->base, NULL);
 
@@ -457,6 +459,9 @@ START_TEST(volume_lifecycle_with_real_mounts)
 	ck_assert_uint_eq(sr->n_usage, 2);
 	ck_assert_int_eq(sr->usage[0]->unit, CSI__V1__VOLUME_USAGE__UNIT__BYTES);
 	ck_assert_int_gt(sr->usage[0]->total, 0);
+	/* VOLUME_CONDITION: the volume's directory is there. */
+	ck_assert_ptr_nonnull(sr->volume_condition);
+	ck_assert(!sr->volume_condition->abnormal);
 	protobuf_c_message_free_unpacked(&sr->base, NULL);
 
 	/* Undo in order; each twice, as a retrying CO would. */
@@ -727,8 +732,9 @@ START_TEST(unknown_capabilities_are_tolerated)
 	plugin_start(args);
 	nc = (void *)call(CSI_NODE_GET_CAPABILITIES, &ncaps.base, CSI_OK, NULL);
 	/* An unknown rpc, a type not set, and the sample plugin's own
-	 * three: stage, volume stats and the mount group. */
-	ck_assert_uint_eq(nc->n_capabilities, 5);
+	 * four: stage, volume stats, volume condition and the mount
+	 * group. */
+	ck_assert_uint_eq(nc->n_capabilities, 6);
 	/* The unknown value is kept as a number, not turned into UNKNOWN. */
 	ck_assert_int_eq(nc->capabilities[0]->rpc->type, 1000);
 	ck_assert_int_eq(nc->capabilities[1]->type_case,
@@ -737,6 +743,8 @@ START_TEST(unknown_capabilities_are_tolerated)
 	    NODE(STAGE_UNSTAGE_VOLUME)));
 	ck_assert(csi_node_has_rpc(nc,
 	    NODE(GET_VOLUME_STATS)));
+	ck_assert(csi_node_has_rpc(nc,
+	    NODE(VOLUME_CONDITION)));
 	ck_assert(csi_node_has_rpc(nc,
 	    NODE(VOLUME_MOUNT_GROUP)));
 	protobuf_c_message_free_unpacked(&nc->base, NULL);

@@ -1,6 +1,8 @@
 /*
  * test_drivers.c: the exec driver's shim and the driver manager, end to
- * end with the real processes: a task outlives a supervisor SIGKILL and
+ * end with the real processes, each task in its sandbox (crun, the shim
+ * its init; its status and logs in the shim's directory, data/shim/<alloc>/
+ * <task>, out of its reach): a task outlives a supervisor SIGKILL and
  * its exit code still reaches a Terminated event, whether it ends after
  * the restart or while no supervisor runs; a shim that dies takes its
  * task with it; logs rotate at their limit and keep only so many files;
@@ -10,6 +12,7 @@
  * a blocked driver or a missing plugin definition is refused at submit,
  * or listed as failed.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <signal.h>
 #include <pwd.h>
@@ -47,6 +50,14 @@ task_file(struct berth *b, const char *alloc, const char *name, char *buf,
     size_t n)
 {
 	snprintf(buf, n, "%s/data/allocs/%s/t/%s", b->dir, alloc, name);
+}
+
+/* The shim's status dir: its exit-status and logs. */
+static void
+shim_file(struct berth *b, const char *alloc, const char *name, char *buf,
+    size_t n)
+{
+	snprintf(buf, n, "%s/data/shim/%s/t/%s", b->dir, alloc, name);
 }
 
 static void
@@ -159,6 +170,48 @@ started(struct berth *b, const char *alloc)
 	return pid;
 }
 
+/* pid's own pid in its pid namespace (NSpid's last field). */
+static pid_t
+ns_pid(pid_t pid)
+{
+	char buf[128], *last;
+
+	ck_assert_ptr_nonnull(proc_status_field(pid, "NSpid", buf,
+	    sizeof(buf)));
+	last = strrchr(buf, '\t') != NULL ? strrchr(buf, '\t') + 1 : buf;
+	return (pid_t)atol(last);
+}
+
+/* The host's pid of the process in task's pid namespace whose pid there
+ * is inner; 0 if none. */
+static pid_t
+host_pid(pid_t task, pid_t inner)
+{
+	char path[64], ns[64], other[64];
+	struct dirent *de;
+	pid_t pid, found = 0;
+	ssize_t n;
+	DIR *d;
+
+	snprintf(path, sizeof(path), "/proc/%ld/ns/pid", (long)task);
+	if ((n = readlink(path, ns, sizeof(ns) - 1)) < 0)
+		return 0;
+	ns[n] = '\0';
+	ck_assert_ptr_nonnull(d = opendir("/proc"));
+	while (found == 0 && (de = readdir(d)) != NULL) {
+		if ((pid = (pid_t)atol(de->d_name)) <= 0)
+			continue;
+		snprintf(path, sizeof(path), "/proc/%ld/ns/pid", (long)pid);
+		if ((n = readlink(path, other, sizeof(other) - 1)) < 0)
+			continue;
+		other[n] = '\0';
+		if (strcmp(ns, other) == 0 && ns_pid(pid) == inner)
+			found = pid;
+	}
+	closedir(d);
+	return found;
+}
+
 static pid_t
 parent_of(pid_t pid)
 {
@@ -192,9 +245,9 @@ START_TEST(exit_code_collected_after_a_supervisor_sigkill)
 	pid_t pid, shim;
 
 	pid = waiting_task(&b, &shim);
-	/* The shim left the supervisor's tree: its parent is the subreaper. */
+	/* The shim is its sandbox's init, pid 1 of its pid namespace. */
 	ck_assert_int_ne(shim, b.sv.pid);
-	ck_assert_int_eq(parent_of(shim), getpid());
+	ck_assert_int_eq(ns_pid(shim), 1);
 	berth_kill(&b);
 	ck_assert(pid_alive(pid));
 	ck_assert(pid_alive(shim));
@@ -224,9 +277,9 @@ START_TEST(exit_code_kept_when_the_task_ends_with_no_supervisor)
 	ck_assert(pid_wait_gone(pid, 5000));
 	ck_assert(pid_wait_gone(shim, 5000));
 	/* Written with a rename: no temporary file is left. */
-	task_file(&b, "w", "exit-status.tmp", path, sizeof(path));
+	shim_file(&b, "w", "exit-status.tmp", path, sizeof(path));
 	ck_assert_int_eq(stat(path, &st), -1);
-	task_file(&b, "w", "exit-status", path, sizeof(path));
+	shim_file(&b, "w", "exit-status", path, sizeof(path));
 	ck_assert_int_eq(stat(path, &st), 0);
 	berth_start(&b);
 	snprintf(want, sizeof(want), "pid %ld exited with status 9 while the "
@@ -263,12 +316,14 @@ START_TEST(a_lost_shim_takes_its_task_along)
 {
 	struct berth b;
 	char want[256];
-	pid_t pid, shim;
+	pid_t pid, shim, crun;
 
 	pid = waiting_task(&b, &shim);
+	crun = parent_of(shim);
 	ck_assert_int_eq(kill(shim, SIGKILL), 0);
-	snprintf(want, sizeof(want), "berth-shim (pid %ld) ended without a "
-	    "status; its task (pid %ld) was killed", (long)shim, (long)pid);
+	snprintf(want, sizeof(want), "berth-shim ended without a status; its "
+	    "sandbox (crun pid %ld) ended, and its task (pid %ld) with it",
+	    (long)crun, (long)pid);
 	wait_event(&b, "ShimLost", "w/t", want, 10000);
 	snprintf(want, sizeof(want), "pid %ld ended (status unknown: its shim "
 	    "ended without writing it)", (long)pid);
@@ -284,7 +339,7 @@ size_of(struct berth *b, const char *name)
 	char path[1024];
 	struct stat st;
 
-	task_file(b, "logs", name, path, sizeof(path));
+	shim_file(b, "logs", name, path, sizeof(path));
 	return stat(path, &st) == 0 ? st.st_size : -1;
 }
 
@@ -538,10 +593,11 @@ START_TEST(a_stopped_task_leaves_no_process_and_writes_0644)
 	exec_alloc(&b, "pg", "sleep 3600 & echo $! > bg; echo x > written; "
 	    "umask > umask; sh -c 'echo $$ > fg; exec sleep 3600'", NULL);
 	task = started(&b, "pg");
+	/* They write their pids in the task's pid namespace. */
 	for (int i = 0; i < 200 && (bg == 0 || fg == 0); i++) {
 		usleep(50000);
-		bg = pid_in(&b, "pg", "bg");
-		fg = pid_in(&b, "pg", "fg");
+		bg = host_pid(task, pid_in(&b, "pg", "bg"));
+		fg = host_pid(task, pid_in(&b, "pg", "fg"));
 	}
 	ck_assert_int_gt(bg, 0);
 	ck_assert_int_gt(fg, 0);

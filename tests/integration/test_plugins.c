@@ -27,7 +27,7 @@ jstr(json_t *o, const char *key)
 	return v != NULL ? v : "";
 }
 
-/* An alloc running berth-csi-hostpath as an exec task. */
+/* An alloc running berth-csi-hostpath as an exec task, sandboxed. */
 static void
 hostpath_alloc(struct berth *b, const char *file, const char *alloc,
     const char *id, const char *type, const char *timeout, const char *faults)
@@ -40,8 +40,8 @@ hostpath_alloc(struct berth *b, const char *file, const char *alloc,
 	    "\"state\", \"--mode\", \"%s\"%s]}, \"csi_plugin\": {\"id\": "
 	    "\"%s\", \"type\": \"%s\", \"health_timeout\": \"%s\"}, "
 	    "\"restart\": {\"delay\": \"1s\"}}]}", alloc,
-	    harness_bin("berth-csi-hostpath"), type, faults ? faults : "", id,
-	    type, timeout);
+	    sv_sandbox_bin("berth-csi-hostpath"), type, faults ? faults : "",
+	    id, type, timeout);
 	/* Renamed into place, as an operator's tool would. */
 	berth_alloc(b, file, text);
 }
@@ -565,7 +565,7 @@ START_TEST(exec_plugin_endpoint_placeholder)
 	    "\"command\": \"%s\", \"args\": [\"--strict\", "
 	    "\"--endpoint=$CSI_ENDPOINT\"]}, \"csi_plugin\": {\"id\": "
 	    "\"v\", \"type\": \"node\"}}]}",
-	    harness_bin("berth-csi-hostpath"));
+	    sv_sandbox_bin("berth-csi-hostpath"));
 	harness_write(path, text);
 	wait_log(&b, "tasks[0].config.args[1]: \"--endpoint=$CSI_ENDPOINT\" "
 	    "would reach the plugin as written: nothing expands variables; "

@@ -5,7 +5,7 @@
  * order and replayed from an index; bad input refused with typed errors
  * while the registry keeps serving; damaged or newer databases refused;
  * a volume's mount options kept, one id per provider volume, and an old
- * database migrated.
+ * database migrated; task ids held, released and reused last.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -313,6 +313,81 @@ START_TEST(takeover_promotion_and_reregistration)
 	RT(&t, r, regclient_get_plugin(t.rc, P_NODE, "nfs", NULL, rt_cb, &r));
 	must_fail(&r, BERTH__ERROR_CODE__ERROR_NOT_FOUND, "none left");
 	rt_done(&r);
+	regtest_cleanup(&t);
+}
+END_TEST
+
+/* AllocateIds for alloc in [first, first + count): the id, or -code. */
+static long
+ids(struct regtest *t, const char *alloc, uint32_t first, uint32_t count)
+{
+	struct rt_res r;
+	long id;
+
+	RT(t, r, regclient_allocate_ids(t->rc, alloc, first, count, rt_cb,
+	    &r));
+	if (r.code != E_NONE) {
+		id = -(long)r.code;
+		rt_done(&r);
+		return id;
+	}
+	ck_assert_str_eq(r.env->ids_reply->alloc, alloc);
+	id = r.env->ids_reply->id;
+	rt_done(&r);
+	return id;
+}
+
+static int
+release_ids(struct regtest *t, const char *alloc)
+{
+	struct rt_res r;
+	int code;
+
+	RT(t, r, regclient_release_ids(t->rc, alloc, rt_cb, &r));
+	code = r.code;
+	rt_done(&r);
+	return code;
+}
+
+START_TEST(task_ids_are_held_until_released_and_reused_last)
+{
+	const long CONFLICT = -BERTH__ERROR_CODE__ERROR_CONFLICT;
+	const long BAD = -BERTH__ERROR_CODE__ERROR_BAD_REQUEST;
+	struct regtest t;
+
+	regtest_dir(&t, "reg-ids");
+	regtest_start(&t);
+	/* Never-used ids first, lowest first; an alloc keeps its own. */
+	ck_assert_int_eq(ids(&t, "a", 70000, 4), 70000);
+	ck_assert_int_eq(ids(&t, "b", 70000, 4), 70001);
+	ck_assert_int_eq(ids(&t, "a", 70000, 4), 70000);
+	ck_assert_int_eq(ids(&t, "c", 70000, 4), 70002);
+	ck_assert_int_eq(release_ids(&t, "b"), E_NONE);
+	ck_assert_int_eq(release_ids(&t, "b"),
+	    BERTH__ERROR_CODE__ERROR_NOT_FOUND);
+	/* 70001 is free, but 70003 was never used: that first. */
+	ck_assert_int_eq(ids(&t, "d", 70000, 4), 70003);
+	ck_assert_int_eq(release_ids(&t, "d"), E_NONE);
+	ck_assert_int_eq(release_ids(&t, "a"), E_NONE);
+	/* Recorded durably: a restarted registry knows all of it. */
+	regtest_stop(&t);
+	regtest_start(&t);
+	ck_assert_int_eq(ids(&t, "c", 70000, 4), 70002);
+	/* The range used up: released ones, released longest ago first
+	 * (b's 70001, then d's 70003, then a's 70000). */
+	ck_assert_int_eq(ids(&t, "e", 70000, 4), 70001);
+	ck_assert_int_eq(ids(&t, "f", 70000, 4), 70003);
+	ck_assert_int_eq(ids(&t, "g", 70000, 4), 70000);
+	ck_assert_int_eq(ids(&t, "h", 70000, 4), CONFLICT);
+	/* Another range: ids held outside it do not count. */
+	ck_assert_int_eq(ids(&t, "h", 80000, 2), 80000);
+	/* Root's id, an empty or too large range, a bad alloc name. */
+	ck_assert_int_eq(ids(&t, "i", 0, 10), BAD);
+	ck_assert_int_eq(ids(&t, "i", 70000, 0), BAD);
+	ck_assert_int_eq(ids(&t, "i", 70000, 1000001), BAD);
+	ck_assert_int_eq(ids(&t, "i", 2147483000U, 1000), BAD);
+	ck_assert_int_eq(ids(&t, "../x", 70000, 4), BAD);
+	ck_assert_int_eq(release_ids(&t, ""), BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
 	regtest_cleanup(&t);
 }
 END_TEST
@@ -839,7 +914,7 @@ START_TEST(damaged_or_newer_databases_are_refused_and_kept)
 	regtest_stop(&t);
 	sql(db, "PRAGMA user_version = 99");
 	regtest_expect_refusal(&t, 78, "newer than");
-	sql(db, "PRAGMA user_version = 4");
+	sql(db, "PRAGMA user_version = 5");
 
 	/* The tables' pages overwritten; the header is intact. */
 	regtest_start(&t);
@@ -1045,7 +1120,7 @@ START_TEST(an_old_database_with_two_ids_for_one_volume_is_migrated)
 	    E_NONE);
 	regtest_stop(&t);
 	/* What version 2 was, with what it let in. */
-	sql(db, "DROP INDEX volumes_external; "
+	sql(db, "DROP INDEX volumes_external; DROP TABLE task_ids; "
 	    "ALTER TABLE mounts DROP COLUMN stage_usage; "
 	    "UPDATE volumes SET external_id = 'same'; PRAGMA user_version = 2");
 	regtest_start(&t);
@@ -1060,7 +1135,7 @@ START_TEST(an_old_database_with_two_ids_for_one_volume_is_migrated)
 		    "FROM sqlite_master WHERE name = 'volumes_external')", -1,
 		    &st, NULL), SQLITE_OK);
 		ck_assert_int_eq(sqlite3_step(st), SQLITE_ROW);
-		ck_assert_int_eq(sqlite3_column_int(st, 0), 4);
+		ck_assert_int_eq(sqlite3_column_int(st, 0), 5);
 		ck_assert_int_eq(sqlite3_column_int(st, 1), 1);
 		sqlite3_finalize(st);
 		sqlite3_close(h);
@@ -1090,6 +1165,7 @@ main(void)
 	tcase_add_test(tc, populated_registry_answers_the_same_after_restart);
 	tcase_add_test(tc, takeover_promotion_and_reregistration);
 	tcase_add_test(tc, claims_follow_the_access_mode);
+	tcase_add_test(tc, task_ids_are_held_until_released_and_reused_last);
 	tcase_add_test(tc, events_in_order_and_replayed_from_an_index);
 	tcase_add_test(tc, a_slow_subscriber_is_told_to_resync_and_writers_go_on);
 	tcase_add_test(tc,

@@ -336,18 +336,27 @@ START_TEST(spawn_mode_notifies_on_abstract_socket)
 }
 END_TEST
 
-/* A child that connects to path as user name and holds on until killed. */
+/*
+ * A child that connects to path as user name, from the cgroup v2
+ * directory cg unless it is NULL, and holds on until killed.
+ */
 static pid_t
-connect_as(const char *path, const char *name)
+connect_in(const char *path, const char *name, const char *cg)
 {
 	struct sockaddr_un sun = { .sun_family = AF_UNIX };
 	struct passwd *pw;
+	char procs[600];
 	pid_t pid;
 	int fd;
 
 	ck_assert_ptr_nonnull(pw = getpwnam(name));
 	strcpy(sun.sun_path, path);
+	if (cg != NULL)
+		snprintf(procs, sizeof(procs), "%s/cgroup.procs", cg);
 	if ((pid = fork()) == 0) {
+		if (cg != NULL && ((fd = open(procs, O_WRONLY)) < 0 ||
+		    write(fd, "0", 1) != 1))
+			_exit(4);
 		if (setgid(pw->pw_gid) < 0 || setuid(pw->pw_uid) < 0)
 			_exit(2);
 		fd = socket(AF_UNIX, SOCK_SEQPACKET, 0);
@@ -371,7 +380,7 @@ START_TEST(helper_refuses_another_user)
 	svc_setup(&s);
 	start_registry(&s);
 	snprintf(path, sizeof(path), "%s/registry.sock", s.run);
-	intruder = connect_as(path, "nobody");
+	intruder = connect_in(path, "nobody", NULL);
 	ck_assert_ptr_nonnull(pw = getpwnam("nobody"));
 	snprintf(want, sizeof(want), "connection refused: peer_pid=%ld "
 	    "peer_uid=%ld", (long)intruder, (long)pw->pw_uid);
@@ -385,6 +394,55 @@ START_TEST(helper_refuses_another_user)
 	kill(intruder, SIGKILL);
 	waitpid(intruder, NULL, 0);
 	svc_teardown(&s);
+}
+END_TEST
+
+/*
+ * With --peer-cgroup, the supervisor's user alone is not enough: a process
+ * of that user outside the named cgroup (a task that ran as it, another
+ * login) is refused and logged; one inside it is served.
+ */
+START_TEST(helper_refuses_its_user_outside_the_cgroup)
+{
+	char *argv[] = { "/usr/bin/setpriv", "--reuid=berth-registry",
+		"--regid=berth-registry", "--clear-groups", "--",
+		(char *)harness_bin("berth-registry"), "--data-dir", NULL,
+		"--peer-user", "berth", "--peer-cgroup", NULL, NULL };
+	char path[600], cg[256], name[64], want[512];
+	const char *root;
+	pid_t intruder, sup;
+	struct svc s;
+
+	root = access("/sys/fs/cgroup/unified/cgroup.procs", F_OK) == 0 ?
+	    "/sys/fs/cgroup/unified" : "/sys/fs/cgroup";
+	snprintf(name, sizeof(name), "/berth-test-peer-%ld", (long)getpid());
+	snprintf(cg, sizeof(cg), "%s%s", root, name);
+	harness_track_cgroup(name);
+	ck_assert_msg(mkdir(cg, 0755) == 0, "mkdir %s: %s", cg,
+	    strerror(errno));
+	svc_setup(&s);
+	argv[7] = s.data;
+	argv[11] = cg;
+	start_service(&s.registry, argv, s.registry_lfd, &s.r_n);
+	snprintf(path, sizeof(path), "%s/registry.sock", s.run);
+	intruder = connect_in(path, "berth", NULL);
+	snprintf(want, sizeof(want), "connection refused: peer_pid=%ld "
+	    "peer_uid=%ld is not in cgroup %s", (long)intruder,
+	    (long)getpwnam("berth")->pw_uid, cg);
+	/* Log wording kept: the audit line is the feature under test. */
+	ck_assert_msg(proc_wait_log(&s.registry, want, 10000),
+	    "registry did not log '%s': %s", want, s.registry.log);
+	ck_assert(!notify_wait(&s.r_n, "READY=1", 300));
+	sup = connect_in(path, "berth", cg);
+	expect_notified(&s.r_n, "berth-registry", "READY=1");
+	kill(intruder, SIGKILL);
+	kill(sup, SIGKILL);
+	waitpid(intruder, NULL, 0);
+	waitpid(sup, NULL, 0);
+	svc_teardown(&s);
+	harness_cgroup_remove(name);
+	ck_assert_msg(rmdir(cg) == 0 || errno == ENOENT, "rmdir %s: %s", cg,
+	    strerror(errno));
 }
 END_TEST
 
@@ -416,6 +474,7 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, ready_status_watchdog_and_stop);
 	tcase_add_test(tc, helper_refuses_another_user);
+	tcase_add_test(tc, helper_refuses_its_user_outside_the_cgroup);
 	tcase_add_test(tc, helper_without_socket_says_why);
 	tcase_add_test(tc, spawn_mode_notifies_on_abstract_socket);
 	return harness_run("service_mode", tc);

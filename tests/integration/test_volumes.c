@@ -4,8 +4,9 @@
  * volume created through the API (berthctl), allocations whose tasks
  * write and read it through real bind mounts, a second writer refused,
  * the supervisor killed in the middle of a publish, a node upgraded from
- * per-usage staging paths with a volume in use, and after every case
- * nothing of berth's left in /proc/self/mountinfo or on disk.
+ * per-usage staging paths with a volume in use, a volume's usage and
+ * condition as the plugin reports them, and after every case nothing of
+ * berth's left in /proc/self/mountinfo or on disk.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -28,8 +29,9 @@
 #include "http.h"
 #include "svtest.h"
 
+/* cfg: more config keys (", \"k\": v"), or NULL. */
 static void
-berth_setup(struct berth *b, const char *faults)
+berth_setup_with(struct berth *b, const char *faults, const char *cfg)
 {
 	char path[1024], text[4096], extra[1200];
 
@@ -43,9 +45,15 @@ berth_setup(struct berth *b, const char *faults)
 	    "cap CAP_SYS_ADMIN\n", harness_bin("berth-csi-hostpath"), b->dir,
 	    faults != NULL ? faults : "");
 	harness_write(path, text);
-	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s/defs\"",
-	    b->dir);
+	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s/defs\"%s",
+	    b->dir, cfg != NULL ? cfg : "");
 	berth_reconfig(b, "1s", extra);
+}
+
+static void
+berth_setup(struct berth *b, const char *faults)
+{
+	berth_setup_with(b, faults, NULL);
 }
 
 /* Every task pid the events name dies with the test. */
@@ -93,10 +101,10 @@ plugin_up(struct berth *b)
 	track_tasks(b);
 }
 
-/* berthctl's exit code; its stdout in out (at most n bytes). */
+/* berthctl's exit code; its stdout (--json or a table) in out. */
 static int
-ctl(struct berth *b, char *out, size_t n, const char *a1, const char *a2,
-    const char *a3)
+run_ctl(struct berth *b, bool json, char *out, size_t n, const char *a1,
+    const char *a2, const char *a3)
 {
 	int pipefd[2], status;
 	ssize_t got, len = 0;
@@ -106,8 +114,12 @@ ctl(struct berth *b, char *out, size_t n, const char *a1, const char *a2,
 	if ((pid = fork()) == 0) {
 		dup2(pipefd[1], 1);
 		close(pipefd[0]);
-		execl(harness_bin("berthctl"), "berthctl", "--socket", b->sock,
-		    "--json", a1, a2, a3, (char *)NULL);
+		if (json)
+			execl(harness_bin("berthctl"), "berthctl", "--socket",
+			    b->sock, "--json", a1, a2, a3, (char *)NULL);
+		else
+			execl(harness_bin("berthctl"), "berthctl", "--socket",
+			    b->sock, a1, a2, a3, (char *)NULL);
 		_exit(127);
 	}
 	close(pipefd[1]);
@@ -118,6 +130,13 @@ ctl(struct berth *b, char *out, size_t n, const char *a1, const char *a2,
 	close(pipefd[0]);
 	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
 	return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static int
+ctl(struct berth *b, char *out, size_t n, const char *a1, const char *a2,
+    const char *a3)
+{
+	return run_ctl(b, true, out, n, a1, a2, a3);
 }
 
 static void
@@ -152,7 +171,8 @@ task_alloc(struct berth *b, const char *id, const char *vol,
 	put_alloc(b, id, doc);
 }
 
-/* Wait until a task's stdout.log holds text. */
+/* Wait until a task's stdout.log (in its shim's status dir, out of the
+ * sandbox) holds text. */
 static void
 wait_stdout(struct berth *b, const char *alloc, const char *text)
 {
@@ -160,7 +180,7 @@ wait_stdout(struct berth *b, const char *alloc, const char *text)
 	ssize_t n;
 	int fd, i;
 
-	snprintf(path, sizeof(path), "%s/data/allocs/%s/t/stdout.log", b->dir,
+	snprintf(path, sizeof(path), "%s/data/shim/%s/t/stdout.log", b->dir,
 	    alloc);
 	for (i = 0; i < 100; i++) {
 		buf[0] = '\0';
@@ -551,7 +571,7 @@ START_TEST(a_volume_staged_per_usage_before_an_upgrade_is_kept)
 	volume_dir(&b, vdir, sizeof(vdir));
 	ck_assert_int_eq(mount(vdir, path, NULL, MS_BIND, NULL), 0);
 	/* ...and its schema (version 2) and mount records. */
-	db_sql(&b, "DROP INDEX volumes_external; "
+	db_sql(&b, "DROP INDEX volumes_external; DROP TABLE task_ids; "
 	    "ALTER TABLE mounts DROP COLUMN stage_usage; "
 	    "PRAGMA user_version = 2", NULL, 0);
 
@@ -1185,6 +1205,282 @@ START_TEST(a_secret_reaches_the_plugin_and_nothing_else)
 }
 END_TEST
 
+/* ---- usage and condition ---- */
+
+#define STATS_CFG ", \"volume_stats_interval\": \"200ms\""
+#define MIB 1048576
+
+/*
+ * The plugin's state on a tmpfs of its own (in the test's mount
+ * namespace), 16 MiB and 1000 inodes, so that a volume's usage is what
+ * its tasks wrote and nothing else on the host.
+ */
+static void
+hpstate_tmpfs(struct berth *b)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/hpstate", b->dir);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	ck_assert_int_eq(mount("berth-test", path, "tmpfs", 0,
+	    "size=16m,nr_inodes=1000,mode=0755"), 0);
+}
+
+static void
+hpstate_umount(struct berth *b)
+{
+	char path[1024];
+
+	snprintf(path, sizeof(path), "%s/hpstate", b->dir);
+	ck_assert_int_eq(umount2(path, MNT_DETACH), 0);
+}
+
+/* GET /v1/volume/<vol>'s "stats" (json_decref), NULL when it has none. */
+static json_t *
+volume_stats(struct berth *b, const char *vol)
+{
+	char path[256];
+	json_t *j, *s;
+
+	snprintf(path, sizeof(path), "/v1/volume/%s", vol);
+	ck_assert_ptr_nonnull(j = sv_get(b, path));
+	if ((s = json_object_get(j, "stats")) != NULL)
+		json_incref(s);
+	json_decref(j);
+	return s;
+}
+
+static long long
+part(json_t *o, const char *obj, const char *key)
+{
+	return (long long)json_integer_value(json_object_get(
+	    json_object_get(o, obj), key));
+}
+
+/* Until the stats' bytes used reach at least least; the stats. */
+static json_t *
+wait_used(struct berth *b, const char *vol, long long least)
+{
+	json_t *s = NULL;
+
+	for (int i = 0; i < 100; i++) {
+		json_decref(s);
+		if ((s = volume_stats(b, vol)) != NULL &&
+		    part(s, "bytes", "used") >= least)
+			return s;
+		usleep(100000);
+	}
+	ck_abort_msg("volume %s: stats %s; log:\n%s", vol, s != NULL ?
+	    json_dumps(s, 0) : "none", b->sv.log);
+	return NULL;
+}
+
+/* The condition's "abnormal", or -1 when it is not reported. */
+static int
+abnormal(json_t *s)
+{
+	json_t *c = json_object_get(s, "condition");
+
+	return json_is_object(c) ? json_is_true(json_object_get(c,
+	    "abnormal")) : -1;
+}
+
+/*
+ * /v1/metrics, checked by promtool when it is there (test_api requires
+ * it); the page, to free().
+ */
+static char *
+metrics_page(struct berth *b)
+{
+	char file[1024], cmd[1200], *page;
+	struct http_response r;
+	char why[256];
+
+	ck_assert_int_eq(http_request(b->sock, "GET", "/v1/metrics", NULL, 0,
+	    10000, &r, why, sizeof(why)), 0);
+	ck_assert_int_eq(r.status, 200);
+	snprintf(file, sizeof(file), "%s/metrics.txt", b->dir);
+	harness_write(file, r.body);
+	snprintf(cmd, sizeof(cmd), "! command -v promtool >/dev/null || "
+	    "promtool check metrics < %s", file);
+	ck_assert_msg(system(cmd) == 0, "promtool: %s", r.body);
+	page = strdup(r.body);
+	http_response_free(&r);
+	return page;
+}
+
+/* The value of the series name{volume="vol",...}; -1 when absent. */
+static double
+volume_metric(struct berth *b, const char *name, const char *vol)
+{
+	char key[256], *page = metrics_page(b), *p;
+	double v = -1;
+
+	snprintf(key, sizeof(key), "%s{volume=\"%s\",namespace=\"default\","
+	    "plugin=\"hp\"} ", name, vol);
+	if ((p = strstr(page, key)) != NULL)
+		v = atof(p + strlen(key));
+	free(page);
+	return v;
+}
+
+/* Until the volume's condition is abnormal (1) or normal (0). */
+static json_t *
+wait_condition(struct berth *b, const char *vol, int want)
+{
+	json_t *s = NULL;
+
+	for (int i = 0; i < 100; i++) {
+		json_decref(s);
+		if ((s = volume_stats(b, vol)) != NULL && abnormal(s) == want)
+			return s;
+		usleep(100000);
+	}
+	ck_abort_msg("volume %s: condition not %d: %s", vol, want, s != NULL ?
+	    json_dumps(s, 0) : "none");
+	return NULL;
+}
+
+/*
+ * A task writes 1 MiB in its volume: the plugin's usage shows it in the
+ * API, in berthctl and in the metrics. The volume's directory renamed
+ * away under its mounts turns it abnormal (an event, the API, a metric);
+ * renamed back, normal again. Stopped, the volume has no stats left.
+ */
+START_TEST(usage_and_condition_of_a_published_volume)
+{
+	struct berth b;
+	char out[8192], from[1024], to[1024];
+	json_t *s;
+
+	berth_setup_with(&b, NULL, STATS_CFG);
+	hpstate_tmpfs(&b);
+	berth_start(&b);
+	plugin_up(&b);
+	create_volume(&b, "st", "single-node-writer");
+	ck_assert_ptr_null(volume_stats(&b, "st"));	/* not in use */
+	task_alloc(&b, "a", "st", "single-node-writer", false,
+	    "head -c 1048576 /dev/zero > volumes/data/blob && echo WROTE && "
+	    "sleep 600");
+	wait_stdout(&b, "a", "WROTE");
+	track_tasks(&b);
+
+	s = wait_used(&b, "st", MIB);
+	/* tmpfs counts pages: the file and nothing else. */
+	ck_assert_int_eq(part(s, "bytes", "used"), MIB);
+	ck_assert_int_eq(part(s, "bytes", "total"), 16 * MIB);
+	ck_assert_int_eq(part(s, "bytes", "available"), 15 * MIB);
+	ck_assert_int_eq(part(s, "inodes", "total"), 1000);
+	ck_assert_int_ge(part(s, "inodes", "used"), 3);
+	ck_assert_int_eq(part(s, "inodes", "used") + part(s, "inodes",
+	    "free"), 1000);
+	ck_assert_int_eq(abnormal(s), 0);
+	ck_assert_ptr_null(json_object_get(s, "error"));
+	json_decref(s);
+	ck_assert_int_eq(run_ctl(&b, false, out, sizeof(out), "volume",
+	    "status", "st"), 0);
+	ck_assert_msg(strstr(out, "1048576 used of 16777216, 15728640 "
+	    "available") != NULL, "%s", out);
+	ck_assert_msg(strstr(out, "Condition") != NULL && strstr(out,
+	    "normal") != NULL, "%s", out);
+	ck_assert(volume_metric(&b, "berth_volume_stats_used_bytes", "st") ==
+	    MIB);
+	ck_assert(volume_metric(&b, "berth_volume_stats_capacity_bytes",
+	    "st") == 16 * MIB);
+	ck_assert(volume_metric(&b, "berth_volume_stats_inodes", "st") ==
+	    1000);
+	ck_assert(volume_metric(&b,
+	    "berth_volume_stats_health_status_abnormal", "st") == 0);
+
+	/* The volume's own directory goes: its mounts stay, it is sick. */
+	snprintf(from, sizeof(from), "%s/hpstate/volumes/st", b.dir);
+	snprintf(to, sizeof(to), "%s/hpstate/st.away", b.dir);
+	ck_assert_int_eq(rename(from, to), 0);
+	wait_event(&b, "VolumeAbnormal", NULL, "volume default/st abnormal",
+	    10000);
+	s = wait_condition(&b, "st", 1);
+	ck_assert_msg(strstr(json_string_value(json_object_get(
+	    json_object_get(s, "condition"), "message")), "is gone") != NULL,
+	    "%s", json_dumps(s, 0));
+	json_decref(s);
+	ck_assert(volume_metric(&b,
+	    "berth_volume_stats_health_status_abnormal", "st") == 1);
+	ck_assert_int_eq(run_ctl(&b, false, out, sizeof(out), "volume",
+	    "status", "st"), 0);
+	ck_assert_msg(strstr(out, "abnormal: ") != NULL, "%s", out);
+	ck_assert_int_eq(rename(to, from), 0);
+	wait_event(&b, "VolumeNormal", NULL, "volume default/st normal", 10000);
+	json_decref(wait_condition(&b, "st", 0));
+	ck_assert(volume_metric(&b,
+	    "berth_volume_stats_health_status_abnormal", "st") == 0);
+	/* Once each way. */
+	ck_assert_int_eq(count_events(&b, "VolumeAbnormal", NULL, NULL), 1);
+	ck_assert_int_eq(count_events(&b, "VolumeNormal", NULL, NULL), 1);
+
+	stop_alloc(&b, "a");
+	for (int i = 0; i < 50 && (s = volume_stats(&b, "st")) != NULL; i++) {
+		json_decref(s);
+		usleep(100000);
+	}
+	ck_assert_ptr_null(volume_stats(&b, "st"));
+	ck_assert(volume_metric(&b, "berth_volume_stats_used_bytes", "st") ==
+	    -1);
+	stop_alloc(&b, "plugin");
+	nothing_left(&b);
+	hpstate_umount(&b);
+	berth_stop(&b);
+}
+END_TEST
+
+/*
+ * A plugin that leaves the usage out (the strict mode leaves out every
+ * optional field): "not reported" in the API and in berthctl, and no
+ * series, never zeros; its condition still comes.
+ */
+START_TEST(usage_not_reported_is_said_so)
+{
+	struct berth b;
+	char out[8192];
+	json_t *s = NULL;
+
+	berth_setup_with(&b, "arg --strict\narg --endpoint={csi_endpoint}\n",
+	    STATS_CFG);
+	berth_start(&b);
+	plugin_up(&b);
+	create_volume(&b, "ns", "single-node-writer");
+	task_alloc(&b, "a", "ns", "single-node-writer", false, WRITER);
+	wait_event(&b, "Started", "a/t", NULL, 15000);
+	track_tasks(&b);
+	for (int i = 0; i < 100; i++) {
+		json_decref(s);
+		if ((s = volume_stats(&b, "ns")) != NULL &&
+		    json_is_true(json_object_get(s, "answered")))
+			break;
+		usleep(100000);
+	}
+	ck_assert_msg(s != NULL && json_is_true(json_object_get(s,
+	    "answered")), "no answer; log:\n%s", b.sv.log);
+	ck_assert_str_eq(json_string_value(json_object_get(s, "bytes")),
+	    "not reported");
+	ck_assert_str_eq(json_string_value(json_object_get(s, "inodes")),
+	    "not reported");
+	ck_assert_int_eq(abnormal(s), 0);
+	json_decref(s);
+	ck_assert_int_eq(run_ctl(&b, false, out, sizeof(out), "volume",
+	    "status", "ns"), 0);
+	ck_assert_msg(count_in(out, "not reported") == 2, "%s", out);
+	ck_assert(volume_metric(&b, "berth_volume_stats_used_bytes", "ns") ==
+	    -1);
+	ck_assert(volume_metric(&b, "berth_volume_stats_inodes", "ns") == -1);
+	ck_assert(volume_metric(&b,
+	    "berth_volume_stats_health_status_abnormal", "ns") == 0);
+	stop_alloc(&b, "a");
+	stop_alloc(&b, "plugin");
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1200,5 +1496,7 @@ main(void)
 	tcase_add_test(tc, a_secret_reaches_the_plugin_and_nothing_else);
 	tcase_add_test(tc, failed_volumes_stay_listed_with_the_reason);
 	tcase_add_test(tc, a_volume_waiting_for_its_plugin_is_pending_then_runs);
+	tcase_add_test(tc, usage_and_condition_of_a_published_volume);
+	tcase_add_test(tc, usage_not_reported_is_said_so);
 	return harness_run("volumes", tc);
 }

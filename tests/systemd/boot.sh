@@ -15,7 +15,7 @@
 set -u
 
 src=$1 build=$2
-PKGS="systemd,systemd-sysv,dbus,sudo,jq,procps,util-linux,mount"
+PKGS="systemd,systemd-sysv,dbus,sudo,jq,procps,util-linux,mount,crun"
 # berth's runtime libraries (what meson links, as Debian 12 names them).
 PKGS="$PKGS,libprotobuf-c1,libgrpc29,libevent-2.1-7,libevent-core-2.1-7"
 PKGS="$PKGS,libevent-pthreads-2.1-7,libevent-extra-2.1-7,libcap2"
@@ -77,6 +77,20 @@ cleanup() {
 		find "$cg" -depth -type d -exec rmdir {} + 2>/dev/null
 		[ -d "$cg" ] && echo "boot: cannot remove $cg" >&2
 	fi
+	# On a hybrid host the same cgroup is made in the v1 hierarchies too
+	# (name=systemd, as systemd-nspawn follows it): emptied and removed.
+	for d in /sys/fs/cgroup/*/"berth-test-boot-$$"; do
+		[ -d "$d" ] || continue
+		i=0
+		while p=$(find "$d" -name cgroup.procs -exec cat {} + \
+		    2>/dev/null) && [ -n "$p" ] && [ $i -lt 100 ]; do
+			kill -KILL $p 2>/dev/null
+			sleep 0.1
+			i=$((i + 1))
+		done
+		find "$d" -depth -type d -exec rmdir {} + 2>/dev/null
+		[ -d "$d" ] && echo "boot: cannot remove $d" >&2
+	done
 	[ -n "$nspawn" ] && wait "$nspawn" 2>/dev/null
 	umount -l "$work/root" 2>/dev/null
 	rm -rf "$work"
@@ -121,6 +135,7 @@ boot() {
 		echo 0 >"$cg/cgroup.procs" || exit 1
 		exec env SYSTEMD_NSPAWN_UNIFIED_HIERARCHY=1 systemd-nspawn \
 		    -q -b -D "$work/root" --register=no --keep-unit \
+		    --private-network \
 		    -M berth-boot </dev/null >>"$work/console" 2>&1
 	) &
 	nspawn=$!

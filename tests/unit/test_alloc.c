@@ -91,10 +91,12 @@ refused(const char *doc, const char *want)
 }
 
 static const char full_doc[] = "{'id':'web-1','namespace':'prod',"
+    "'network':{'mode':'none'},"
     "'tasks':[{'name':'plugin','driver':'exec','config':{'command':"
     "'/usr/bin/csi','args':['--node','n1','caf\\u00e9']},'env':{'B':'2',"
     "'A0':'x','A':'1=2'},'kill_timeout':'90s','logs':{'max_files':3,"
-    "'max_file_size':1},'csi_plugin':{'id':"
+    "'max_file_size':1},'user':'_csi-1','resources':{'cpu':500,"
+    "'memory':64,'memory_max':128,'pids':20},'csi_plugin':{'id':"
     "'hostpath','type':'monolith','health_timeout':'45s'},"
     "'volume_mounts':[{'volume':'logs','destination':'out',"
     "'read_only':true},{'volume':'data','destination':'data'}]},"
@@ -134,6 +136,12 @@ START_TEST(every_field_read_back)
 	ck_assert_int_eq(t->kill_timeout_ms, 90000);
 	ck_assert_int_eq(t->log_max_files, 3);
 	ck_assert_int_eq(t->log_max_file_mb, 1);
+	ck_assert(a->network_none);
+	ck_assert_str_eq(t->user, "_csi-1");
+	ck_assert_int_eq(t->cpu, 500);
+	ck_assert_int_eq(t->memory_mb, 64);
+	ck_assert_int_eq(t->memory_max_mb, 128);
+	ck_assert_int_eq(t->pids, 20);
 	ck_assert_int_eq(t->csi.type, ALLOC_CSI_MONOLITH);
 	ck_assert_str_eq(t->csi.id, "hostpath");
 	ck_assert_int_eq(t->csi.health_timeout_ms, 45000);
@@ -189,12 +197,19 @@ START_TEST(defaults_applied)
 	ck_assert_int_eq(t->kill_timeout_ms, 5000);
 	ck_assert_int_eq(t->log_max_files, 5);
 	ck_assert_int_eq(t->log_max_file_mb, 10);
+	ck_assert(!a->network_none);
+	ck_assert_ptr_null(t->user);
+	ck_assert_int_eq(t->cpu, 100);
+	ck_assert_int_eq(t->memory_mb, 300);
+	ck_assert_int_eq(t->memory_max_mb, 300);
+	ck_assert_int_eq(t->pids, 512);
 	ck_assert_int_eq(t->csi.health_timeout_ms, 30000);
 	/* Nomad's restart defaults for service jobs. */
 	ck_assert_int_eq(t->restart.attempts, 2);
 	ck_assert_int_eq(t->restart.interval_ms, 30 * 60 * 1000);
 	ck_assert_int_eq(t->restart.delay_ms, 15000);
-	ck_assert_int_eq(t->restart.mode, ALLOC_RESTART_FAIL);
+	/* A plugin's mode is "delay": it is never given up for good. */
+	ck_assert_int_eq(t->restart.mode, ALLOC_RESTART_DELAY);
 	ck_assert(!t->mounts[0].read_only);
 	ck_assert(!a->volumes[0].read_only);
 	ck_assert_ptr_null(a->volumes[0].fs_type);
@@ -311,7 +326,69 @@ START_TEST(task_refusals)
 }
 END_TEST
 
+START_TEST(isolation_refusals)
+{
+	struct alloc *a;
+
+	refused(DOC(TASK(",'user':'root beer'"), ""), "tasks[0].user: "
+	    "\"root beer\" contains ' ', which is not in [a-z0-9_-]");
+	refused(DOC(TASK(",'user':'1000'"), ""), "tasks[0].user: must start "
+	    "with a letter or '_', not '1'");
+	refused(DOC(TASK(",'user':'aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa'"), ""),
+	    "tasks[0].user: \"aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa\" is 33 "
+	    "bytes, more than the 32 allowed");
+	refused(DOC("{'name':'t','driver':'privileged','config':{'plugin':"
+	    "'p'},'user':'x','csi_plugin':{'id':'p','type':'node'}}", ""),
+	    "tasks[0].user: is not allowed with the \"privileged\" driver "
+	    "(root's plugin definition says how it runs); remove it");
+	refused(DOC(TASK(",'resources':{'memory':9}"), ""),
+	    "tasks[0].resources.memory: must be from 10 to 1048576, not 9");
+	refused(DOC(TASK(",'resources':{'cpu':0}"), ""),
+	    "tasks[0].resources.cpu: must be from 1 to 262144, not 0");
+	refused(DOC(TASK(",'resources':{'pids':65537}"), ""),
+	    "tasks[0].resources.pids: must be from 1 to 65536, not 65537");
+	refused(DOC(TASK(",'resources':{'memory':'1G'}"), ""),
+	    "tasks[0].resources.memory: must be a whole number, not a string");
+	refused(DOC(TASK(",'resources':{'disk':10}"), ""),
+	    "tasks[0].resources.disk: unknown field; remove it");
+	refused(DOC(TASK(",'resources':{'memory':64,'memory_max':32}"), ""),
+	    "tasks[0].resources: memory_max (32) must not be less than "
+	    "memory (64)");
+	refused(DOC(TASK(",'resources':[]"), ""),
+	    "tasks[0].resources: must be an object, not an array");
+	refused("{'id':'a1','network':{'mode':'bridge'},'tasks':["
+	    TASK("") "]}", "network.mode: must be one of \"host\", "
+	    "\"none\", not \"bridge\"");
+	refused("{'id':'a1','network':{},'tasks':[" TASK("") "]}",
+	    "network.mode: is required");
+	/* memory alone is the hard limit too, as in Nomad. */
+	a = parse_ok(DOC(TASK(",'resources':{'memory':64}"), ""));
+	ck_assert_int_eq(a->tasks[0].memory_max_mb, 64);
+	ck_assert_int_eq(a->tasks[0].cpu, 100);
+	ck_assert_int_eq(a->tasks[0].pids, 512);
+	alloc_free(a);
+}
+END_TEST
+
 /* The restart block: what is given is read, the rest is defaulted. */
+/* Any other task's mode is "fail"; a plugin with no attempts too. */
+START_TEST(restart_mode_defaults)
+{
+	struct alloc *a = parse_ok(DOC(TASK(""), ""));
+
+	ck_assert_int_eq(a->tasks[0].restart.mode, ALLOC_RESTART_FAIL);
+	alloc_free(a);
+	a = parse_ok(DOC(TASK(",'csi_plugin':{'id':'p','type':'node'},"
+	    "'restart':{'attempts':0}"), ""));
+	ck_assert_int_eq(a->tasks[0].restart.mode, ALLOC_RESTART_FAIL);
+	alloc_free(a);
+	a = parse_ok(DOC(TASK(",'csi_plugin':{'id':'p','type':'node'},"
+	    "'restart':{'attempts':1,'mode':'fail'}"), ""));
+	ck_assert_int_eq(a->tasks[0].restart.mode, ALLOC_RESTART_FAIL);
+	alloc_free(a);
+}
+END_TEST
+
 START_TEST(restart_read_and_refused)
 {
 	struct alloc *a = parse_ok(DOC(TASK(",'restart':{'attempts':5,"
@@ -836,6 +913,11 @@ same_task(const struct alloc_task *x, const struct alloc_task *y)
 	ck_assert_int_eq(x->restart.mode, y->restart.mode);
 	ck_assert_int_eq(x->log_max_files, y->log_max_files);
 	ck_assert_int_eq(x->log_max_file_mb, y->log_max_file_mb);
+	same_str(x->user, y->user);
+	ck_assert_int_eq(x->cpu, y->cpu);
+	ck_assert_int_eq(x->memory_mb, y->memory_mb);
+	ck_assert_int_eq(x->memory_max_mb, y->memory_max_mb);
+	ck_assert_int_eq(x->pids, y->pids);
 	ck_assert_int_eq(x->csi.type, y->csi.type);
 	same_str(x->csi.id, y->csi.id);
 	ck_assert_int_eq(x->csi.health_timeout_ms, y->csi.health_timeout_ms);
@@ -857,6 +939,7 @@ same_alloc(const struct alloc *x, const struct alloc *y)
 
 	same_str(x->id, y->id);
 	same_str(x->ns, y->ns);
+	ck_assert_int_eq(x->network_none, y->network_none);
 	ck_assert_uint_eq(x->ntasks, y->ntasks);
 	for (i = 0; i < x->ntasks; i++)
 		same_task(&x->tasks[i], &y->tasks[i]);
@@ -903,9 +986,12 @@ START_TEST(json_round_trip)
 
 	out = round_trip(sq(DOC(TASK(""), "")));
 	ck_assert_str_eq(out, "{\"id\":\"a1\",\"namespace\":\"default\","
+	    "\"network\":{\"mode\":\"host\"},"
 	    "\"tasks\":[{\"name\":\"t\",\"driver\":\"exec\",\"config\":{"
 	    "\"command\":\"/bin/true\"},\"kill_timeout\":\"5s\",\"logs\":{"
-	    "\"max_files\":5,\"max_file_size\":10},\"restart\":{"
+	    "\"max_files\":5,\"max_file_size\":10},\"resources\":{\"cpu\":"
+	    "100,\"memory\":300,\"memory_max\":300,\"pids\":512},"
+	    "\"restart\":{"
 	    "\"attempts\":2,\"interval\":\"30m\",\"delay\":\"15s\","
 	    "\"mode\":\"fail\"}}]}");
 	free(out);
@@ -1191,7 +1277,9 @@ main(void)
 	tcase_add_test(tc, top_level_refusals);
 	tcase_add_test(tc, task_refusals);
 	tcase_add_test(tc, env_refusals);
+	tcase_add_test(tc, isolation_refusals);
 	tcase_add_test(tc, restart_read_and_refused);
+	tcase_add_test(tc, restart_mode_defaults);
 	tcase_add_test(tc, csi_plugin_refusals);
 	tcase_add_test(tc, csi_plugin_endpoint_args);
 	tcase_add_test(tc, csi_plugin_pairs);

@@ -697,8 +697,8 @@ START_TEST(replies_of_the_wrong_body_fail_closed)
 		answer_with(req, BERTH__ENVELOPE__BODY__NOT_SET);
 		ck_assert_int_eq(reply_code, BERTH__ERROR_CODE__ERROR_INTERNAL);
 	}
-	/* Hello, ping, shutdown; nine mounter verbs; fifteen registry. */
-	ck_assert_uint_eq(nreq, 3 + 9 + 15);
+	/* Hello, ping, shutdown; ten mounter verbs; seventeen registry. */
+	ck_assert_uint_eq(nreq, 3 + 10 + 17);
 	/* A body no peer serves as a request may only fail. */
 	answer_with(BERTH__ENVELOPE__BODY_PLUGIN_STARTED,
 	    BERTH__ENVELOPE__BODY_PLUGIN_STARTED);

@@ -66,6 +66,7 @@ START_TEST(durations_and_lists)
 	ck_assert_int_eq(cfg.plugin_retry_initial_ms, 5000);
 	ck_assert_int_eq(cfg.plugin_retry_max_ms, 120000);
 	ck_assert_int_eq(cfg.device_stats_interval_ms, 1000);
+	ck_assert_int_eq(cfg.volume_stats_interval_ms, 60000);
 	ck_assert_ptr_nonnull(cfg.driver_allow);
 	ck_assert_ptr_null(cfg.driver_allow[0]);
 	config_free(&cfg);
@@ -113,6 +114,41 @@ START_TEST(api_group)
 	    sizeof(err)), -1);
 	ck_assert_msg(strstr(err, "\"api_group\" must be a string") != NULL,
 	    "%s", err);
+}
+END_TEST
+
+/* Tasks' ids: systemd's DynamicUser range unless root names one. */
+START_TEST(task_ids_and_cgroup_parent)
+{
+	static const char *const bad[] = { "0-10", "10-9", "10", "-5-10",
+		"1-2147483648", "1-1000001", "1-10x", "a-b" };
+	struct berth_config cfg;
+	char err[512], doc[128];
+	size_t i;
+
+	ck_assert_int_eq(load("{}", &cfg, err, sizeof(err)), 0);
+	ck_assert_str_eq(cfg.task_ids, "61184-65519");
+	ck_assert_uint_eq(cfg.task_id_first, 61184);
+	ck_assert_uint_eq(cfg.task_id_count, 65519 - 61184 + 1);
+	ck_assert_str_eq(cfg.cgroup_parent, "/berth");
+	config_free(&cfg);
+	ck_assert_int_eq(load("{\"task_ids\": \"100000-100009\", "
+	    "\"cgroup_parent\": \"/workloads/berth\"}", &cfg, err,
+	    sizeof(err)), 0);
+	ck_assert_uint_eq(cfg.task_id_first, 100000);
+	ck_assert_uint_eq(cfg.task_id_count, 10);
+	ck_assert_str_eq(cfg.cgroup_parent, "/workloads/berth");
+	config_free(&cfg);
+	for (i = 0; i < sizeof(bad) / sizeof(bad[0]); i++) {
+		snprintf(doc, sizeof(doc), "{\"task_ids\": \"%s\"}", bad[i]);
+		ck_assert_int_eq(load(doc, &cfg, err, sizeof(err)), -1);
+		ck_assert_msg(strstr(err, "\"task_ids\" must be \"MIN-MAX\"")
+		    != NULL, "%s: %s", bad[i], err);
+	}
+	ck_assert_int_eq(load("{\"cgroup_parent\": \"berth\"}", &cfg, err,
+	    sizeof(err)), -1);
+	ck_assert_msg(strstr(err, "\"cgroup_parent\" must be an absolute "
+	    "path") != NULL, "%s", err);
 }
 END_TEST
 
@@ -174,6 +210,7 @@ main(void)
 	tcase_add_test(tc, defaults_and_overrides);
 	tcase_add_test(tc, durations_and_lists);
 	tcase_add_test(tc, api_group);
+	tcase_add_test(tc, task_ids_and_cgroup_parent);
 	tcase_add_test(tc, refusals_say_what_to_change);
 	tcase_add_test(tc, missing_file_is_named);
 	return harness_run("config", tc);

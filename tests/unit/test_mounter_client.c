@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/socket.h>
+#include <sys/stat.h>
 
 #include <check.h>
 
@@ -23,7 +24,7 @@ static struct mclient *mc;
 static int raw = -1;		/* the mounter's end */
 
 /* What the last callback saw. */
-static int calls, code, pidfd = -1;
+static int calls, code, pidfd = -1, chanfd = -1;
 static bool mounted;
 static uint32_t unmounted, removed;
 static pid_t pid;
@@ -32,7 +33,8 @@ static uint64_t start_time;
 static bool
 takes_fd(Berth__Envelope__BodyCase body)
 {
-	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED;
+	return body == BERTH__ENVELOPE__BODY_PLUGIN_STARTED ||
+	    body == BERTH__ENVELOPE__BODY_TASK_STARTED;
 }
 
 static const struct chan_ops ops = { NULL, NULL, takes_fd, NULL };
@@ -51,7 +53,7 @@ setup(void)
 	ck_assert_ptr_nonnull(mc);
 	raw = sp[1];
 	calls = code = 0;
-	pidfd = -1;
+	pidfd = chanfd = -1;
 }
 
 static void
@@ -62,6 +64,8 @@ teardown(void)
 	close(raw);
 	if (pidfd >= 0)
 		close(pidfd);
+	if (chanfd >= 0)
+		close(chanfd);
 	event_base_free(base);
 }
 
@@ -98,6 +102,14 @@ plugin_cb(const struct priv_result *res, pid_t p, uint64_t st, int fd,
 	pidfd = fd;
 }
 
+static void
+task_cb(const struct priv_result *res, pid_t p, uint64_t st, int fd, int fd2,
+    void *arg)
+{
+	plugin_cb(res, p, st, fd, arg);
+	chanfd = fd2;
+}
+
 /* The request the mounter's end got; the caller frees it. */
 static Berth__Envelope *
 mounter_gets(Berth__Envelope__BodyCase body)
@@ -116,21 +128,29 @@ mounter_gets(Berth__Envelope__BodyCase body)
 	return e;
 }
 
-/* Answer req with rep (its body set, or an error), then run the loop. */
+/* Answer req with rep (its body set, or an error) and nfd of fds. */
 static void
-mounter_answers(Berth__Envelope *req, Berth__Envelope *rep, int fd)
+mounter_answers_fds(Berth__Envelope *req, Berth__Envelope *rep,
+    const int *fds, int nfd)
 {
 	int i;
 
 	rep->version = BERTH_PROTOCOL_VERSION;
 	rep->kind = BERTH__KIND__KIND_REPLY;
 	rep->request_id = req->request_id;
-	harness_send_env(raw, rep, fd >= 0 ? &fd : NULL, fd >= 0);
+	harness_send_env(raw, rep, nfd > 0 ? fds : NULL, nfd);
 	berth__envelope__free_unpacked(req, NULL);
 	for (i = 0; i < 2000 && calls == 0; i++) {
 		event_base_loop(base, EVLOOP_NONBLOCK);
 		usleep(1000);
 	}
+}
+
+/* Answer req with rep (its body set, or an error), then run the loop. */
+static void
+mounter_answers(Berth__Envelope *req, Berth__Envelope *rep, int fd)
+{
+	mounter_answers_fds(req, rep, &fd, fd >= 0);
 }
 
 static bool
@@ -270,6 +290,67 @@ START_TEST(a_start_without_a_handle_is_an_error)
 }
 END_TEST
 
+/* TaskStarted carries two descriptors: both reach the callback, or none. */
+START_TEST(a_task_start_carries_its_fields_and_two_descriptors)
+{
+	struct priv_task t = { "a1", "web", 70001, 70001, "svc", true,
+		64 << 20, 80 << 20, 512, 100, "node", "hp" };
+	Berth__Envelope rep = BERTH__ENVELOPE__INIT, *req;
+	Berth__TaskStarted ts = BERTH__TASK_STARTED__INIT;
+	struct stat st;
+	int p[2], sp[2];
+
+	ck_assert_int_eq(priv_start_task(mc, &t, task_cb, NULL), 0);
+	req = mounter_gets(BERTH__ENVELOPE__BODY_START_TASK);
+	ck_assert(is(req->start_task->alloc_id, "a1"));
+	ck_assert(is(req->start_task->task, "web"));
+	ck_assert(is(req->start_task->user, "svc"));
+	ck_assert_uint_eq(req->start_task->uid, 70001);
+	ck_assert_uint_eq(req->start_task->gid, 70001);
+	ck_assert(req->start_task->network_none);
+	ck_assert_uint_eq(req->start_task->memory_bytes, 64 << 20);
+	ck_assert_uint_eq(req->start_task->memory_max_bytes, 80 << 20);
+	ck_assert_uint_eq(req->start_task->cpu_shares, 512);
+	ck_assert_uint_eq(req->start_task->pids_max, 100);
+	ck_assert(is(req->start_task->plugin_type, "node"));
+	ck_assert(is(req->start_task->plugin_id, "hp"));
+	ts.pid = 4243;
+	ts.start_time = 77;
+	rep.body_case = BERTH__ENVELOPE__BODY_TASK_STARTED;
+	rep.task_started = &ts;
+	ck_assert_int_eq(pipe(p), 0);
+	ck_assert_int_eq(socketpair(AF_UNIX, SOCK_SEQPACKET, 0, sp), 0);
+	mounter_answers_fds(req, &rep, (int[]){ p[0], sp[0] }, 2);
+	ck_assert_int_eq(calls, 1);
+	ck_assert_int_eq(code, 0);
+	ck_assert_int_eq(pid, 4243);
+	ck_assert_uint_eq(start_time, 77);
+	ck_assert_int_ge(pidfd, 0);
+	ck_assert_int_ge(chanfd, 0);
+	ck_assert_int_eq(fstat(chanfd, &st), 0);
+	ck_assert(S_ISSOCK(st.st_mode));
+	ck_assert_int_eq(fstat(pidfd, &st), 0);
+	ck_assert(S_ISFIFO(st.st_mode));
+	close(pidfd);
+	close(chanfd);
+	pidfd = chanfd = -1;
+
+	/* One descriptor of the two: refused, and none reaches the caller. */
+	calls = 0;
+	ck_assert_int_eq(priv_start_task(mc, &t, task_cb, NULL), 0);
+	req = mounter_gets(BERTH__ENVELOPE__BODY_START_TASK);
+	mounter_answers(req, &rep, p[0]);
+	ck_assert_int_eq(calls, 1);
+	ck_assert_int_eq(code, BERTH__ERROR_CODE__ERROR_BAD_FD);
+	ck_assert_int_eq(pidfd, -1);
+	ck_assert_int_eq(chanfd, -1);
+	close(p[0]);
+	close(p[1]);
+	close(sp[0]);
+	close(sp[1]);
+}
+END_TEST
+
 START_TEST(unreachable_forgotten_and_freed_run_no_callback)
 {
 	struct mclient *none = mclient_new(NULL, 0);
@@ -320,6 +401,7 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_add_test(tc, each_verb_carries_its_fields_and_its_typed_reply);
 	tcase_add_test(tc, a_start_without_a_handle_is_an_error);
+	tcase_add_test(tc, a_task_start_carries_its_fields_and_two_descriptors);
 	tcase_add_test(tc, unreachable_forgotten_and_freed_run_no_callback);
 	return harness_run("mounter_client", tc);
 }

@@ -80,11 +80,11 @@ START_TEST(new_database_gets_the_schema_wal_and_full_sync)
 		sqlite3_finalize(st);
 	}
 	store_close(&s);
-	ck_assert_int_eq(q("PRAGMA user_version"), 4);
+	ck_assert_int_eq(q("PRAGMA user_version"), 5);
 	ck_assert_int_eq(q("PRAGMA application_id"), 0x62657274);
 	ck_assert_int_eq(q("SELECT COUNT(*) FROM sqlite_master WHERE type = "
 	    "'table' AND name IN ('plugins', 'volumes', 'claims', 'reattach', "
-	    "'processes', 'mounts', 'events', 'meta')"), 8);
+	    "'processes', 'mounts', 'events', 'meta', 'task_ids')"), 9);
 	ck_assert_int_eq(q("SELECT value FROM meta WHERE key = 'index'"), 0);
 }
 END_TEST
@@ -123,6 +123,7 @@ START_TEST(older_schema_is_migrated)
 	/* Make it what schema version 1 was, with a volume staged at its
 	 * usage's path, as berth did then. */
 	x("DROP TABLE events; DELETE FROM meta WHERE key = 'event_floor'; "
+	    "DROP TABLE task_ids; "
 	    "DROP INDEX volumes_external; "
 	    "ALTER TABLE mounts DROP COLUMN stage_usage; "
 	    "INSERT INTO mounts VALUES ('hp', 'default', 'v', 'a1', 'data', "
@@ -130,7 +131,7 @@ START_TEST(older_schema_is_migrated)
 	    "PRAGMA user_version = 1");
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
 	store_close(&s);
-	ck_assert_int_eq(q("PRAGMA user_version"), 4);
+	ck_assert_int_eq(q("PRAGMA user_version"), 5);
 	ck_assert_int_eq(q("SELECT COUNT(*) FROM events"), 0);
 	/* The record names where the volume is staged: still there. */
 	ck_assert_int_eq(q("SELECT COUNT(*) FROM mounts WHERE stage_usage = "
@@ -146,14 +147,14 @@ START_TEST(version_2_gets_the_external_id_index)
 
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
 	store_close(&s);
-	x("DROP INDEX volumes_external; "
+	x("DROP INDEX volumes_external; DROP TABLE task_ids; "
 	    "ALTER TABLE mounts DROP COLUMN stage_usage; "
 	    "INSERT INTO volumes VALUES ('default', "
 	    "'a', 'p', 'e', x'', 1, 1), ('default', 'b', 'p', 'e', x'', 2, 2); "
 	    "PRAGMA user_version = 2");
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
 	store_close(&s);
-	ck_assert_int_eq(q("PRAGMA user_version"), 4);
+	ck_assert_int_eq(q("PRAGMA user_version"), 5);
 	ck_assert_int_eq(q("SELECT COUNT(*) FROM sqlite_master WHERE type = "
 	    "'index' AND name = 'volumes_external'"), 1);
 	ck_assert_int_eq(q("SELECT COUNT(*) FROM volumes WHERE plugin_id = 'p' "
@@ -168,10 +169,10 @@ START_TEST(newer_schema_is_refused_untouched)
 
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), 0);
 	store_close(&s);
-	x("PRAGMA user_version = 5");
+	x("PRAGMA user_version = 6");
 	ck_assert_int_eq(store_open(&s, dir, err, sizeof(err)), REG_EXIT_NEWER);
-	ck_assert_msg(strstr(err, "schema version 5") != NULL, "%s", err);
-	ck_assert_int_eq(q("PRAGMA user_version"), 5);
+	ck_assert_msg(strstr(err, "schema version 6") != NULL, "%s", err);
+	ck_assert_int_eq(q("PRAGMA user_version"), 6);
 }
 END_TEST
 
