@@ -231,15 +231,28 @@ harness_cgroup_remove(const char *cgroup)
 			break;
 		usleep(100000);
 	}
-	if ((d = opendir("/sys/fs/cgroup")) == NULL)
-		return;
-	while ((de = readdir(d)) != NULL)
-		if (de->d_name[0] != '.') {
-			snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s",
-			    de->d_name, cgroup);
-			cgroup_rm_tree(path, 0);
-		}
-	closedir(d);
+	/*
+	 * crun removes its leaves as it exits, after its processes are
+	 * gone: a parent can be busy for a moment yet. Again until none is
+	 * left in any hierarchy (a pure v2 host's included), 5 s at most.
+	 */
+	for (i = 0, n = 1; i < 50 && n > 0; i++) {
+		if (i > 0)
+			usleep(100000);
+		snprintf(path, sizeof(path), "/sys/fs/cgroup%s", cgroup);
+		cgroup_rm_tree(path, 0);
+		n = access(path, F_OK) == 0;
+		if ((d = opendir("/sys/fs/cgroup")) == NULL)
+			return;
+		while ((de = readdir(d)) != NULL)
+			if (de->d_name[0] != '.') {
+				snprintf(path, sizeof(path),
+				    "/sys/fs/cgroup/%s%s", de->d_name, cgroup);
+				cgroup_rm_tree(path, 0);
+				n += access(path, F_OK) == 0;
+			}
+		closedir(d);
+	}
 }
 
 void

@@ -40,7 +40,6 @@
 #define BAD BERTH__ERROR_CODE__ERROR_BAD_REQUEST
 #define MEM (64 << 20)
 
-static const char *const hier[] = { "memory", "pids", "cpu", "unified" };
 static struct mclient c;
 static char *conf, *elsewhere, cg[64];
 
@@ -83,6 +82,7 @@ setup(void)
 	harness_write(path, "# NAME UID GID\nsvc 70500 70501\nother 70600 "
 	    "70600\n");
 	snprintf(cg, sizeof(cg), "/berth-test-%ld", (long)getpid());
+	harness_track_cgroup(cg);
 	args[0] = "--task-conf";
 	args[1] = conf;
 	args[2] = "--task-ids";
@@ -98,19 +98,13 @@ setup(void)
 static void
 teardown(void)
 {
-	char path[256];
-	size_t i;
-
 	mc_stop(&c);
 	harness_rmtree(conf);
 	harness_rmtree(elsewhere);
 	free(conf);
 	free(elsewhere);
-	for (i = 0; i < sizeof(hier) / sizeof(hier[0]); i++) {
-		snprintf(path, sizeof(path), "/sys/fs/cgroup/%s%s", hier[i],
-		    cg);
-		rmdir(path);
-	}
+	/* crun makes the parent in every hierarchy, not only these. */
+	harness_cgroup_remove(cg);
 }
 
 static int
