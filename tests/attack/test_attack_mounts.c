@@ -367,8 +367,8 @@ host_intact(const char *stacked)
 START_TEST(plugin_stacks_a_host_directory_over_its_tree)
 {
 	static const char *const on[] = { "csi/" T "/" P "/per-alloc/" A,
-		"csi/" T "/" P "/per-alloc/" A "/vol1", "csi/" T "/" P
-		"/per-alloc", "csi/" T "/" P "/staging", "csi/" T "/" P,
+		"csi/" T "/" P "/per-alloc/" A "/vol1", ("csi/" T "/" P
+		"/per-alloc"), "csi/" T "/" P "/staging", "csi/" T "/" P,
 		"csi/plugins/" A };
 	char at[1200];
 	size_t i;

@@ -131,6 +131,7 @@ child(int go, int ready)
 		clock_gettime(CLOCK_PROCESS_CPUTIME_ID, &t);
 	} while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) /
 	    1000000 < 300);
+	(void)x;
 	if ((p = mmap(NULL, 24 << 20, PROT_READ | PROT_WRITE, MAP_PRIVATE |
 	    MAP_ANONYMOUS, -1, 0)) == MAP_FAILED)
 		_exit(2);

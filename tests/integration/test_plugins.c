@@ -88,6 +88,7 @@ wait_seen(struct berth *b, bool healthy, int ms)
 	char metrics[65536], line[200];
 	json_t *list, *p, *h;
 	int i, status = 0;
+	size_t k;
 	bool ok = false;
 
 	snprintf(line, sizeof(line), "berth_plugin_healthy{plugin=\"hp\","
@@ -116,7 +117,7 @@ wait_seen(struct berth *b, bool healthy, int ms)
 	p = sv_get(b, "/v1/plugin/hp");
 	ck_assert_ptr_nonnull(p);
 	ck_assert(json_is_true(json_object_get(p, "healthy")) == healthy);
-	json_array_foreach(json_object_get(p, "instances"), i, h)
+	json_array_foreach(json_object_get(p, "instances"), k, h)
 		ck_assert_msg(healthy ? strncmp(jstr(h, "health"), "healthy: ",
 		    9) == 0 : strstr(jstr(h, "health"), "its heartbeat "
 		    "failed") != NULL, "%s", jstr(h, "health"));

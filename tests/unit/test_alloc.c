@@ -396,8 +396,8 @@ START_TEST(restart_read_and_refused)
 	static const char *const several[] = {
 		"tasks[0].restart.attempts: must be from 0 to 10000, not -1",
 		"tasks[0].restart.interval: must be at least 5s",
-		"tasks[0].restart.mode: must be one of \"fail\", \"delay\", "
-		    "not \"never\"",
+		("tasks[0].restart.mode: must be one of \"fail\", \"delay\", "
+		    "not \"never\""),
 		"tasks[0].restart.tries: unknown field; remove it",
 	};
 

@@ -155,6 +155,7 @@ START_TEST(process_metrics_are_this_process)
 
 	for (i = 0; i < 50000000; i++)		/* some CPU time */
 		spin += i;
+	(void)spin;
 	ck_assert_int_ge(fd = dup(0), 0);
 	metrics_write_process(b);
 	len = evbuffer_get_length(b);
