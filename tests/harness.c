@@ -644,6 +644,28 @@ pid_wait_gone(pid_t pid, int ms)
 	return true;
 }
 
+int
+uid_procs(uid_t uid)
+{
+	char buf[128];
+	struct dirent *de;
+	int n = 0;
+	DIR *d;
+
+	ck_assert_ptr_nonnull(d = opendir("/proc"));
+	while ((de = readdir(d)) != NULL) {
+		pid_t pid = (pid_t)atol(de->d_name);
+
+		if (pid > 0 && proc_status_field(pid, "Uid", buf,
+		    sizeof(buf)) != NULL && (uid_t)atol(buf) == uid &&
+		    proc_status_field(pid, "State", buf, sizeof(buf)) !=
+		    NULL && buf[0] != 'Z')
+			n++;
+	}
+	closedir(d);
+	return n;
+}
+
 void
 harness_send(int sock, const void *buf, size_t len, const int *fds, int nfds)
 {

@@ -92,5 +92,7 @@ char *proc_status_field(pid_t pid, const char *field, char *buf, size_t n);
 bool pid_alive(pid_t pid);
 /* Wait up to ms for pid to be gone. */
 bool pid_wait_gone(pid_t pid, int ms);
+/* How many processes run as uid, zombies aside. */
+int uid_procs(uid_t uid);
 
 #endif

@@ -2,6 +2,8 @@
  * svtest.c: a whole berth for integration tests (see svtest.h).
  */
 #include <errno.h>
+#include <fcntl.h>
+#include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -10,6 +12,7 @@
 #include <sys/mount.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
 
 #include <check.h>
 
@@ -463,4 +466,38 @@ remove_alloc(struct berth *b, const char *file)
 
 	snprintf(path, sizeof(path), "%s/%s", b->allocs, file);
 	ck_assert_int_eq(unlink(path), 0);
+}
+
+/* berthctl ARGS...: its exit code and what it printed on stdout. */
+int
+sv_ctl(struct berth *b, char *out, size_t outlen, ...)
+{
+	char *argv[8], outf[600];
+	va_list ap;
+	pid_t pid;
+	int n = 0, status, fd;
+	FILE *f;
+
+	argv[n++] = (char *)harness_bin("berthctl");
+	va_start(ap, outlen);
+	while (n < 7 && (argv[n] = va_arg(ap, char *)) != NULL)
+		n++;
+	va_end(ap);
+	argv[n] = NULL;
+	snprintf(outf, sizeof(outf), "%s/ctl.out", b->dir);
+	ck_assert_int_ge(pid = fork(), 0);
+	if (pid == 0) {
+		setenv("BERTH_API", b->sock, 1);
+		if ((fd = open(outf, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0 ||
+		    dup2(fd, 1) < 0)
+			_exit(127);
+		execv(argv[0], argv);
+		_exit(127);
+	}
+	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
+	ck_assert(WIFEXITED(status));
+	ck_assert_ptr_nonnull(f = fopen(outf, "r"));
+	out[fread(out, 1, outlen - 1, f)] = '\0';
+	fclose(f);
+	return WEXITSTATUS(status);
 }

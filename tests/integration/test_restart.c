@@ -49,40 +49,6 @@ first_task(json_t *a)
 	return json_array_get(json_object_get(a, "tasks"), 0);
 }
 
-/* berthctl ARGS...: its exit code and what it printed on stdout. */
-static int
-ctl(struct berth *b, char *out, size_t outlen, ...)
-{
-	char *argv[8], outf[600];
-	va_list ap;
-	pid_t pid;
-	int n = 0, status, fd;
-	FILE *f;
-
-	argv[n++] = (char *)harness_bin("berthctl");
-	va_start(ap, outlen);
-	while (n < 7 && (argv[n] = va_arg(ap, char *)) != NULL)
-		n++;
-	va_end(ap);
-	argv[n] = NULL;
-	snprintf(outf, sizeof(outf), "%s/ctl.out", b->dir);
-	ck_assert_int_ge(pid = fork(), 0);
-	if (pid == 0) {
-		setenv("BERTH_API", b->sock, 1);
-		if ((fd = open(outf, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0 ||
-		    dup2(fd, 1) < 0)
-			_exit(127);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFEXITED(status));
-	ck_assert_ptr_nonnull(f = fopen(outf, "r"));
-	out[fread(out, 1, outlen - 1, f)] = '\0';
-	fclose(f);
-	return WEXITSTATUS(status);
-}
-
 /* The line of out that starts with start holds every one of the rest. */
 static void
 line_has(const char *out, const char *start, ...)
@@ -206,14 +172,14 @@ START_TEST(true_completes_false_and_missing_fail)
 	json_decref(a);
 
 	/* berthctl: the list, and one allocation. */
-	ck_assert_int_eq(ctl(&b, out, sizeof(out), "alloc", "list", NULL), 0);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "alloc", "list", NULL), 0);
 	line_has(out, "ID ", "STATE", "LAST EXIT", "REASON", NULL);
 	line_has(out, "ok ", "complete", "code 0", "every task exited", NULL);
 	line_has(out, "bad ", "failed", "code 1", "task t: exited with "
 	    "status 1", NULL);
 	line_has(out, "missing ", "failed", "- ", "could not start", NULL);
 	line_has(out, "killed ", "failed", "signal 9 (SIGKILL)", NULL);
-	ck_assert_int_eq(ctl(&b, out, sizeof(out), "alloc", "status", "bad",
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "alloc", "status", "bad",
 	    NULL), 0);
 	line_has(out, "Status", "failed", NULL);
 	line_has(out, "Step", "restart", NULL);
@@ -302,7 +268,7 @@ START_TEST(a_completed_task_leaves_the_others_running)
 	    "\"on\", \"driver\": \"exec\", \"config\": {\"command\": "
 	    "\"/bin/sh\", \"args\": [\"-c\", \"while [ ! -e go ]; do "
 	    "sleep 0.05; done\"]}, \"restart\": {\"attempts\": 0}}]}");
-	ck_assert_int_eq(ctl(&b, out, sizeof(out), "alloc", "run", path,
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "alloc", "run", path,
 	    "--wait", "--timeout", "30s", NULL), 0);
 	wait_event(&b, "NotRestarting", "two/once", "exited with status 0",
 	    10000);

@@ -153,63 +153,6 @@ assert_cgroup(struct berth *b, pid_t pid, const char *alloc)
 	ck_assert_int_eq(read_long(path), 32);
 }
 
-/* How many processes run as uid. */
-static int
-procs_of(uid_t uid)
-{
-	char buf[128];
-	struct dirent *de;
-	int n = 0;
-	DIR *d;
-
-	ck_assert_ptr_nonnull(d = opendir("/proc"));
-	while ((de = readdir(d)) != NULL) {
-		pid_t pid = (pid_t)atol(de->d_name);
-
-		if (pid > 0 && proc_status_field(pid, "Uid", buf,
-		    sizeof(buf)) != NULL && (uid_t)atol(buf) == uid &&
-		    proc_status_field(pid, "State", buf, sizeof(buf)) !=
-		    NULL && buf[0] != 'Z')
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
-/* berthctl ARGS...: its exit code and what it printed on stdout. */
-static int
-ctl(struct berth *b, char *out, size_t outlen, ...)
-{
-	char *argv[8], outf[600];
-	va_list ap;
-	pid_t pid;
-	int n = 0, status, fd;
-	FILE *f;
-
-	argv[n++] = (char *)harness_bin("berthctl");
-	va_start(ap, outlen);
-	while (n < 7 && (argv[n] = va_arg(ap, char *)) != NULL)
-		n++;
-	va_end(ap);
-	argv[n] = NULL;
-	snprintf(outf, sizeof(outf), "%s/ctl.out", b->dir);
-	ck_assert_int_ge(pid = fork(), 0);
-	if (pid == 0) {
-		setenv("BERTH_API", b->sock, 1);
-		if ((fd = open(outf, O_WRONLY | O_CREAT | O_TRUNC, 0644)) < 0 ||
-		    dup2(fd, 1) < 0)
-			_exit(127);
-		execv(argv[0], argv);
-		_exit(127);
-	}
-	ck_assert_int_eq(waitpid(pid, &status, 0), pid);
-	ck_assert(WIFEXITED(status));
-	ck_assert_ptr_nonnull(f = fopen(outf, "r"));
-	out[fread(out, 1, outlen - 1, f)] = '\0';
-	fclose(f);
-	return WEXITSTATUS(status);
-}
-
 /* /v1/metrics, checked by `promtool check metrics`, in buf. */
 static void
 metrics(struct berth *b, char *buf, size_t n)
@@ -256,7 +199,7 @@ assert_usage(struct berth *b, const char *alloc)
 	ck_assert_int_eq(json_integer_value(json_object_get(u, "oom_kills")),
 	    0);
 	json_decref(a);
-	ck_assert_int_eq(ctl(b, out, sizeof(out), "alloc", "status", alloc,
+	ck_assert_int_eq(sv_ctl(b, out, sizeof(out), "alloc", "status", alloc,
 	    NULL), 0);
 	ck_assert_msg(strstr(out, "CPU") != NULL && strstr(out, " MiB") !=
 	    NULL, "%s", out);
@@ -293,17 +236,17 @@ START_TEST(a_task_is_its_own_user_in_its_own_namespaces_and_cgroup)
 	assert_cgroup(&b, other, "other");
 	assert_usage(&b, "host");
 	/* The shell, its background sleep and its foreground one. */
-	for (int i = 0; i < 50 && procs_of(uh) < 3; i++)
+	for (int i = 0; i < 50 && uid_procs(uh) < 3; i++)
 		usleep(100000);
-	ck_assert_int_ge(procs_of(uh), 3);
+	ck_assert_int_ge(uid_procs(uh), 3);
 	remove_alloc(&b, "host.json");
 	remove_alloc(&b, "other.json");
 	wait_event(&b, "AllocStopped", "host", NULL, 20000);
 	wait_event(&b, "AllocStopped", "other", NULL, 20000);
 	ck_assert(pid_wait_gone(host, 5000));
 	ck_assert(pid_wait_gone(other, 5000));
-	ck_assert_int_eq(procs_of(uh), 0);
-	ck_assert_int_eq(procs_of(uo), 0);
+	ck_assert_int_eq(uid_procs(uh), 0);
+	ck_assert_int_eq(uid_procs(uo), 0);
 	/* Cleaned up when stopped: no bundle, no status dir is left. */
 	for (int i = 0; i < 4; i++) {
 		char p[700];
@@ -372,7 +315,7 @@ START_TEST(network_none_is_a_namespace_of_its_own)
 	remove_alloc(&b, "none.json");
 	wait_event(&b, "AllocStopped", "none", NULL, 20000);
 	ck_assert(pid_wait_gone(none, 5000));
-	ck_assert_int_eq(procs_of(un), 0);
+	ck_assert_int_eq(uid_procs(un), 0);
 	berth_stop(&b);
 }
 END_TEST
@@ -480,7 +423,7 @@ START_TEST(an_unprivileged_plugin_is_a_sandboxed_task)
 	remove_alloc(&b, "p.json");
 	wait_event(&b, "AllocStopped", "p", NULL, 20000);
 	ck_assert(pid_wait_gone(pid, 5000));
-	ck_assert_int_eq(procs_of(u), 0);
+	ck_assert_int_eq(uid_procs(u), 0);
 	berth_stop(&b);
 }
 END_TEST

@@ -34,35 +34,12 @@
 	"\"sleep 3600 & exec sleep 3600\"]}, \"kill_timeout\": \"1s\", " \
 	"\"restart\": {\"attempts\": 0, \"mode\": \"fail\"}}]}"
 
-/* How many processes run as uid (zombies aside). */
-static int
-procs_of(uid_t uid)
-{
-	char buf[128];
-	struct dirent *de;
-	int n = 0;
-	DIR *d;
-
-	ck_assert_ptr_nonnull(d = opendir("/proc"));
-	while ((de = readdir(d)) != NULL) {
-		pid_t pid = (pid_t)atol(de->d_name);
-
-		if (pid > 0 && proc_status_field(pid, "Uid", buf,
-		    sizeof(buf)) != NULL && (uid_t)atol(buf) == uid &&
-		    proc_status_field(pid, "State", buf, sizeof(buf)) !=
-		    NULL && buf[0] != 'Z')
-			n++;
-	}
-	closedir(d);
-	return n;
-}
-
 static bool
 wait_procs(uid_t uid, int want, int ms)
 {
-	for (int i = 0; i < ms / 100 && procs_of(uid) != want; i++)
+	for (int i = 0; i < ms / 100 && uid_procs(uid) != want; i++)
 		usleep(100000);
-	return procs_of(uid) == want;
+	return uid_procs(uid) == want;
 }
 
 /* The alloc's task, started: its pid (tracked) and its uid. */
@@ -82,7 +59,7 @@ started(struct berth *b, const char *alloc, uid_t *uid)
 	ck_assert_int_ge(*uid, 61184);
 	/* Its shim, its shell and the shell's background sleep. */
 	ck_assert_msg(wait_procs(*uid, 3, 5000), "%d processes of uid %ld",
-	    procs_of(*uid), (long)*uid);
+	    uid_procs(*uid), (long)*uid);
 	return pid;
 }
 
@@ -131,7 +108,7 @@ START_TEST(a_task_never_kept_is_killed_once_its_alloc_is_gone)
 	remove_alloc(&b, "lost.json");
 	berth_start(&b);
 	ck_assert_msg(wait_procs(uid, 0, 10000), "%d processes of uid %ld "
-	    "are left", procs_of(uid), (long)uid);
+	    "are left", uid_procs(uid), (long)uid);
 	snprintf(text, sizeof(text), "pid %ld ", (long)pid);
 	wait_event(&b, "Terminated", "lost/t", text, 5000);
 	berth_stop(&b);
@@ -157,11 +134,11 @@ START_TEST(a_task_never_kept_is_killed_before_it_starts_again)
 	ck_assert_int_eq(uid2, uid);
 	/* Once: its shim, its shell and its sleep, not twice that. */
 	usleep(500000);
-	ck_assert_int_eq(procs_of(uid), 3);
+	ck_assert_int_eq(uid_procs(uid), 3);
 	remove_alloc(&b, "kept.json");
 	wait_event(&b, "AllocStopped", "kept", NULL, 20000);
 	ck_assert_msg(wait_procs(uid, 0, 5000), "%d processes of uid %ld "
-	    "are left", procs_of(uid), (long)uid);
+	    "are left", uid_procs(uid), (long)uid);
 	berth_stop(&b);
 }
 END_TEST
@@ -182,7 +159,7 @@ START_TEST(a_registry_killed_as_an_alloc_stops_leaves_no_process)
 	registry_dies(&b);
 	berth_start(&b);
 	ck_assert_msg(wait_procs(uid, 0, 15000), "%d processes of uid %ld "
-	    "are left", procs_of(uid), (long)uid);
+	    "are left", uid_procs(uid), (long)uid);
 	berth_stop(&b);
 }
 END_TEST
@@ -211,7 +188,7 @@ START_TEST(an_adopted_task_whose_shim_was_unreachable_is_stopped)
 	remove_alloc(&b, "away.json");
 	wait_event(&b, "AllocStopped", "away", NULL, 20000);
 	ck_assert_msg(wait_procs(uid, 0, 5000), "%d processes of uid %ld "
-	    "are left", procs_of(uid), (long)uid);
+	    "are left", uid_procs(uid), (long)uid);
 	berth_stop(&b);
 }
 END_TEST
