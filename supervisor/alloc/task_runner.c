@@ -227,6 +227,9 @@ arm(struct trun *tr, int64_t ms)
 {
 	struct timeval tv = { ms / 1000, (ms % 1000) * 1000 };
 
+	/* From now: the loop's cached time can lag the clock a delay was
+	 * counted from, and a restart would then come before its time. */
+	event_base_update_cache_time(event_get_base(tr->timer));
 	evtimer_add(tr->timer, &tv);
 }
 
