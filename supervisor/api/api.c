@@ -7,12 +7,11 @@
  * NULL answers 501 (none now). HEAD is served wherever GET is.
  *
  * Every answer of ours is JSON, 405 for each of evhttp's nine methods
- * that a path does not take. One kind is not: a request evhttp cannot
- * parse (a malformed request line or header, a method it does not know,
- * headers or a body over the limits) is answered by libevent 2.1 itself,
- * with its HTML error page (evhttp_send_error: 400, 501, 413), before any
- * callback of ours runs; 2.1 has no hook for it (evhttp_set_errorcb came
- * in 2.2).
+ * that a path does not take. A request evhttp cannot parse (a malformed
+ * request line or header, a method it does not know, headers or a body
+ * over the limits) is answered by libevent 2.1 itself, with its HTML
+ * error page (400, 501, 413), before any callback of ours runs; the
+ * buffer callback in api_guard.c writes that page again as JSON.
  */
 #include <errno.h>
 #include <fcntl.h>

@@ -240,6 +240,7 @@ new_bev(struct event_base *base, void *arg)
 	c = xcalloc(1, sizeof(*c));
 	c->bev = bufferevent_socket_new(base, -1, 0);
 	xnonnull(c->bev, "bufferevent_socket_new");
+	api_guard(c->bev);
 	bufferevent_incref(c->bev);
 	c->fd = -1;
 	c->last_ms = now_ms();

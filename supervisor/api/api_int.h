@@ -130,6 +130,10 @@ void api_conns_listen(struct api *api, struct evhttp_bound_socket *bound);
 void api_conn_busy(struct api *api, struct evhttp_request *req);
 void api_conns_free(struct api *api);
 
+/* api_guard.c: evhttp's own HTML error pages on bev become JSON. */
+struct bufferevent;
+void api_guard(struct bufferevent *bev);
+
 /* api_events.c */
 void api_events(struct api_call *c);
 /* The wake-up for waiting polls, hooked to the event log. */

@@ -1149,6 +1149,77 @@ START_TEST(head_is_get_without_the_body)
 }
 END_TEST
 
+/* out holds one JSON error answer with this status, and nothing HTML. */
+static void
+assert_json_error(const char *out, int code)
+{
+	char status[32];
+	const char *body;
+	json_t *j;
+
+	snprintf(status, sizeof(status), "HTTP/1.1 %d ", code);
+	ck_assert_msg(strncmp(out, status, strlen(status)) == 0, "%s", out);
+	ck_assert_msg(strstr(out, "Content-Type: application/json\r\n") !=
+	    NULL, "%s", out);
+	ck_assert_msg(strcasestr(out, "<html") == NULL, "%s", out);
+	ck_assert_ptr_nonnull(body = strstr(out, "\r\n\r\n"));
+	ck_assert_msg((j = json_loads(body + 4, 0, NULL)) != NULL, "%s", out);
+	ck_assert_int_eq(json_integer_value(json_object_get(j, "code")), code);
+	ck_assert_ptr_nonnull(json_string_value(json_object_get(j, "error")));
+	json_decref(j);
+}
+
+START_TEST(requests_evhttp_refuses_are_answered_in_json)
+{
+	static char out[65536], big[80 * 1024];
+	const char *p, *q;
+	struct berth b;
+
+	api_up(&b, NULL);
+	/* A request line that is not one. */
+	raw(&b, "GARBAGE\r\n\r\n", out, sizeof(out));
+	assert_json_error(out, 400);
+	raw(&b, "GET /v1/status HTTP/9x\r\nHost: x\r\n\r\n", out, sizeof(out));
+	assert_json_error(out, 400);
+	/* A method evhttp does not know. */
+	raw(&b, "BREW /v1/status HTTP/1.1\r\nHost: x\r\n\r\n", out, sizeof(out));
+	ck_assert_msg(strncmp(out, "HTTP/1.1 4", 10) == 0 ||
+	    strncmp(out, "HTTP/1.1 5", 10) == 0, "%s", out);
+	assert_json_error(out, atoi(out + 9));
+	/* A header line without a colon. */
+	raw(&b, "GET /v1/status HTTP/1.1\r\nHost: x\r\nno colon here\r\n\r\n",
+	    out, sizeof(out));
+	assert_json_error(out, 400);
+	/* Headers over the limit (16 KiB). */
+	memset(big, 'a', sizeof(big));
+	memcpy(big, "GET /v1/status HTTP/1.1\r\nX-Big: ", 32);
+	memcpy(big + sizeof(big) - 5, "\r\n\r\n", 5);
+	raw(&b, big, out, sizeof(out));
+	ck_assert_msg(strncmp(out, "HTTP/1.1 4", 10) == 0, "%s", out);
+	assert_json_error(out, atoi(out + 9));
+	/* A body over the limit, said by its length. */
+	raw(&b, "PUT /v1/allocation/x HTTP/1.1\r\nHost: x\r\n"
+	    "Content-Length: 99999999\r\n\r\n{", out, sizeof(out));
+	ck_assert_msg(strncmp(out, "HTTP/1.1 4", 10) == 0, "%s", out);
+	assert_json_error(out, atoi(out + 9));
+	/*
+	 * Answers that are ours pass unchanged on one connection: a GET, a
+	 * HEAD (a length and no body), a GET again, then a malformed one.
+	 */
+	raw(&b, "GET /v1/status HTTP/1.1\r\nHost: x\r\n\r\n"
+	    "HEAD /v1/status HTTP/1.1\r\nHost: x\r\n\r\n"
+	    "GET /v1/health HTTP/1.1\r\nHost: x\r\n\r\n"
+	    "GET / HTTP/1.1\r\nbad header\r\n\r\n", out, sizeof(out));
+	ck_assert_msg(strncmp(out, "HTTP/1.1 200 ", 13) == 0, "%s", out);
+	ck_assert_ptr_nonnull(p = strstr(out + 1, "HTTP/1.1 200 "));
+	ck_assert_ptr_nonnull(q = strstr(p + 1, "HTTP/1.1 "));
+	ck_assert_ptr_nonnull(strstr(q, "\"healthy\""));
+	ck_assert_ptr_nonnull(q = strstr(q + 1, "HTTP/1.1 400 "));
+	assert_json_error(q, 400);
+	api_down(&b);
+}
+END_TEST
+
 /* GET /v1/events with a query; the answer. */
 static json_t *
 events_q(struct berth *b, const char *fmt, ...)
@@ -1313,6 +1384,7 @@ main(void)
 	tcase_add_test(tc, berthctl_help_usage_and_ids);
 	tcase_add_test(tc, berthctl_tables_fit_and_json_everywhere);
 	tcase_add_test(tc, head_is_get_without_the_body);
+	tcase_add_test(tc, requests_evhttp_refuses_are_answered_in_json);
 	tcase_add_test(tc, events_follow_a_restart_and_metrics_pass_lint);
 	return harness_run("api", tc);
 }

@@ -1,14 +1,13 @@
 /*
- * http.h: the tests' HTTP/1.1 client over the supervisor's unix socket
- * (tests/svtest.c, tests/integration/test_api.c; berthctl itself uses
- * libcurl, see request.h):
- * one request per connection (Connection: close), the whole answer read
- * into memory. Enough for berth's API, not a general client: no TLS, no
- * redirects, no chunked request bodies.
+ * http.h: the tests' HTTP client over the supervisor's unix socket
+ * (tests/svtest.c and the integration tests), on libcurl as berthctl
+ * is: one request per connection (Connection: close), the whole answer
+ * read into memory.
  */
-#ifndef BERTHCTL_HTTP_H
-#define BERTHCTL_HTTP_H
+#ifndef BERTH_TESTS_HTTP_H
+#define BERTH_TESTS_HTTP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
