@@ -48,6 +48,8 @@
 #define O_TIMEOUT	0x04
 #define O_FOLLOW	0x08
 #define O_INDEX		0x10
+#define O_FORCE		0x20
+#define O_DISABLE	0x40
 
 struct cmd {
 	const char *noun, *verb;	/* verb NULL: the noun alone */
@@ -62,7 +64,7 @@ struct cmd {
 static const char *sock_path = DEFAULT_SOCKET;
 static bool json_out;
 static int64_t wait_timeout_ms = 120 * 1000;
-static bool opt_wait, opt_wait_healthy, opt_follow;
+static bool opt_wait, opt_wait_healthy, opt_follow, opt_force, opt_disable;
 static unsigned long long opt_index;
 /* What an error answer is about: "allocation", "web". */
 static const char *subject_kind, *subject_id;
@@ -194,6 +196,8 @@ api_failed(long status, json_t *j)
 		fprintf(stderr, "berthctl: %s\n", words);
 	json_array_foreach(probs, i, p)
 		fprintf(stderr, "  %s\n", json_string_value(p));
+	json_array_foreach(json_object_get(j, "volumes"), i, p)
+		fprintf(stderr, "  volume %s\n", json_string_value(p));
 	json_decref(j);
 	exit(EXIT_FAIL);
 }
@@ -986,8 +990,11 @@ cmd_alloc_stop(const char *id)
 	json_t *j;
 
 	subject_kind = "allocation";
-	j = must("DELETE", path_of(path, sizeof(path), "/v1/allocation/%s",
-	    id), NULL, 0);
+	path_of(path, sizeof(path), "/v1/allocation/%s", id);
+	if (opt_force)
+		snprintf(path + strlen(path), sizeof(path) - strlen(path),
+		    "?force=true");
+	j = must("DELETE", path, NULL, 0);
 	if (json_out)
 		print_json(j);
 	else
@@ -1129,6 +1136,59 @@ cmd_events(const char *arg)
 	}
 }
 
+/* A drain's state in words: "draining: node plugins (2 left)". */
+static void
+drain_words(json_t *j, char *buf, size_t n)
+{
+	if (strcmp(str(j, "state"), "draining") == 0)
+		snprintf(buf, n, "draining: stopping the %s (%lld left; %lld "
+		    "stopped so far)", str(j, "wave"), (long long)
+		    json_integer_value(json_object_get(j, "left")), (long long)
+		    json_integer_value(json_object_get(j, "stopped")));
+	else if (strcmp(str(j, "state"), "drained") == 0)
+		snprintf(buf, n, "drained: %lld allocations stopped; %lld "
+		    "volumes staged, %lld published", (long long)
+		    json_integer_value(json_object_get(j, "stopped")),
+		    (long long)json_integer_value(json_object_get(j,
+		    "volumes_staged")), (long long)json_integer_value(
+		    json_object_get(j, "volumes_published")));
+	else
+		snprintf(buf, n, "not draining: new allocations are accepted");
+}
+
+static void
+cmd_node_drain(const char *arg)
+{
+	int64_t since = now_ms();
+	char words[512];
+	json_t *j;
+
+	(void)arg;
+	j = must(opt_disable ? "DELETE" : "PUT", "/v1/node/drain", NULL, 0);
+	while (opt_wait && strcmp(str(j, "state"), "draining") == 0) {
+		drain_words(j, words, sizeof(words));
+		progress(since, "%s", words);
+		json_decref(j);
+		if (now_ms() - since > wait_timeout_ms) {
+			progress_end();
+			die(EXIT_FAIL, "not drained within the timeout");
+		}
+		sleep_ms(POLL_INTERVAL_MS);
+		j = must("GET", "/v1/node/drain", NULL, 0);
+	}
+	progress_end();
+	if (json_out)
+		print_json(j);
+	else {
+		drain_words(j, words, sizeof(words));
+		printf("%s\n", words);
+		if (json_is_string(json_object_get(j, "not_stopped")))
+			printf("not stopped (they run from files the API did "
+			    "not write): %s\n", str(j, "not_stopped"));
+	}
+	json_decref(j);
+}
+
 /* ---- the commands, their help, and usage ---- */
 
 static const struct cmd cmds[] = {
@@ -1193,9 +1253,12 @@ static const struct cmd cmds[] = {
 	"is printed and the exit status is 1; one whose tasks all ended well\n"
 	"(complete) ends it too, with exit status 0.\n",
 	cmd_alloc_run },
-	{ "alloc", "stop", "ID", NULL, 0,
+	{ "alloc", "stop", "ID", "[--force]", O_FORCE,
 	"stop an allocation",
-	"Stop an allocation's tasks and release its volumes.\n",
+	"Stop an allocation's tasks and release its volumes. An allocation\n"
+	"that serves a CSI plugin as a node, while volumes of that plugin\n"
+	"are still staged or published and no other allocation serves it,\n"
+	"is refused with the volumes named, unless --force.\n",
 	cmd_alloc_stop },
 	{ "alloc", "list", NULL, NULL, 0,
 	"every allocation with its state",
@@ -1219,6 +1282,16 @@ static const struct cmd cmds[] = {
 	"Every device plugin's devices, by type, vendor and name, with\n"
 	"their health.\n",
 	cmd_device_list },
+	{ "node", "drain", NULL, "[--disable] [--wait [--timeout D]]",
+	    O_DISABLE | O_WAIT | O_TIMEOUT,
+	"stop everything on the node, in order",
+	"Drain the node: new allocations are refused, and allocations are\n"
+	"stopped in three waves, each once the one before has gone: the\n"
+	"workloads (those using volumes among them), then the node plugins,\n"
+	"then the controller plugins. With --wait, show its progress until\n"
+	"it is drained (at most --timeout, 2m by default). --disable ends\n"
+	"the drain: new allocations are accepted again.\n",
+	cmd_node_drain },
 	{ "events", NULL, NULL, "[-f] [--index N]", O_FOLLOW | O_INDEX,
 	"the event log; -f follows it",
 	"The event log (plugins, health, allocations, tasks) after index N\n"
@@ -1289,7 +1362,12 @@ help_cmd(const struct cmd *c)
 	if (c->allowed != 0)
 		printf("Options:\n");
 	if (c->allowed & O_WAIT)
-		printf("  --wait         wait until it runs\n");
+		printf("  --wait         wait until it %s\n", c->allowed &
+		    O_DISABLE ? "is drained" : "runs");
+	if (c->allowed & O_FORCE)
+		printf("  --force        stop it even under published volumes\n");
+	if (c->allowed & O_DISABLE)
+		printf("  --disable      end the drain\n");
 	if (c->allowed & O_WAIT_HEALTHY)
 		printf("  --wait-healthy wait until it is healthy\n");
 	if (c->allowed & (O_WAIT | O_WAIT_HEALTHY))
@@ -1386,6 +1464,8 @@ option_name(int bit)
 	case O_WAIT_HEALTHY: return "--wait-healthy";
 	case O_TIMEOUT: return "--timeout";
 	case O_FOLLOW: return "--follow";
+	case O_FORCE: return "--force";
+	case O_DISABLE: return "--disable";
 	default: return "--index";
 	}
 }
@@ -1440,6 +1520,8 @@ main(int argc, char **argv)
 		{ "timeout", required_argument, NULL, 't' },
 		{ "follow", no_argument, NULL, 'f' },
 		{ "index", required_argument, NULL, 'i' },
+		{ "force", no_argument, NULL, 'F' },
+		{ "disable", no_argument, NULL, 'D' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -1461,6 +1543,8 @@ main(int argc, char **argv)
 		case 'H': opt_wait_healthy = true; given |= O_WAIT_HEALTHY;
 			break;
 		case 'f': opt_follow = true; given |= O_FOLLOW; break;
+		case 'F': opt_force = true; given |= O_FORCE; break;
+		case 'D': opt_disable = true; given |= O_DISABLE; break;
 		case 'h': want_help = true; break;
 		case 'V': want_version = true; break;
 		case 't':

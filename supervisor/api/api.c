@@ -59,7 +59,10 @@ static const struct route routes[] = {
 	{ "/v1/allocations", GET, NULL, api_allocs, false },
 	{ "/v1/allocations", PUT, NULL, api_alloc_submit, true },
 	{ "/v1/allocation/*", GET, NULL, api_alloc, false },
-	{ "/v1/allocation/*", DELETE, NULL, api_alloc_stop, false },
+	{ "/v1/allocation/*", DELETE, "force", api_alloc_stop, false },
+	{ "/v1/node/drain", GET, NULL, api_drain_get, false },
+	{ "/v1/node/drain", PUT, NULL, api_drain_start, false },
+	{ "/v1/node/drain", DELETE, NULL, api_drain_stop, false },
 	{ "/v1/drivers", GET, NULL, api_drivers, false },
 	{ "/v1/devices", GET, NULL, api_devices, false },
 	{ "/v1/events", GET, "index,timeout,epoch", api_events, false },
@@ -414,7 +417,7 @@ serve(struct evhttp_request *req, void *arg)
 	if (r == NULL) {
 		api_error(&c, 404, "no such route: %s (the API's routes are "
 		    "under /v1/: status, health, plugins, volumes, "
-		    "allocations, drivers, devices, events, metrics)", path);
+		    "allocations, drivers, devices, events, metrics, node)", path);
 		return;
 	}
 	if (bad_id != NULL) {
@@ -585,6 +588,7 @@ api_free(struct api *api)
 	if (api == NULL)
 		return;
 	api_events_free(api);
+	api_drain_free(api);
 	if (api->http != NULL) {
 		evhttp_free(api->http);
 		(void)unlink(api->path);

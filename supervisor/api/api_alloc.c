@@ -320,6 +320,12 @@ api_alloc_submit(struct api_call *c)
 	json_t *root, *list;
 	size_t i;
 
+	if (api_drain_refuses(c->api)) {
+		api_error(c, 409, "the node is draining or drained: new "
+		    "allocations are refused until the drain is ended "
+		    "(berthctl node drain --disable)");
+		return;
+	}
 	if (c->body == NULL) {
 		api_error(c, 400, "the body must be an allocation document "
 		    "(JSON); it is empty");
@@ -368,6 +374,8 @@ api_alloc_stop(struct api_call *c)
 	char why[1024];
 	int r;
 
+	if (api_drain_guard_stop(c))
+		return;
 	if ((r = allocs_stop(c->d->allocs, c->id, why, sizeof(why))) < 0) {
 		api_error(c, r == -ENOENT ? 404 : r == -EEXIST ? 409 : 503,
 		    "%s", why);

@@ -54,6 +54,7 @@ struct api {
 	unsigned long evicted, refused;
 	struct event *admit, *sweeper, *resume;
 	struct evconnlistener *listener;
+	struct api_drain *drain;	/* NULL until the first drain */
 };
 
 /* One request, as a handler sees it. */
@@ -133,6 +134,17 @@ void api_conns_free(struct api *api);
 /* api_guard.c: evhttp's own HTML error pages on bev become JSON. */
 struct bufferevent;
 void api_guard(struct bufferevent *bev);
+
+/* api_drain.c: PUT, GET and DELETE /v1/node/drain. */
+void api_drain_start(struct api_call *c);
+void api_drain_get(struct api_call *c);
+void api_drain_stop(struct api_call *c);
+void api_drain_free(struct api *api);
+/* Draining or drained: new allocations are refused. */
+bool api_drain_refuses(const struct api *api);
+/* DELETE /v1/allocation/<id> would leave a node plugin's volumes: 409
+ * answered, true. */
+bool api_drain_guard_stop(struct api_call *c);
 
 /* api_events.c */
 void api_events(struct api_call *c);

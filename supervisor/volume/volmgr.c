@@ -309,6 +309,18 @@ volmgr_uses_plugin(struct volmgr *vm, const char *plugin)
 }
 
 void
+volmgr_each_pub_of(struct volmgr *vm, const char *plugin,
+    void (*fn)(const char *ns, const char *vol, const char *alloc,
+    void *arg), void *arg)
+{
+	struct vpub *p;
+
+	TAILQ_FOREACH(p, &vm->pubs, entry)
+		if (strcmp(p->plugin, plugin) == 0)
+			fn(p->ns, p->vol, p->alloc, arg);
+}
+
+void
 volmgr_free(struct volmgr *vm)
 {
 	struct unit *u;

@@ -127,6 +127,10 @@ void volmgr_each_alloc(struct volmgr *vm, void (*fn)(const char *alloc,
 bool volmgr_ready(const struct volmgr *vm);
 /* Does any alloc hold a volume of this plugin (or a record of one)? */
 bool volmgr_uses_plugin(struct volmgr *vm, const char *plugin);
+/* fn for each publication (or record of one) of plugin's volumes. */
+void volmgr_each_pub_of(struct volmgr *vm, const char *plugin,
+    void (*fn)(const char *ns, const char *vol, const char *alloc,
+    void *arg), void *arg);
 /* What is on this node now, for the metrics. */
 struct volmgr_counts {
 	size_t in_use;		/* volumes some alloc holds (a record) */

@@ -14,6 +14,9 @@
 #   volume-create    berthctl volume create
 #   volume-register  berthctl volume register
 #   shell            a script: sh -e, with berthctl and the API at hand
+#   drain            a shell script that drains the node: run last, once
+#                    the examples' allocations and volumes are gone, so
+#                    that it stops the plugins itself
 #
 # Blocks run as written but for the installed layout's paths, which a
 # test must not touch: a berth.json's directories become the test's own,
@@ -172,7 +175,7 @@ for page in berth-plugins.d.5 berth-volume.5 berth-alloc.5 berthctl.1 \
 		[ -e "$ex" ] || continue
 		kind=${ex##*@}
 		case $kind in
-		berth.json|plugins.d) continue ;;
+		berth.json|plugins.d|drain) continue ;;
 		esac
 		echo "== $(basename "$ex")"
 		cat "$ex"
@@ -198,7 +201,16 @@ done
 for v in $volumes; do
 	berthctl volume delete "$v" >/dev/null || fail "volume delete $v"
 done
+for ex in "$tmp/ex/"*@drain; do
+	[ -e "$ex" ] || continue
+	echo "== $(basename "$ex")"
+	cat "$ex"
+	(cd "$tmp/work" && sh -e "$ex") || fail "$(basename "$ex") failed"
+	rm "$ex"
+done
 for a in $plugins; do
+	# A drain example stopped them already.
+	berthctl alloc status "$a" >/dev/null 2>&1 || continue
 	berthctl alloc stop "$a" >/dev/null || fail "alloc stop $a"
 	wait_for 30 gone "$a" || fail "plugin alloc $a did not stop"
 done
