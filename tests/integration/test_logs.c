@@ -5,8 +5,9 @@
  * stderr read apart; a plugin task (berth-csi-hostpath, made to crash)
  * says why it ended after it has; its logs are still read after the
  * allocation stops and across a supervisor restart, and are gone, from
- * the API and the disk, once log_retention has passed. Bad requests get
- * JSON errors.
+ * the API and the disk, once log_retention has passed; so are those of
+ * the same plugin run as a privileged task, by the mounter. Bad requests
+ * get JSON errors.
  */
 #include <fcntl.h>
 #include <signal.h>
@@ -200,6 +201,51 @@ START_TEST(a_crashed_plugin_is_read_then_expires)
 }
 END_TEST
 
+/* The same plugin, defined by root and started by the mounter. */
+START_TEST(a_crashed_privileged_plugin_is_read_and_kept)
+{
+	char extra[600], path[1024], text[2048], out[8192];
+	char *defs = harness_tmpdir("logdefs");
+	struct berth b;
+	struct stat st;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/crashy.conf", defs);
+	snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n1\n"
+	    "arg --state-dir\narg %s/state\narg --mode\narg node\n"
+	    "arg --fault-exit-in\narg NodeGetInfo\n",
+	    harness_bin("berth-csi-hostpath"), defs);
+	harness_write(path, text);
+	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\", "
+	    "\"log_retention\": \"4s\"", defs);
+	berth_config(&b, "1s", extra);
+	berth_start(&b);
+	berth_alloc(&b, "priv.json", "{\"id\": \"priv\", \"tasks\": [{"
+	    "\"name\": \"node\", \"driver\": \"privileged\", \"config\": "
+	    "{\"plugin\": \"crashy\"}, \"csi_plugin\": {\"id\": \"pc\", "
+	    "\"type\": \"node\", \"health_timeout\": \"5s\"}, "
+	    "\"restart\": {\"attempts\": 0}}]}");
+	wait_alloc(&b, "priv", "failed", 20000);
+	logs_hold(&b, "priv", "node", true, "exiting in NodeGetInfo", out,
+	    sizeof(out));
+	remove_alloc(&b, "priv.json");
+	wait_alloc(&b, "priv", NULL, 10000);
+	/* Kept under the task's name, not the definition's. */
+	logs_hold(&b, "priv", "node", true, "exiting in NodeGetInfo", out,
+	    sizeof(out));
+	snprintf(path, sizeof(path), "%s/data/logs/priv/node/stderr.log",
+	    b.dir);
+	ck_assert_int_eq(stat(path, &st), 0);
+	for (i = 0; i < 150 && stat(path, &st) == 0; i++)
+		usleep(100000);
+	ck_assert_int_ne(stat(path, &st), 0);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "alloc", "logs",
+	    "priv", "node", "--stderr", NULL), 1);
+	berth_stop(&b);
+	harness_rmtree(defs);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -208,5 +254,6 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, a_running_task_is_read_and_followed);
 	tcase_add_test(tc, a_crashed_plugin_is_read_then_expires);
+	tcase_add_test(tc, a_crashed_privileged_plugin_is_read_and_kept);
 	return harness_run("logs", tc);
 }
