@@ -243,6 +243,7 @@ START_TEST(a_crashed_privileged_plugin_is_read_and_kept)
 	    "priv", "node", "--stderr", NULL), 1);
 	berth_stop(&b);
 	harness_rmtree(defs);
+	free(defs);
 }
 END_TEST
 
