@@ -101,11 +101,11 @@ START_TEST(a_running_task_is_read_and_followed)
 
 	berth_config(&b, "1s", NULL);
 	berth_start(&b);
-	/* "second" comes 3 s after "first"; then the task completes. */
+	/* "second" comes 5 s after "first"; then the task completes. */
 	berth_alloc(&b, "talk.json", "{\"id\": \"talk\", \"tasks\": [{\"name\":"
 	    " \"t\", \"driver\": \"exec\", \"config\": {\"command\": "
 	    "\"/bin/sh\", \"args\": [\"-c\", \"echo first; echo oops >&2; "
-	    "sleep 3; echo second\"]}, \"kill_timeout\": \"1s\", "
+	    "sleep 5; echo second\"]}, \"kill_timeout\": \"1s\", "
 	    "\"restart\": {\"attempts\": 0}}]}");
 	logs_hold(&b, "talk", "t", false, "first\n", out, sizeof(out));
 	ck_assert_ptr_null(strstr(out, "second"));
@@ -164,7 +164,7 @@ START_TEST(a_crashed_plugin_is_read_then_expires)
 	char text[2048], out[8192], path[700];
 	int i;
 
-	berth_config(&b, "1s", ", \"log_retention\": \"6s\"");
+	berth_config(&b, "1s", ", \"log_retention\": \"10s\"");
 	berth_start(&b);
 	/* A node plugin that exits while serving NodeGetInfo, saying why. */
 	snprintf(text, sizeof(text), "{\"id\": \"crashy\", \"tasks\": [{"
@@ -191,7 +191,7 @@ START_TEST(a_crashed_plugin_is_read_then_expires)
 	logs_hold(&b, "crashy", "plugin", true, "exiting in NodeGetInfo", out,
 	    sizeof(out));
 	/* Then log_retention passes: gone from the API and the disk. */
-	for (i = 0; i < 150 && sv_ctl(&b, out, sizeof(out), "alloc", "logs",
+	for (i = 0; i < 250 && sv_ctl(&b, out, sizeof(out), "alloc", "logs",
 	    "crashy", "plugin", "--stderr", NULL) == 0; i++)
 		usleep(100000);
 	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "alloc", "logs",
@@ -217,7 +217,7 @@ START_TEST(a_crashed_privileged_plugin_is_read_and_kept)
 	    harness_bin("berth-csi-hostpath"), defs);
 	harness_write(path, text);
 	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\", "
-	    "\"log_retention\": \"4s\"", defs);
+	    "\"log_retention\": \"6s\"", defs);
 	berth_config(&b, "1s", extra);
 	berth_start(&b);
 	berth_alloc(&b, "priv.json", "{\"id\": \"priv\", \"tasks\": [{"
