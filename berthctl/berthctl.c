@@ -3,7 +3,7 @@
  *
  * Nouns and verbs, as in nomad's CLI: status; version; plugin
  * list|status; volume list|status|register|create|delete; alloc
- * run|stop|list|status; driver list; device list; events [-f]. Tables
+ * run|stop|list|status|logs; driver list; device list; events [-f]. Tables
  * for people by default, the API's JSON with --json for scripts; help
  * for each command on stdout (help NOUN [VERB], or --help, -h).
  *
@@ -50,10 +50,11 @@
 #define O_INDEX		0x10
 #define O_FORCE		0x20
 #define O_DISABLE	0x40
+#define O_STDERR	0x80
 
 struct cmd {
 	const char *noun, *verb;	/* verb NULL: the noun alone */
-	const char *arg;		/* "ID", "FILE", NULL: none */
+	const char *arg;		/* "ID", "FILE", "ID TASK", NULL: none */
 	const char *opts;		/* its options, as in its synopsis */
 	int allowed;			/* O_* */
 	const char *summary;
@@ -65,6 +66,9 @@ static const char *sock_path = DEFAULT_SOCKET;
 static bool json_out;
 static int64_t wait_timeout_ms = 120 * 1000;
 static bool opt_wait, opt_wait_healthy, opt_follow, opt_force, opt_disable;
+static bool opt_stderr;
+/* A command's second argument ("ID TASK"), or NULL. */
+static const char *arg2;
 static unsigned long long opt_index;
 /* What an error answer is about: "allocation", "web". */
 static const char *subject_kind, *subject_id;
@@ -1189,6 +1193,53 @@ cmd_node_drain(const char *arg)
 	json_decref(j);
 }
 
+/*
+ * A task's log, from the start of its current file; with -f, what comes
+ * next too, asked for every POLL_INTERVAL_MS until the allocation stops
+ * running (then what is left is printed) or the user interrupts.
+ */
+static void
+cmd_alloc_logs(const char *id)
+{
+	long long offset = 0, next, size;
+	char path[700], why[600], v[32];
+	struct answer a;
+	json_t *j;
+
+	for (;;) {
+		snprintf(path, sizeof(path), "/v1/allocation/%s/logs?task=%s&"
+		    "stream=%s&offset=%lld", id, arg2, opt_stderr ? "stderr" :
+		    "stdout", offset);
+		if (request(sock_path, "GET", path, NULL, 0,
+		    REQUEST_TIMEOUT_MS, &a, why, sizeof(why)) < 0)
+			die(EXIT_UNREACHABLE, "%s (%s)", why, socket_hint());
+		if (a.status >= 400) {
+			if ((j = json_loads(a.body, 0, NULL)) == NULL)
+				j = json_pack("{s:I, s:s}", "code", (json_int_t)
+				    a.status, "error", "the request was refused");
+			answer_free(&a);
+			api_failed(a.status, j);	/* says task or alloc */
+		}
+		fwrite(a.body, 1, a.len, stdout);
+		fflush(stdout);
+		next = answer_header(&a, "X-Berth-Log-Next", v, sizeof(v)) ?
+		    atoll(v) : offset + (long long)a.len;
+		size = answer_header(&a, "X-Berth-Log-Size", v, sizeof(v)) ?
+		    atoll(v) : next;
+		offset = next;
+		if (a.len == 0 && (!opt_follow || !answer_header(&a,
+		    "X-Berth-Log-Running", v, sizeof(v)) || strcmp(v, "1"))) {
+			answer_free(&a);
+			return;
+		}
+		answer_free(&a);
+		if (next >= size && opt_follow)
+			sleep_ms(POLL_INTERVAL_MS);
+		else if (next >= size)
+			return;
+	}
+}
+
 /* ---- the commands, their help, and usage ---- */
 
 static const struct cmd cmds[] = {
@@ -1273,6 +1324,16 @@ static const struct cmd cmds[] = {
 	"its tasks with their restarts and last exits, and their recent\n"
 	"events.\n",
 	cmd_alloc_status },
+	{ "alloc", "logs", "ID TASK", "[-f] [--stderr]", O_FOLLOW | O_STDERR,
+	"a task's stdout or stderr; -f follows it",
+	"What task TASK of allocation ID wrote on its standard output (with\n"
+	"--stderr, its standard error): the current file, from its start.\n"
+	"With -f (--follow), what it writes next too, until the allocation\n"
+	"stops running or you interrupt. A privileged plugin's task is read\n"
+	"the same way. Once the allocation has stopped, its logs are kept for\n"
+	"the configuration's log_retention (1h by default). --json changes\n"
+	"nothing: a log is printed as it was written.\n",
+	cmd_alloc_logs },
 	{ "driver", "list", NULL, NULL, 0,
 	"every task driver with its health",
 	"Every task driver: detected, healthy, and what it runs.\n",
@@ -1373,8 +1434,11 @@ help_cmd(const struct cmd *c)
 	if (c->allowed & (O_WAIT | O_WAIT_HEALTHY))
 		printf("  --timeout D    how long to wait: \"30s\", \"2m\"\n");
 	if (c->allowed & O_FOLLOW)
-		printf("  -f, --follow   follow new events\n"
-		    "  --index N      start after event N\n");
+		printf("  -f, --follow   follow what is new\n");
+	if (c->allowed & O_INDEX)
+		printf("  --index N      start after event N\n");
+	if (c->allowed & O_STDERR)
+		printf("  --stderr       standard error, not standard output\n");
 	printf("%s%s", global_opts, exit_codes);
 	exit(0);
 }
@@ -1466,6 +1530,7 @@ option_name(int bit)
 	case O_FOLLOW: return "--follow";
 	case O_FORCE: return "--force";
 	case O_DISABLE: return "--disable";
+	case O_STDERR: return "--stderr";
 	default: return "--index";
 	}
 }
@@ -1474,28 +1539,34 @@ option_name(int bit)
 static void
 check(const struct cmd *c, char **rest, int nrest, int given)
 {
-	const char *name = c->verb ? c->verb : "", *why;
+	const char *name = c->verb ? c->verb : "", *why, *second;
+	int bit, nargs = c->arg == NULL ? 0 : strchr(c->arg, ' ') ? 2 : 1;
 	char cmd[64];
-	int bit;
 
 	snprintf(cmd, sizeof(cmd), "%s%s%s", c->noun, c->verb ? " " : "",
 	    name);
-	if (c->arg != NULL && nrest < 1)
-		usage_error(c->noun, "%s: missing %s", cmd, c->arg);
-	if (nrest > (c->arg != NULL ? 1 : 0))
+	second = nargs == 2 ? strchr(c->arg, ' ') + 1 : NULL;
+	if (nrest < nargs)
+		usage_error(c->noun, "%s: missing %s", cmd, nrest == 1 ?
+		    second : c->arg);
+	if (nrest > nargs)
 		usage_error(c->noun, "%s: unexpected argument \"%s\"", cmd,
-		    rest[c->arg != NULL ? 1 : 0]);
-	for (bit = 1; bit <= O_INDEX; bit <<= 1)
+		    rest[nargs]);
+	for (bit = 1; bit <= O_STDERR; bit <<= 1)
 		if ((given & bit) && !(c->allowed & bit))
 			usage_error(c->noun, "%s does not take %s", cmd,
 			    option_name(bit));
 	if ((given & O_TIMEOUT) && !(given & (O_WAIT | O_WAIT_HEALTHY)))
 		usage_error(c->noun, "%s: --timeout goes with %s", cmd,
 		    c->allowed & O_WAIT ? "--wait" : "--wait-healthy");
-	if (c->arg != NULL && strcmp(c->arg, "ID") == 0 && (why =
+	if (c->arg != NULL && strncmp(c->arg, "ID", 2) == 0 && (why =
 	    ident_problem(rest[0], strlen(rest[0]))) != NULL)
 		usage_error(c->noun, "%s: \"%s\" is not an id: it %s", cmd,
 		    rest[0], why);
+	if (second != NULL && (why = ident_problem(rest[1],
+	    strlen(rest[1]))) != NULL)
+		usage_error(c->noun, "%s: \"%s\" is not a task name: it %s",
+		    cmd, rest[1], why);
 }
 
 static void
@@ -1522,6 +1593,7 @@ main(int argc, char **argv)
 		{ "index", required_argument, NULL, 'i' },
 		{ "force", no_argument, NULL, 'F' },
 		{ "disable", no_argument, NULL, 'D' },
+		{ "stderr", no_argument, NULL, 'E' },
 		{ "help", no_argument, NULL, 'h' },
 		{ "version", no_argument, NULL, 'V' },
 		{ NULL, 0, NULL, 0 }
@@ -1545,6 +1617,7 @@ main(int argc, char **argv)
 		case 'f': opt_follow = true; given |= O_FOLLOW; break;
 		case 'F': opt_force = true; given |= O_FORCE; break;
 		case 'D': opt_disable = true; given |= O_DISABLE; break;
+		case 'E': opt_stderr = true; given |= O_STDERR; break;
 		case 'h': want_help = true; break;
 		case 'V': want_version = true; break;
 		case 't':
@@ -1593,6 +1666,7 @@ main(int argc, char **argv)
 	skip = c->verb != NULL ? 2 : 1;
 	check(c, p + skip, n - skip, given);
 	subject_id = n > skip ? p[skip] : NULL;
+	arg2 = n > skip + 1 ? p[skip + 1] : NULL;
 	c->run(n > skip ? p[skip] : NULL);
 	return 0;
 }

@@ -7,6 +7,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <time.h>
 
 #include <curl/curl.h>
@@ -70,7 +71,7 @@ request(const char *sock, const char *method, const char *path,
 {
 	char url[4096], err[CURL_ERROR_SIZE] = "";
 	struct curl_slist *hdrs = NULL;
-	struct sink s = { NULL, 0, 0, 0 };
+	struct sink s = { NULL, 0, 0, 0 }, hs = { NULL, 0, 0, 0 };
 	CURLcode rc;
 	CURL *h;
 
@@ -89,6 +90,8 @@ request(const char *sock, const char *method, const char *path,
 	curl_easy_setopt(h, CURLOPT_PROTOCOLS_STR, "http");
 	curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, sink_write);
 	curl_easy_setopt(h, CURLOPT_WRITEDATA, &s);
+	curl_easy_setopt(h, CURLOPT_HEADERFUNCTION, sink_write);
+	curl_easy_setopt(h, CURLOPT_HEADERDATA, &hs);
 	/* The body goes at once: the API does not answer 100 Continue. */
 	hdrs = curl_slist_append(hdrs, "Expect:");
 	if (body != NULL) {
@@ -103,10 +106,12 @@ request(const char *sock, const char *method, const char *path,
 	if (rc != CURLE_OK) {
 		failure(h, rc, sock, &s, err, why, whylen);
 		free(s.buf);
+		free(hs.buf);
 	} else {
 		curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &a->status);
 		a->body = s.buf != NULL ? s.buf : strdup("");
 		a->len = s.len;
+		a->head = hs.buf;
 	}
 	curl_slist_free_all(hdrs);
 	curl_easy_cleanup(h);
@@ -117,7 +122,29 @@ void
 answer_free(struct answer *a)
 {
 	free(a->body);
-	a->body = NULL;
+	free(a->head);
+	a->body = a->head = NULL;
+}
+
+const char *
+answer_header(const struct answer *a, const char *name, char *buf, size_t n)
+{
+	const char *p, *end;
+	size_t len = strlen(name);
+
+	for (p = a->head; p != NULL && *p != '\0'; p = end) {
+		end = strchr(p, '\n');
+		end = end != NULL ? end + 1 : p + strlen(p);
+		if (strncasecmp(p, name, len) != 0 || p[len] != ':')
+			continue;
+		p += len + 1;
+		while (*p == ' ' || *p == '\t')
+			p++;
+		len = strcspn(p, "\r\n");
+		snprintf(buf, n, "%.*s", (int)len, p);
+		return buf;
+	}
+	return NULL;
 }
 
 int64_t

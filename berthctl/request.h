@@ -16,6 +16,7 @@ struct answer {
 	long status;			/* 200, 404, ... */
 	char *body;			/* NUL-terminated; "" when none */
 	size_t len;
+	char *head;			/* the headers, NUL-terminated */
 };
 
 /*
@@ -28,6 +29,9 @@ int request(const char *sock, const char *method, const char *path,
     const char *body, size_t len, long timeout_ms, struct answer *a,
     char *why, size_t whylen);
 void answer_free(struct answer *a);
+/* A header's value ("X-Berth-Log-Next") copied into buf; NULL: none. */
+const char *answer_header(const struct answer *a, const char *name,
+    char *buf, size_t n);
 /* CLOCK_MONOTONIC in milliseconds. */
 int64_t now_ms(void);
 

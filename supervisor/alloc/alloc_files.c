@@ -23,8 +23,8 @@
  * Remove dirfd/name and all under it, as the supervisor's user: never
  * following a symlink, never entering a mount point (a volume's bind).
  */
-static void
-remove_tree(int at, const char *name, int depth)
+void
+files_remove_tree(int at, const char *name, int depth)
 {
 	struct statx stx;
 	struct dirent *de;
@@ -48,7 +48,8 @@ remove_tree(int at, const char *name, int depth)
 	while ((de = readdir(d)) != NULL)
 		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") !=
 		    0)
-			remove_tree(dirfd(d), de->d_name, depth + 1);
+			files_remove_tree(dirfd(d), de->d_name,
+			    depth + 1);
 	closedir(d);
 	unlinkat(at, name, AT_REMOVEDIR);
 }
@@ -84,7 +85,7 @@ remove_task_files(struct allocs *am, const char *alloc)
 		while ((te = readdir(t)) != NULL)
 			if (strcmp(te->d_name, ".") != 0 && strcmp(te->d_name,
 			    "..") != 0 && strcmp(te->d_name, "volumes") != 0) {
-				remove_tree(dirfd(t), te->d_name, 0);
+				files_remove_tree(dirfd(t), te->d_name, 0);
 				left += faccessat(dirfd(t), te->d_name, F_OK,
 				    AT_SYMLINK_NOFOLLOW) == 0;
 			}
@@ -138,6 +139,7 @@ cleanup_alloc(struct allocs *am, const char *alloc, const char *type,
 	snprintf(c->alloc, sizeof(c->alloc), "%s", alloc);
 	c->cb = cb;
 	c->arg = arg;
+	logs_keep(am, alloc);	/* before the mounter removes them */
 	c->left = remove_task_files(am, alloc);
 	if (priv_cleanup_alloc(am->d.mounter, alloc, type, plugin, on_cleaned,
 	    c) < 0)

@@ -22,6 +22,7 @@
 
 #include "alloc.h"
 #include "alloc_runner.h"
+#include "layout.h"
 #include "mounter_client.h"
 #include "task_runner.h"
 
@@ -121,6 +122,9 @@ struct allocs {
 	char **stale_vols;
 	size_t nstale_vols;
 	struct event *stale_vols_timer;
+	/* alloc_logs.c: logs/, and its expiry's timer */
+	char logs_dir[BERTH_PATH_BUF];
+	struct event *logs_timer;
 };
 
 /* alloc_ids.c */
@@ -192,5 +196,14 @@ void stale_vols_free(struct allocs *am);
  */
 void cleanup_alloc(struct allocs *am, const char *alloc, const char *type,
     const char *plugin, priv_cleanup_cb cb, void *arg);
+/* at/name and all under it, as the supervisor's user. */
+void files_remove_tree(int at, const char *name, int depth);
+
+/* alloc_logs.c */
+/* The alloc's tasks' logs, copied into logs/<alloc>/ for retention. */
+void logs_keep(struct allocs *am, const char *alloc);
+/* Expire kept logs now and from time to time. */
+void logs_start(struct allocs *am);
+void logs_free(struct allocs *am);
 
 #endif

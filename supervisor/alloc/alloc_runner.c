@@ -92,6 +92,7 @@ allocs_start(struct allocs *am)
 		log_warn("allocs_start: cannot watch alloc_dir %s; reading it "
 		    "every %lld ms instead", am->d.alloc_dir,
 		    (long long)am->d.resync_ms);
+	logs_start(am);
 	recover_start(am);
 }
 
@@ -109,6 +110,7 @@ allocs_free(struct allocs *am)
 	}
 	stale_free_all(am);
 	refused_free(am);
+	logs_free(am);
 	free_kept(am);
 	watch_rm(am->watch);
 	event_free(am->rescan);

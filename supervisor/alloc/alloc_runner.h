@@ -78,6 +78,8 @@ struct allocs_deps {
 	const char *plugins_dir;
 	int64_t resync_ms;		/* plugin_resync_ms */
 	int64_t heartbeat_ms;		/* plugin_heartbeat_ms */
+	/* Tasks' logs kept after their alloc stops (0: not kept). */
+	int64_t log_retention_ms;
 	uid_t uid;
 	gid_t gid;
 	/* task_ids: each alloc's sandboxed tasks run as one id of these,

@@ -1,7 +1,7 @@
 /*
  * api.c: the operator API's socket, peer check, routes and replies (see
- * api.h). The handlers live by area in api_node.c, api_alloc.c and
- * api_events.c.
+ * api.h). The handlers live by area in api_node.c, api_alloc.c,
+ * api_logs.c and api_events.c.
  *
  * A new route is one line in the table below; a route whose handler is
  * NULL answers 501 (none now). HEAD is served wherever GET is.
@@ -63,6 +63,8 @@ static const struct route routes[] = {
 	{ "/v1/node/drain", GET, NULL, api_drain_get, false },
 	{ "/v1/node/drain", PUT, NULL, api_drain_start, false },
 	{ "/v1/node/drain", DELETE, NULL, api_drain_stop, false },
+	{ "/v1/allocation/*/logs", GET, "task,stream,offset", api_alloc_logs,
+	    false },
 	{ "/v1/drivers", GET, NULL, api_drivers, false },
 	{ "/v1/devices", GET, NULL, api_devices, false },
 	{ "/v1/events", GET, "index,timeout,epoch", api_events, false },

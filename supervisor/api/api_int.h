@@ -112,6 +112,8 @@ void api_allocs(struct api_call *c);
 void api_alloc(struct api_call *c);
 void api_alloc_submit(struct api_call *c);
 void api_alloc_stop(struct api_call *c);
+/* api_logs.c */
+void api_alloc_logs(struct api_call *c);
 
 /* api_volume.c */
 void api_volumes(struct api_call *c);

@@ -319,25 +319,25 @@ prepare_data_dir(const struct berth_config *cfg, char *err, size_t errlen)
 }
 
 /*
- * The registry's own directory, made and given away on descriptors
- * beneath the data directory's.
+ * A user's own directory (the registry's database, the supervisor's kept
+ * logs), made and given away on descriptors beneath the data directory's.
  */
 static int
-prepare_registry_dir(int data_fd, const struct berth_config *cfg,
-    const struct priv_user *ru, char *err, size_t errlen)
+prepare_user_dir(int data_fd, const struct berth_config *cfg,
+    const char *name, const struct priv_user *ru, char *err, size_t errlen)
 {
 	int fd;
 
-	if ((mkdirat(data_fd, LAYOUT_REGISTRY_DIR, 0700) < 0 &&
-	    errno != EEXIST) || (fd = openat(data_fd, LAYOUT_REGISTRY_DIR,
-	    O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
-		snprintf(err, errlen, "registry directory %s/%s: %s",
-		    cfg->data_dir, LAYOUT_REGISTRY_DIR, strerror(errno));
+	if ((mkdirat(data_fd, name, 0700) < 0 && errno != EEXIST) ||
+	    (fd = openat(data_fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0) {
+		snprintf(err, errlen, "directory %s/%s: %s", cfg->data_dir,
+		    name, strerror(errno));
 		return -1;
 	}
 	if (fchown(fd, ru->uid, ru->gid) < 0 || fchmod(fd, 0700) < 0) {
 		snprintf(err, errlen, "giving %s/%s to %s: %s", cfg->data_dir,
-		    LAYOUT_REGISTRY_DIR, ru->name, strerror(errno));
+		    name, ru->name, strerror(errno));
 		close(fd);
 		return -1;
 	}
@@ -400,7 +400,9 @@ prepare_dirs(const struct berth_config *cfg, const struct priv_user *ru,
 	int data_fd;
 
 	if ((data_fd = prepare_data_dir(cfg, err, sizeof(err))) < 0 ||
-	    prepare_registry_dir(data_fd, cfg, ru, err, sizeof(err)) < 0 ||
+	    prepare_user_dir(data_fd, cfg, LAYOUT_REGISTRY_DIR, ru, err,
+	    sizeof(err)) < 0 ||
+	    prepare_user_dir(data_fd, cfg, "logs", su, err, sizeof(err)) < 0 ||
 	    prepare_run_dir(cfg, su, api_group, err, sizeof(err)) < 0) {
 		log_errx("prepare_dirs: %s", err);
 		if (data_fd >= 0)
@@ -450,6 +452,7 @@ make_allocs(struct supervisor *sv)
 		.plugins_dir = sv->cfg.plugins_dir,
 		.resync_ms = sv->cfg.plugin_resync_ms,
 		.heartbeat_ms = sv->cfg.plugin_heartbeat_ms,
+		.log_retention_ms = sv->cfg.log_retention_ms,
 		.uid = sv->uid,
 		.gid = sv->gid,
 		.task_id_first = sv->cfg.task_id_first,

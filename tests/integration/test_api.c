@@ -989,7 +989,7 @@ START_TEST(berthctl_help_usage_and_ids)
 	ctl_usage(&b, "unknown command \"allocs\"", "allocs", NULL, NULL,
 	    NULL);
 	ctl_usage(&b, "alloc: unknown verb \"frob\" (one of: run, stop, list, "
-	    "status)", "alloc", "frob", "x", NULL);
+	    "status, logs)", "alloc", "frob", "x", NULL);
 	ctl_usage(&b, "alloc: which one?", "alloc", NULL, NULL, NULL);
 	ctl_usage(&b, "alloc status: missing ID", "alloc", "status", NULL,
 	    NULL);

@@ -1,0 +1,41 @@
+/*
+ * alloc_logs.h: where a task's stdout and stderr are read (alloc_logs.c):
+ * while its allocation runs, where the task writes them (berth-shim's
+ * shim/<alloc>/<task>/, or a privileged plugin's csi/plugins/<alloc>/
+ * <definition>.stdout, which berth-mounter opens); once it has stopped,
+ * a copy in logs/<alloc>/<task>/, kept log_retention after the stop.
+ *
+ * The copy is made when the allocation is cleaned up, before the mounter
+ * removes the task's own files; logs/<alloc>'s mtime is when, so that
+ * the time left survives a restart of the supervisor. Must not: write
+ * anything beneath the data directory but logs/ (the supervisor's).
+ */
+#ifndef BERTH_ALLOC_LOGS_H
+#define BERTH_ALLOC_LOGS_H
+
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "layout.h"
+
+struct allocs;
+
+/* logs/ beneath the data directory: the supervisor's user's, 0750. */
+#define LAYOUT_LOGS_DIR "logs"
+/* A stream's current file; berth-shim rotates to name.1, name.2, ... */
+#define ALLOC_LOG_STDOUT "stdout.log"
+#define ALLOC_LOG_STDERR "stderr.log"
+
+struct alloc_log {
+	char path[BERTH_PATH_BUF];	/* the current file (may not exist yet) */
+	bool running;			/* the allocation runs: more may come */
+};
+
+/*
+ * The log of task of alloc: stderr when err, else stdout. 0, or -ENOENT
+ * with why set: no such task runs, nor were its logs kept.
+ */
+int allocs_log(struct allocs *am, const char *alloc, const char *task,
+    bool err, struct alloc_log *l, char *why, size_t n);
+
+#endif
