@@ -202,7 +202,8 @@ struct volmgr_spec {
 	size_t nsecrets;
 	/* create: the accessibility requirements CreateVolume gets (CSI's
 	 * requisite and preferred), kept with the volume with the
-	 * accessible_topology the plugin answers (accessible). */
+	 * accessible_topology the plugin answers (accessible). register:
+	 * accessible, where the volume can be reached; none: anywhere. */
 	const struct volmgr_topology *requisite, *preferred, *accessible;
 	size_t nrequisite, npreferred, naccessible;
 };

@@ -129,14 +129,15 @@ volumes_in_use(struct volmgr *vm, const char *plugin, const char *ns,
 
 /* The mode needs SINGLE_NODE_MULTI_WRITER, which node lacks: why. */
 static bool
-mode_refused(const struct volmgr_plugin *node, const char *plugin,
-    Berth__AccessMode m, char *why, size_t n)
+mode_refused(const struct volmgr_plugin *node, const char *ns,
+    const char *id, const char *plugin, Berth__AccessMode m, char *why,
+    size_t n)
 {
 	if (!access_is_csi15(m) || node->fp->single_node_multi_writer)
 		return false;
-	snprintf(why, n, "access mode %s needs a node plugin that advertises "
-	    "SINGLE_NODE_MULTI_WRITER, and plugin %s does not",
-	    alloc_access_mode_name(m), plugin);
+	snprintf(why, n, "volume %s/%s: access mode %s needs a node plugin "
+	    "that advertises SINGLE_NODE_MULTI_WRITER, and plugin %s does not",
+	    ns, id, alloc_access_mode_name(m), plugin);
 	return true;
 }
 
@@ -150,7 +151,8 @@ volmgr_refuses(struct volmgr *vm, const Berth__Volume *v,
 	/* No healthy node instance: asked again when there is one. */
 	if (!node_of(vm, v->plugin_id, &node))
 		return false;
-	if (mode_refused(&node, v->plugin_id, access, why, n))
+	if (mode_refused(&node, v->namespace_, v->id, v->plugin_id, access,
+	    why, n))
 		return true;
 	if (topology_matches(node.fp->topology, v->accessible_topology,
 	    v->n_accessible_topology))
@@ -170,8 +172,8 @@ spec_refused(struct unit *u)
 	char why[512];
 
 	if (!node_of(u->job->vm, u->spec.plugin, &node) ||
-	    !mode_refused(&node, u->spec.plugin, u->spec.access, why,
-	    sizeof(why)))
+	    !mode_refused(&node, u->spec.ns, u->spec.id, u->spec.plugin,
+	    u->spec.access, why, sizeof(why)))
 		return false;
 	unit_fail(u, VOLMGR_FAILED, "%s", why);
 	unit_end(u);
