@@ -15,7 +15,9 @@
  *	 "capacity_min": 1048576,		(create, bytes)
  *	 "parameters": {"key": "value"},	(create)
  *	 "topology_request": {"required": [{"segments": {"zone": "a"}}],
- *	     "preferred": [...]}}		(create: CSI's requisite, preferred)
+ *	     "preferred": [...]}}		(create: CSI's requisite, preferred;
+ *					 register: required only, where the
+ *					 volume can be reached)
  *
  * A GET shows, while the volume is staged or published on this node,
  * its usage and condition as its node plugin last said them ("stats",
@@ -435,6 +437,13 @@ put_volume(struct api_call *c, bool create)
 	s.nrequisite = as->nrequisite;
 	s.preferred = spec_topologies(as->preferred, as->npreferred);
 	s.npreferred = as->npreferred;
+	/* Registered: what is required is where the volume is. */
+	if (!create) {
+		s.accessible = s.requisite;
+		s.naccessible = s.nrequisite;
+		s.requisite = NULL;
+		s.nrequisite = 0;
+	}
 	p = keep(c, s.ns, create ? "created" : "registered");
 	if (create)
 		volmgr_create(c->d->volmgr, &s, on_done, p);
@@ -442,6 +451,7 @@ put_volume(struct api_call *c, bool create)
 		volmgr_register(c->d->volmgr, &s, on_done, p);
 	spec_topologies_free(s.requisite, s.nrequisite);
 	spec_topologies_free(s.preferred, s.npreferred);
+	spec_topologies_free(s.accessible, s.naccessible);
 	alloc_volume_spec_free(as);
 }
 

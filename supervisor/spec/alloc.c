@@ -1710,12 +1710,6 @@ spec_secrets(struct walk *w, json_t *v, void *dst)
 	FN("mount_options", false, volume_mount_options),		\
 	FN("secrets", false, spec_secrets)
 
-static const struct field register_fields[] = {
-	SPEC_COMMON,
-	IDENT("external_id", false, struct alloc_volume_spec, external_id),
-	FN("context", false, spec_context),
-};
-
 /* ---- create: topology_request {required, preferred}, as Nomad's ---- */
 
 static void
@@ -1792,6 +1786,27 @@ spec_topology_request(struct walk *w, json_t *v, void *dst)
 		walk_fields(w, v, topology_request_fields,
 		    NFIELDS(topology_request_fields), dst);
 }
+
+/* register: where the volume can be reached, as Nomad's register reads
+ * topology_request's required; nothing to prefer. */
+static const struct field register_topology_fields[] = {
+	FN("required", true, topology_required),
+};
+
+static void
+register_topology_request(struct walk *w, json_t *v, void *dst)
+{
+	if (object_of(w, v))
+		walk_fields(w, v, register_topology_fields,
+		    NFIELDS(register_topology_fields), dst);
+}
+
+static const struct field register_fields[] = {
+	SPEC_COMMON,
+	IDENT("external_id", false, struct alloc_volume_spec, external_id),
+	FN("context", false, spec_context),
+	FN("topology_request", false, register_topology_request),
+};
 
 static const struct field create_fields[] = {
 	SPEC_COMMON,

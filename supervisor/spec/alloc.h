@@ -253,8 +253,9 @@ struct alloc_volume_spec {
 	/* The secret each plugin call gets, by name (never its value);
 	 * NULL: none. Indexed as alloc_secret_calls. */
 	char *secrets[ALLOC_SECRET_CALLS];
-	/* create only: topology_request's required (CSI's requisite) and
-	 * preferred topologies, in document order. */
+	/* topology_request's required (CSI's requisite; register: where
+	 * the volume can be reached) and preferred (create only)
+	 * topologies, in document order. */
 	struct alloc_topology *requisite, *preferred;
 	size_t nrequisite, npreferred;
 };

@@ -1322,6 +1322,16 @@ START_TEST(topology_request_read_back)
 	ck_assert_str_eq(s->preferred[0].seg[0].value, "b");
 	alloc_volume_spec_free(s);
 	alloc_problems_free(&p);
+
+	/* Register: where the volume is. */
+	s = spec_parse("{'plugin_id':'hp','access_mode':'single-node-writer',"
+	    "'topology_request':{'required':[{'segments':{'zone':'c'}}]}}",
+	    false, &p);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(s->nrequisite, 1);
+	ck_assert_str_eq(s->requisite[0].seg[0].value, "c");
+	alloc_volume_spec_free(s);
+	alloc_problems_free(&p);
 }
 END_TEST
 
@@ -1345,11 +1355,13 @@ START_TEST(topology_request_refusals)
 	    "remove it"));
 	alloc_problems_free(&p);
 
-	/* Register asks no topology of a plugin. */
+	/* Register says where the volume is: nothing to prefer. */
 	ck_assert_ptr_null(spec_parse("{'plugin_id':'hp','access_mode':"
-	    "'single-node-writer','topology_request':{}}", false, &p));
-	ck_assert(has_problem(&p, "topology_request: unknown field; remove "
-	    "it"));
+	    "'single-node-writer','topology_request':{'preferred':[]}}",
+	    false, &p));
+	ck_assert(has_problem(&p, "topology_request.preferred: unknown "
+	    "field; remove it"));
+	ck_assert(has_problem(&p, "topology_request.required: is required"));
 	alloc_problems_free(&p);
 }
 END_TEST
