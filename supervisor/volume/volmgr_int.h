@@ -11,7 +11,9 @@
  * ask a plugin is built and addressed by volmgr_plugins.c. What an alloc
  * uses is kept in pubs (volmgr_pubs.c), mirrored by the registry's mount
  * records (volmgr_records.c). Apart from the units, volmgr_stats.c asks
- * the node plugins how each volume in use is doing.
+ * the node plugins how each volume in use is doing. Before a mount
+ * records anything, volmgr_admit.c checks what the node's plugin admits;
+ * volmgr_topology.c carries a volume's topologies to CSI and back.
  */
 #ifndef BERTH_VOLMGR_INT_H
 #define BERTH_VOLMGR_INT_H
@@ -306,7 +308,7 @@ struct priv_volume priv_volume_of(const struct vpub *p);
 /* The same for its staging path, which may be an older per-usage one. */
 struct priv_volume priv_staging_of(const struct vpub *p);
 
-/* volmgr_admit.c: what a node's plugin admits; topologies */
+/* volmgr_admit.c: what a node's plugin admits */
 bool access_is_csi15(Berth__AccessMode m);
 /* The mode the mounter's paths name (1 to 5). */
 Berth__AccessMode path_access(Berth__AccessMode m);
@@ -318,6 +320,8 @@ bool admit_mount(struct unit *u, const Berth__Volume *v);
 /* Register, create: a CSI 1.5 mode with a node plugin that does not
  * take it: true, and the unit failed and ended. */
 bool spec_refused(struct unit *u);
+
+/* volmgr_topology.c: a volume's topologies, spec to CSI to registry */
 void spec_topology_copy(struct volmgr_spec *d, const struct volmgr_spec *s);
 void spec_topology_free(struct volmgr_spec *s);
 void spec_take_accessible(struct volmgr_spec *s, Csi__V1__Topology *const *t,
