@@ -3,8 +3,10 @@
  *
  * Owns: the volumes and claims tables, the claim events, and the access
  * mode rules: a single-writer mode (single-node-writer,
- * multi-node-single-writer) admits one write claim, a reader-only mode
- * none, multi-node-multi-writer any number; all claims on a volume share
+ * single-node-single-writer, multi-node-single-writer) admits one write
+ * claim, a reader-only mode none, a multi-writer mode
+ * (single-node-multi-writer, multi-node-multi-writer) any number (this
+ * registry's claims are all of one node); all claims on a volume share
  * one access mode, and a claim must match one of the volume's capabilities
  * when it lists any. A provider's volume (plugin_id, external_id) has
  * one id. Must not: validate identifiers (dispatch.c did).
@@ -34,6 +36,10 @@ reg_access_mode_name(Berth__AccessMode m)
 		return "multi-node-single-writer";
 	case BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_MULTI_WRITER:
 		return "multi-node-multi-writer";
+	case BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_SINGLE_WRITER:
+		return "single-node-single-writer";
+	case BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_MULTI_WRITER:
+		return "single-node-multi-writer";
 	default:
 		return "unknown";
 	}
@@ -62,6 +68,12 @@ row_volume(struct arena *a, sqlite3_stmt *st)
 		v->mount_flags = spec->mount_flags;
 		v->n_secrets = spec->n_secrets;
 		v->secrets = spec->secrets;
+		v->n_requisite = spec->n_requisite;
+		v->requisite = spec->requisite;
+		v->n_preferred = spec->n_preferred;
+		v->preferred = spec->preferred;
+		v->n_accessible_topology = spec->n_accessible_topology;
+		v->accessible_topology = spec->accessible_topology;
 	} else {
 		log_warnx("row_volume: volume %s/%s has an unreadable spec",
 		    v->namespace_, v->id);
@@ -166,6 +178,12 @@ claims_put_volume(struct registry *r, struct op *op)
 	spec.mount_flags = in->mount_flags;
 	spec.n_secrets = in->n_secrets;
 	spec.secrets = in->secrets;
+	spec.n_requisite = in->n_requisite;
+	spec.requisite = in->requisite;
+	spec.n_preferred = in->n_preferred;
+	spec.preferred = in->preferred;
+	spec.n_accessible_topology = in->n_accessible_topology;
+	spec.accessible_topology = in->accessible_topology;
 	if (external_taken(r, op, in) != 0)
 		return -1;
 	len = berth__volume__get_packed_size(&spec);
@@ -351,6 +369,7 @@ static bool
 single_writer(Berth__AccessMode m)
 {
 	return m == BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER ||
+	    m == BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_SINGLE_WRITER ||
 	    m == BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_SINGLE_WRITER;
 }
 

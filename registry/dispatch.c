@@ -100,7 +100,7 @@ static bool
 access_mode(struct check *ck, Berth__AccessMode m)
 {
 	if (m >= BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_READER_ONLY &&
-	    m <= BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_MULTI_WRITER)
+	    m <= BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_MULTI_WRITER)
 		return true;
 	return bad(ck, "access mode %d is not one this registry knows", m);
 }
@@ -148,6 +148,27 @@ volume_key(struct check *ck, const Berth__VolumeKey *k)
 	return ident(ck, "namespace", k->namespace_) && ident(ck, "id", k->id);
 }
 
+/* A volume's topologies: bounded, printable key = value segments. */
+static bool
+topologies(struct check *ck, const char *field, Berth__Topology *const *t,
+    size_t n)
+{
+	if (n > REG_CAPS_MAX)
+		return bad(ck, "%zu %s topologies, over the bound of %d", n,
+		    field, REG_CAPS_MAX);
+	for (size_t i = 0; i < n; i++) {
+		if (t[i]->n_segments > REG_CAPS_MAX)
+			return bad(ck, "%s: %zu segments, over the bound of %d",
+			    field, t[i]->n_segments, REG_CAPS_MAX);
+		for (size_t j = 0; j < t[i]->n_segments; j++)
+			if (!text(ck, "topology key", t[i]->segments[j]->key,
+			    REG_TEXT_MAX, false) || !text(ck, "topology value",
+			    t[i]->segments[j]->value, REG_TEXT_MAX, true))
+				return false;
+	}
+	return true;
+}
+
 static bool
 check_volume(struct check *ck, const Berth__Volume *v)
 {
@@ -192,6 +213,11 @@ check_volume(struct check *ck, const Berth__Volume *v)
 		if (!text(ck, "secret call", v->secrets[i]->key, REG_TEXT_MAX,
 		    false) || !ident(ck, "secret name", v->secrets[i]->value))
 			return false;
+	if (!topologies(ck, "requisite", v->requisite, v->n_requisite) ||
+	    !topologies(ck, "preferred", v->preferred, v->n_preferred) ||
+	    !topologies(ck, "accessible_topology", v->accessible_topology,
+	    v->n_accessible_topology))
+		return false;
 	/* With its claims, a volume must still fit one reply. */
 	if (berth__volume__get_packed_size(v) > REG_BLOB_MAX)
 		return bad(ck, "the volume record is %zu bytes, over the "

@@ -77,7 +77,7 @@ capability_supported(const Csi__V1__VolumeCapability *cap, const char **why)
 	if (cap->access_mode == NULL || cap->access_mode->mode <
 	    CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_WRITER ||
 	    cap->access_mode->mode >
-	    CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER) {
+	    CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER) {
 		*why = "access mode is missing or unknown";
 		return false;
 	}
@@ -132,9 +132,8 @@ create_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	const Csi__V1__CreateVolumeRequest *req = (const void *)msg;
 	Csi__V1__CreateVolumeResponse out = CSI__V1__CREATE_VOLUME_RESPONSE__INIT;
 	Csi__V1__Volume vol = CSI__V1__VOLUME__INIT;
-	Csi__V1__Topology topo = CSI__V1__TOPOLOGY__INIT, *topos[1] = { &topo };
-	Csi__V1__Topology__SegmentsEntry seg =
-	    CSI__V1__TOPOLOGY__SEGMENTS_ENTRY__INIT, *segs[1] = { &seg };
+	Csi__V1__Topology topo, *topos[1] = { &topo };
+	Csi__V1__Topology__SegmentsEntry seg, *segs[1];
 	const char *why;
 	size_t i;
 
@@ -154,18 +153,14 @@ create_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 			    "CreateVolume %s: %s", req->name, why);
 			return;
 		}
-	if (!volume_id_ok(req->name, r) || !volume_mkdir(hp, req->name, r))
+	if (!volume_id_ok(req->name, r) || !topology_create_ok(hp, req, r) ||
+	    !volume_mkdir(hp, req->name, r))
 		return;
 
-	seg.key = HOSTPATH_TOPOLOGY_KEY;
-	seg.value = (char *)hp->node_id;
-	topo.n_segments = 1;
-	topo.segments = segs;
 	vol.volume_id = req->name;
-	if (optional_fields(hp)) {
-		if (req->capacity_range != NULL)
-			vol.capacity_bytes =
-			    req->capacity_range->required_bytes;
+	if (optional_fields(hp) && req->capacity_range != NULL)
+		vol.capacity_bytes = req->capacity_range->required_bytes;
+	if (topology_own(hp, &topo, &seg, segs)) {
 		vol.n_accessible_topology = 1;
 		vol.accessible_topology = topos;
 	}

@@ -65,6 +65,12 @@ struct hostpath {
 	const char *fault_exit_in;	/* method name: exit while serving it */
 	const char *fault_slow_reply;	/* method name: done, then answer ... */
 	int fault_slow_reply_ms;	/* ... this much later */
+
+	/* topology.c: --topology KEY=VALUE, --max-volumes N,
+	 * --no-single-node-multi-writer */
+	const char *topology_key, *topology_value;	/* NULL: the default */
+	int64_t max_volumes;		/* 0: the default */
+	bool no_single_node_multi_writer;
 };
 
 /* What a handler answers: a status, a message and a packed reply. */
@@ -93,6 +99,21 @@ optional_fields(const struct hostpath *hp)
 {
 	return !hp->strict && !hp->fault_minimal;
 }
+
+/* topology.c */
+void topology_flag(struct hostpath *, char *arg);
+/* The plugin's topology into topo (seg, segs[1] its storage): whether a
+ * reply carries it. */
+bool topology_own(const struct hostpath *, Csi__V1__Topology *topo,
+    Csi__V1__Topology__SegmentsEntry *seg,
+    Csi__V1__Topology__SegmentsEntry **segs);
+/* max_volumes_per_node to report; 0: none. */
+int64_t topology_max_volumes(const struct hostpath *);
+/* CreateVolume's requisite includes the plugin's topology (or is none). */
+bool topology_create_ok(const struct hostpath *,
+    const Csi__V1__CreateVolumeRequest *, struct rpc_reply *);
+/* The node advertises SINGLE_NODE_MULTI_WRITER. */
+bool topology_snmw(const struct hostpath *);
 
 /* server.c */
 /* The socket path of "unix:///p", "unix:/p" or "/p"; NULL if none. */

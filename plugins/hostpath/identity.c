@@ -46,7 +46,7 @@ get_plugin_capabilities(struct hostpath *hp, const ProtobufCMessage *req,
 		list[i] = &caps[i];
 	}
 	/* NodeGetInfo reports a topology, which needs this capability. */
-	if (optional_fields(hp)) {
+	if (optional_fields(hp) || hp->topology_key != NULL) {
 		svc[n].type = SVC(VOLUME_ACCESSIBILITY_CONSTRAINTS);
 		caps[n].type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE;
 		caps[n].service = &svc[n];

@@ -31,6 +31,8 @@ usage(void)
 	    "    [--fault-unknown-capabilities] [--fault-exit-in RPCNAME]\n"
 	    "    [--fault-minimal] [--fault-slow-probe N:MS]\n"
 	    "    [--fault-slow-reply RPCNAME:MS]\n"
+	    "    [--topology KEY=VALUE] [--max-volumes N]\n"
+	    "    [--no-single-node-multi-writer]\n"
 	    "Without --endpoint, CSI_ENDPOINT=unix:///path/csi.sock in the "
 	    "environment\nnames the socket; --strict reads --endpoint only.\n");
 	exit(EX_USAGE);
@@ -98,7 +100,7 @@ enum {
 	OPT_NODE_ID = 256, OPT_STATE_DIR, OPT_MODE, OPT_SLOW_START,
 	OPT_PROBE_FAIL_AFTER, OPT_PROBE_NO_READY, OPT_VALIDATE_NO_CONFIRMED,
 	OPT_UNKNOWN_CAPS, OPT_EXIT_IN, OPT_MINIMAL, OPT_SLOW_PROBE, OPT_SLOW_REPLY,
-	OPT_ENDPOINT, OPT_STRICT,
+	OPT_ENDPOINT, OPT_STRICT, OPT_TOPOLOGY, OPT_MAX_VOLUMES, OPT_NO_SNMW,
 };
 
 static const struct option options[] = {
@@ -118,6 +120,9 @@ static const struct option options[] = {
 	{ "fault-minimal", no_argument, NULL, OPT_MINIMAL },
 	{ "fault-slow-probe", required_argument, NULL, OPT_SLOW_PROBE },
 	{ "fault-slow-reply", required_argument, NULL, OPT_SLOW_REPLY },
+	{ "topology", required_argument, NULL, OPT_TOPOLOGY },
+	{ "max-volumes", required_argument, NULL, OPT_MAX_VOLUMES },
+	{ "no-single-node-multi-writer", no_argument, NULL, OPT_NO_SNMW },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -207,6 +212,15 @@ main(int argc, char *argv[])
 			    colon + 1);
 			break;
 		}
+		case OPT_TOPOLOGY:
+			topology_flag(&hp, optarg);
+			break;
+		case OPT_MAX_VOLUMES:
+			hp.max_volumes = number("--max-volumes", optarg);
+			break;
+		case OPT_NO_SNMW:
+			hp.no_single_node_multi_writer = true;
+			break;
 		case 'v':
 			verbose++;
 			break;

@@ -727,11 +727,11 @@ node_get_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 {
 	Csi__V1__NodeGetCapabilitiesResponse out =
 	    CSI__V1__NODE_GET_CAPABILITIES_RESPONSE__INIT;
-	Csi__V1__NodeServiceCapability caps[6], *list[6];
-	Csi__V1__NodeServiceCapability__RPC rpc[6];
+	Csi__V1__NodeServiceCapability caps[7], *list[7];
+	Csi__V1__NodeServiceCapability__RPC rpc[7];
 	size_t i;
 
-	for (i = 0; i < 6; i++) {
+	for (i = 0; i < 7; i++) {
 		csi__v1__node_service_capability__init(&caps[i]);
 		csi__v1__node_service_capability__rpc__init(&rpc[i]);
 		caps[i].type_case = CSI__V1__NODE_SERVICE_CAPABILITY__TYPE_RPC;
@@ -754,6 +754,10 @@ node_get_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION;
 	rpc[out.n_capabilities - 1].type =
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_MOUNT_GROUP;
+	/* The CSI 1.5 access modes (topology.c says whether). */
+	if (topology_snmw(hp))
+		rpc[out.n_capabilities++].type =
+		    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER;
 	out.capabilities = list;
 	reply_ok(r, &out.base);
 }
@@ -763,19 +767,13 @@ node_get_info(struct hostpath *hp, const ProtobufCMessage *msg,
     struct rpc_reply *r)
 {
 	Csi__V1__NodeGetInfoResponse out = CSI__V1__NODE_GET_INFO_RESPONSE__INIT;
-	Csi__V1__Topology topo = CSI__V1__TOPOLOGY__INIT;
-	Csi__V1__Topology__SegmentsEntry seg =
-	    CSI__V1__TOPOLOGY__SEGMENTS_ENTRY__INIT, *segs[1] = { &seg };
+	Csi__V1__Topology topo;
+	Csi__V1__Topology__SegmentsEntry seg, *segs[1];
 
-	seg.key = HOSTPATH_TOPOLOGY_KEY;
-	seg.value = (char *)hp->node_id;
-	topo.n_segments = 1;
-	topo.segments = segs;
 	out.node_id = (char *)hp->node_id;
-	if (optional_fields(hp)) {
-		out.max_volumes_per_node = HOSTPATH_MAX_VOLUMES;
+	out.max_volumes_per_node = topology_max_volumes(hp);
+	if (topology_own(hp, &topo, &seg, segs))
 		out.accessible_topology = &topo;
-	}
 	reply_ok(r, &out.base);
 }
 

@@ -7,7 +7,9 @@
  * A good one is handed to the alloc runner, which writes it to alloc_dir
  * where its watch starts it; one this node cannot run (a driver the
  * config does not allow, a plugin definition that is not there, a volume
- * the registry does not have) is refused with 400 and why. Its volumes
+ * the registry does not have, or one this node's plugin cannot take: an
+ * access mode it does not advertise, a topology it does not match) is
+ * refused with 400 and why. Its volumes
  * are looked up first, so the request is kept until the registry answers
  * (and dropped quietly if the client has gone); a registry that cannot
  * be reached leaves the check to the alloc runner.
@@ -33,6 +35,7 @@
 #include "cgroup.h"
 #include "registry_client.h"
 #include "task_runner.h"
+#include "volmgr.h"
 #include "xalloc.h"
 
 /* A submit kept while its volumes are looked up, one after the other. */
@@ -278,6 +281,7 @@ on_volume(const struct regclient_result *res, void *arg)
 	struct submit *s = arg;
 	const struct alloc_volume *v = &s->a->volumes[s->next];
 	struct api_call c;
+	char why[1024];
 
 	if (!resume(s, &c))
 		return;
@@ -286,6 +290,16 @@ on_volume(const struct regclient_result *res, void *arg)
 	    res->reply->volume_reply->volume == NULL)) {
 		api_error(&c, 400, "volumes.%s: no volume %s in namespace %s; "
 		    "nothing started", v->name, v->source, s->a->ns);
+		submit_free(s);
+		return;
+	}
+	/* One this node's plugin cannot take (mode, topology). */
+	if (res->code == BERTH__ERROR_CODE__ERROR_NONE &&
+	    c.d->volmgr != NULL && volmgr_refuses(
+	    c.d->volmgr, res->reply->volume_reply->volume, v->access_mode,
+	    why, sizeof(why))) {
+		api_error(&c, 400, "volumes.%s: %s; nothing started", v->name,
+		    why);
 		submit_free(s);
 		return;
 	}

@@ -148,6 +148,8 @@ fingerprint_json(const struct csi_inst *in)
 		api_set(o, "volume_condition",
 		    json_boolean(fp->volume_condition));
 		api_set(o, "mount_group", json_boolean(fp->mount_group));
+		api_set(o, "single_node_multi_writer",
+		    json_boolean(fp->single_node_multi_writer));
 	} else {
 		api_set(o, "create_delete",
 		    json_boolean(fp->create_delete));

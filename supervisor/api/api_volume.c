@@ -13,7 +13,11 @@
  *	 "secrets": {"stage": "ceph-user", "create": "ceph-admin"},
  *						(or one name for every call)
  *	 "capacity_min": 1048576,		(create, bytes)
- *	 "parameters": {"key": "value"}}	(create)
+ *	 "parameters": {"key": "value"},	(create)
+ *	 "topology_request": {"required": [{"segments": {"zone": "a"}}],
+ *	     "preferred": [...]}}		(create: CSI's requisite, preferred;
+ *					 register: required only, where the
+ *					 volume can be reached)
  *
  * A GET shows, while the volume is staged or published on this node,
  * its usage and condition as its node plugin last said them ("stats",
@@ -145,6 +149,36 @@ secrets_json(const Berth__Volume *v)
 	return o;
 }
 
+/* [{"segments": {"k": "v"}}, ...] */
+static json_t *
+topologies_json(Berth__Topology *const *t, size_t n)
+{
+	json_t *a = api_array(), *seg;
+
+	for (size_t i = 0; a != NULL && i < n; i++) {
+		seg = api_object();
+		for (size_t j = 0; seg != NULL && j < t[i]->n_segments; j++)
+			api_set(seg, t[i]->segments[j]->key, api_pack("s",
+			    t[i]->segments[j]->value));
+		api_append(a, api_pack("{s:o}", "segments", seg));
+	}
+	return a;
+}
+
+/* What create asked, and where the plugin said the volume is reached. */
+static void
+topology_json(json_t *o, const Berth__Volume *v)
+{
+	if (v->n_requisite > 0 || v->n_preferred > 0)
+		api_set(o, "topology_request", api_pack("{s:o, s:o}",
+		    "required", topologies_json(v->requisite, v->n_requisite),
+		    "preferred", topologies_json(v->preferred,
+		    v->n_preferred)));
+	if (v->n_accessible_topology > 0)
+		api_set(o, "accessible_topology", topologies_json(
+		    v->accessible_topology, v->n_accessible_topology));
+}
+
 static json_t *
 volume_json(const Berth__VolumeReply *vr, struct volmgr *vm)
 {
@@ -175,6 +209,8 @@ volume_json(const Berth__VolumeReply *vr, struct volmgr *vm)
 		api_set(o, "secrets", secrets_json(v));
 	if (o != NULL)
 		api_set(o, "stats", api_volume_stats(vm, v->namespace_, v->id));
+	if (o != NULL)
+		topology_json(o, v);
 	if (o != NULL && v->n_capabilities > 0)
 		api_set(o, "capabilities", api_pack("[{s:s, s:s}]",
 		    "access_mode",
@@ -309,6 +345,35 @@ on_done(enum volmgr_status st, const char *why, void *arg)
 	free(p);
 }
 
+/* The document's topologies as the volume manager takes them. */
+static struct volmgr_topology *
+spec_topologies(const struct alloc_topology *t, size_t n)
+{
+	struct volmgr_topology *v = xcalloc(n + 1, sizeof(*v));
+
+	for (size_t i = 0; i < n; i++) {
+		/* Same layout: { key, value } of const char *. */
+		struct volmgr_param *seg = xcalloc(t[i].nseg + 1,
+		    sizeof(*seg));
+
+		for (size_t j = 0; j < t[i].nseg; j++) {
+			seg[j].key = t[i].seg[j].key;
+			seg[j].value = t[i].seg[j].value;
+		}
+		v[i].seg = seg;
+		v[i].nseg = t[i].nseg;
+	}
+	return v;
+}
+
+static void
+spec_topologies_free(const struct volmgr_topology *v, size_t n)
+{
+	for (size_t i = 0; i < n; i++)
+		free((struct volmgr_param *)v[i].seg);
+	free((struct volmgr_topology *)v);
+}
+
 static void
 put_volume(struct api_call *c, bool create)
 {
@@ -368,11 +433,25 @@ put_volume(struct api_call *c, bool create)
 			secrets[s.nsecrets].key = alloc_secret_calls[i];
 			secrets[s.nsecrets++].value = as->secrets[i];
 		}
+	s.requisite = spec_topologies(as->requisite, as->nrequisite);
+	s.nrequisite = as->nrequisite;
+	s.preferred = spec_topologies(as->preferred, as->npreferred);
+	s.npreferred = as->npreferred;
+	/* Registered: what is required is where the volume is. */
+	if (!create) {
+		s.accessible = s.requisite;
+		s.naccessible = s.nrequisite;
+		s.requisite = NULL;
+		s.nrequisite = 0;
+	}
 	p = keep(c, s.ns, create ? "created" : "registered");
 	if (create)
 		volmgr_create(c->d->volmgr, &s, on_done, p);
 	else
 		volmgr_register(c->d->volmgr, &s, on_done, p);
+	spec_topologies_free(s.requisite, s.nrequisite);
+	spec_topologies_free(s.preferred, s.npreferred);
+	spec_topologies_free(s.accessible, s.naccessible);
 	alloc_volume_spec_free(as);
 }
 

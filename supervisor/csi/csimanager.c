@@ -295,6 +295,8 @@ on_node_caps(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION);
 	in->fp.mount_group = csi_node_has_rpc(r,
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_MOUNT_GROUP);
+	in->fp.single_node_multi_writer = csi_node_has_rpc(r,
+	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	fp_done(in);
 }

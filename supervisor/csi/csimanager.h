@@ -45,6 +45,8 @@ struct csi_fingerprint {
 	bool stage_unstage, volume_stats;
 	bool volume_condition;		/* stats come with a condition */
 	bool mount_group;		/* VOLUME_MOUNT_GROUP: takes a gid */
+	/* SINGLE_NODE_MULTI_WRITER: takes the two CSI 1.5 access modes */
+	bool single_node_multi_writer;
 	/* controller */
 	bool create_delete, publish_unpublish;
 };

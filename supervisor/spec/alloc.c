@@ -79,6 +79,12 @@ static const struct name access_modes[] = {
 	    BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_SINGLE_WRITER },
 	{ "multi-node-multi-writer",
 	    BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_MULTI_WRITER },
+	/* CSI 1.5's: only with plugins that advertise
+	 * SINGLE_NODE_MULTI_WRITER (the volume manager checks). */
+	{ "single-node-single-writer",
+	    BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_SINGLE_WRITER },
+	{ "single-node-multi-writer",
+	    BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_MULTI_WRITER },
 	{ NULL, 0 }
 };
 
@@ -1704,17 +1710,123 @@ spec_secrets(struct walk *w, json_t *v, void *dst)
 	FN("mount_options", false, volume_mount_options),		\
 	FN("secrets", false, spec_secrets)
 
+/* ---- create: topology_request {required, preferred}, as Nomad's ---- */
+
+static void
+topology_segment(struct walk *w, const char *key, json_t *v, size_t i,
+    void *ctx)
+{
+	take_param(w, key, v, &((struct alloc_topology *)ctx)->seg[i]);
+}
+
+static void
+topology_segments(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_topology *t = dst;
+
+	if (!sized(w, v, false, ALLOC_MAX_SEGMENTS))
+		return;
+	if (json_object_size(v) == 0) {
+		problem(w, "must name at least one segment");
+		return;
+	}
+	t->nseg = json_object_size(v);
+	t->seg = xcalloc(t->nseg, sizeof(*t->seg));
+	each_member(w, v, topology_segment, t);
+}
+
+static const struct field topology_fields[] = {
+	FN("segments", true, topology_segments),
+};
+
+static void
+topology_one(struct walk *w, json_t *v, size_t i, void *ctx)
+{
+	if (object_of(w, v))
+		walk_fields(w, v, topology_fields, NFIELDS(topology_fields),
+		    &((struct alloc_topology *)ctx)[i]);
+}
+
+static void
+topology_list(struct walk *w, json_t *v, struct alloc_topology **out,
+    size_t *n)
+{
+	if (!sized(w, v, true, ALLOC_MAX_TOPOLOGIES))
+		return;
+	*n = json_array_size(v);
+	*out = xcalloc(*n + 1, sizeof(**out));
+	each_element(w, v, topology_one, *out);
+}
+
+static void
+topology_required(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume_spec *s = dst;
+
+	topology_list(w, v, &s->requisite, &s->nrequisite);
+}
+
+static void
+topology_preferred(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume_spec *s = dst;
+
+	topology_list(w, v, &s->preferred, &s->npreferred);
+}
+
+static const struct field topology_request_fields[] = {
+	FN("required", false, topology_required),
+	FN("preferred", false, topology_preferred),
+};
+
+static void
+spec_topology_request(struct walk *w, json_t *v, void *dst)
+{
+	if (object_of(w, v))
+		walk_fields(w, v, topology_request_fields,
+		    NFIELDS(topology_request_fields), dst);
+}
+
+/* register: where the volume can be reached, as Nomad's register reads
+ * topology_request's required; nothing to prefer. */
+static const struct field register_topology_fields[] = {
+	FN("required", true, topology_required),
+};
+
+static void
+register_topology_request(struct walk *w, json_t *v, void *dst)
+{
+	if (object_of(w, v))
+		walk_fields(w, v, register_topology_fields,
+		    NFIELDS(register_topology_fields), dst);
+}
+
 static const struct field register_fields[] = {
 	SPEC_COMMON,
 	IDENT("external_id", false, struct alloc_volume_spec, external_id),
 	FN("context", false, spec_context),
+	FN("topology_request", false, register_topology_request),
 };
 
 static const struct field create_fields[] = {
 	SPEC_COMMON,
 	FN("capacity_min", false, spec_capacity_min),
 	FN("parameters", false, spec_params),
+	FN("topology_request", false, spec_topology_request),
 };
+
+static void
+topologies_free(struct alloc_topology *t, size_t n)
+{
+	for (size_t i = 0; t != NULL && i < n; i++) {
+		for (size_t j = 0; t[i].seg != NULL && j < t[i].nseg; j++) {
+			free(t[i].seg[j].key);
+			free(t[i].seg[j].value);
+		}
+		free(t[i].seg);
+	}
+	free(t);
+}
 
 void
 alloc_volume_spec_free(struct alloc_volume_spec *s)
@@ -1740,6 +1852,8 @@ alloc_volume_spec_free(struct alloc_volume_spec *s)
 	free(s->context);
 	for (i = 0; i < ALLOC_SECRET_CALLS; i++)
 		free(s->secrets[i]);
+	topologies_free(s->requisite, s->nrequisite);
+	topologies_free(s->preferred, s->npreferred);
 	free(s);
 }
 

@@ -76,6 +76,8 @@
 /* A volume spec's "parameters" (PUT /v1/volume/<id>/create). */
 #define ALLOC_MAX_PARAMS	32
 #define ALLOC_MAX_CONTEXT	32	/* volume context entries */
+#define ALLOC_MAX_TOPOLOGIES	8	/* per required or preferred list */
+#define ALLOC_MAX_SEGMENTS	8	/* key = value pairs per topology */
 /* The plugin calls a volume's secrets are named for: "create",
  * "delete", "validate", "controller_publish", "controller_unpublish",
  * "stage", "publish"; NULL-terminated. */
@@ -229,6 +231,12 @@ struct alloc_param {
  * or to create through its plugin, the body of PUT /v1/volume/<id> and
  * PUT /v1/volume/<id>/create (see api_volume.c for the fields).
  */
+/* One topology of a create's topology_request: key = value segments. */
+struct alloc_topology {
+	struct alloc_param *seg;
+	size_t nseg;
+};
+
 struct alloc_volume_spec {
 	/* First: the alloc's volume checks fill it (access_mode,
 	 * attachment_mode, mount_options); name, source and read_only
@@ -245,6 +253,11 @@ struct alloc_volume_spec {
 	/* The secret each plugin call gets, by name (never its value);
 	 * NULL: none. Indexed as alloc_secret_calls. */
 	char *secrets[ALLOC_SECRET_CALLS];
+	/* topology_request's required (CSI's requisite; register: where
+	 * the volume can be reached) and preferred (create only)
+	 * topologies, in document order. */
+	struct alloc_topology *requisite, *preferred;
+	size_t nrequisite, npreferred;
 };
 
 /*

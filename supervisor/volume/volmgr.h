@@ -164,9 +164,25 @@ bool volmgr_stats_get(struct volmgr *vm, const char *ns, const char *vol,
 void volmgr_stats_each(struct volmgr *vm, void (*fn)(
     const struct volmgr_stats *s, void *arg), void *arg);
 
+/*
+ * Why this node's plugin cannot take volume v with that access mode (a
+ * CSI 1.5 mode without SINGLE_NODE_MULTI_WRITER, an accessible topology
+ * the node's does not match), into why: true. False when it can, or when
+ * the plugin has no healthy node instance to ask yet. The mount checks
+ * the same, and waits while the plugin is at its max_volumes_per_node.
+ */
+bool volmgr_refuses(struct volmgr *vm, const Berth__Volume *v,
+    Berth__AccessMode access, char *why, size_t n);
+
 /* One CreateVolume parameter, passed to the plugin as is. */
 struct volmgr_param {
 	const char *key, *value;
+};
+
+/* One topology: key = value segments, as CSI's Topology. */
+struct volmgr_topology {
+	const struct volmgr_param *seg;
+	size_t nseg;
 };
 
 /* An operator's volume. */
@@ -188,6 +204,12 @@ struct volmgr_spec {
 	 * the volume; the values are read from files at each call. */
 	const struct volmgr_param *secrets;
 	size_t nsecrets;
+	/* create: the accessibility requirements CreateVolume gets (CSI's
+	 * requisite and preferred), kept with the volume with the
+	 * accessible_topology the plugin answers (accessible). register:
+	 * accessible, where the volume can be reached; none: anywhere. */
+	const struct volmgr_topology *requisite, *preferred, *accessible;
+	size_t nrequisite, npreferred, naccessible;
 };
 
 /*

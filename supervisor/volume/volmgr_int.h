@@ -11,7 +11,9 @@
  * ask a plugin is built and addressed by volmgr_plugins.c. What an alloc
  * uses is kept in pubs (volmgr_pubs.c), mirrored by the registry's mount
  * records (volmgr_records.c). Apart from the units, volmgr_stats.c asks
- * the node plugins how each volume in use is doing.
+ * the node plugins how each volume in use is doing. Before a mount
+ * records anything, volmgr_admit.c checks what the node's plugin admits;
+ * volmgr_topology.c carries a volume's topologies to CSI and back.
  */
 #ifndef BERTH_VOLMGR_INT_H
 #define BERTH_VOLMGR_INT_H
@@ -305,6 +307,31 @@ void *kv_entries(const struct kvs *k, const ProtobufCMessageDescriptor *d,
 struct priv_volume priv_volume_of(const struct vpub *p);
 /* The same for its staging path, which may be an older per-usage one. */
 struct priv_volume priv_staging_of(const struct vpub *p);
+
+/* volmgr_admit.c: what a node's plugin admits */
+bool access_is_csi15(Berth__AccessMode m);
+/* The mode the mounter's paths name (1 to 5). */
+Berth__AccessMode path_access(Berth__AccessMode m);
+bool topology_matches(const char *node_topo, Berth__Topology *const *t,
+    size_t n);
+/* Before anything for the unit's volume v: false (the unit failed and
+ * ended) when the node's plugin cannot take it, or not now. */
+bool admit_mount(struct unit *u, const Berth__Volume *v);
+/* Register, create: a CSI 1.5 mode with a node plugin that does not
+ * take it: true, and the unit failed and ended. */
+bool spec_refused(struct unit *u);
+
+/* volmgr_topology.c: a volume's topologies, spec to CSI to registry */
+void spec_topology_copy(struct volmgr_spec *d, const struct volmgr_spec *s);
+void spec_topology_free(struct volmgr_spec *s);
+void spec_take_accessible(struct volmgr_spec *s, Csi__V1__Topology *const *t,
+    size_t n);
+/* NULL when the spec asks none; free with csi_requirement_free(). */
+Csi__V1__TopologyRequirement *csi_requirement(const struct volmgr_spec *s);
+void csi_requirement_free(Csi__V1__TopologyRequirement *r);
+/* The spec's topologies into v; free with volume_topologies_free(). */
+void volume_topologies(Berth__Volume *v, const struct volmgr_spec *s);
+void volume_topologies_free(Berth__Volume *v);
 
 /* volmgr_mount.c, volmgr_unmount.c, volmgr_operator.c */
 void mount_step(struct unit *u, const struct vreply *r);

@@ -60,6 +60,8 @@ got_volume(struct unit *u, const Berth__VolumeReply *vr)
 		unit_end(u);
 		return;
 	}
+	if (u->pub == NULL && !admit_mount(u, vr->volume))
+		return;
 	if (u->pub == NULL)
 		u->pub = request_pub(u, vr->volume);
 	take_volume(u->pub, vr->volume);

@@ -50,9 +50,11 @@ put_volume(struct unit *u, const char *external_id, const struct kvs *ctx)
 	}
 	v.n_secrets = s->nsecrets;
 	v.secrets = skp;
+	volume_topologies(&v, s);
 	u->st.op = OS_PUT;
 	call_registry(u, regclient_put_volume(u->job->vm->d.registry, &v,
 	    on_registry, reg_ticket(u)));
+	volume_topologies_free(&v);
 }
 
 /* The spec's capability, as the one the request asks for. */
@@ -98,6 +100,8 @@ validate(struct unit *u)
 	struct kvs sec;
 
 	spec_context(s, &u->created_ctx);
+	if (spec_refused(u))
+		return;
 	/* Without a controller service, nothing to ask. */
 	if (controller_sick(u, s->plugin))
 		return;
@@ -183,7 +187,7 @@ create(struct unit *u)
 	struct volmgr_plugin ctl;
 	struct capbuf cb;
 
-	if (controller_sick(u, s->plugin))
+	if (spec_refused(u) || controller_sick(u, s->plugin))
 		return;
 	if (!controller_of(u->job->vm, s->plugin, &ctl)) {
 		unit_fail(u, VOLMGR_FAILED, "plugin %s has no healthy "
@@ -218,8 +222,10 @@ create(struct unit *u)
 	req.secrets = kv_entries(&sec,
 	    &csi__v1__create_volume_request__secrets_entry__descriptor, es,
 	    ps);
+	req.accessibility_requirements = csi_requirement(s);
 	u->st.op = OS_CREATE;
 	csi_send(u, ctl.conn, CSI_CREATE_VOLUME, &req.base);
+	csi_requirement_free(req.accessibility_requirements);
 	kvs_clear(&params);
 	secrets_wipe(&sec);
 }
@@ -240,6 +246,8 @@ created(struct unit *u, const ProtobufCMessage *reply)
 	for (size_t i = 0; i < r->volume->n_volume_context; i++)
 		kvs_add(&u->created_ctx, r->volume->volume_context[i]->key,
 		    r->volume->volume_context[i]->value);
+	spec_take_accessible(&u->spec, r->volume->accessible_topology,
+	    r->volume->n_accessible_topology);
 	put_volume(u, u->created_id, &u->created_ctx);
 }
 
@@ -386,6 +394,7 @@ spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s)
 	d->params = params_copy(s->params, s->nparams);
 	d->context = params_copy(s->context, s->ncontext);
 	d->secrets = params_copy(s->secrets, s->nsecrets);
+	spec_topology_copy(d, s);
 }
 
 void
@@ -416,4 +425,5 @@ spec_free(struct volmgr_spec *s)
 	}
 	free((struct volmgr_param *)s->context);
 	free((struct volmgr_param *)s->secrets);
+	spec_topology_free(s);
 }

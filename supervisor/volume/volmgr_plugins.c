@@ -169,6 +169,10 @@ csi_mode(Berth__AccessMode m)
 		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_SINGLE_WRITER;
 	case BERTH__ACCESS_MODE__ACCESS_MODE_MULTI_NODE_MULTI_WRITER:
 		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__MULTI_NODE_MULTI_WRITER;
+	case BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_SINGLE_WRITER:
+		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_SINGLE_WRITER;
+	case BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_MULTI_WRITER:
+		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__SINGLE_NODE_MULTI_WRITER;
 	default:
 		return CSI__V1__VOLUME_CAPABILITY__ACCESS_MODE__MODE__UNKNOWN;
 	}
@@ -263,7 +267,7 @@ priv_volume_of(const struct vpub *p)
 	return (struct priv_volume){ .plugin_type = p->type,
 	    .plugin_id = p->plugin, .volume_ns = p->ns, .alloc_id = p->alloc,
 	    .volume_id = p->vol, .read_only = p->read_only,
-	    .attachment = p->attachment, .access = p->access };
+	    .attachment = p->attachment, .access = path_access(p->access) };
 }
 
 struct priv_volume

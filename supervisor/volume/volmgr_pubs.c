@@ -96,7 +96,7 @@ pub_usage(char *buf, size_t n, const struct alloc_volume *r)
 {
 	layout_usage(buf, n, r->read_only,
 	    alloc_attachment_mode_name(r->attachment_mode),
-	    alloc_access_mode_name(r->access_mode));
+	    alloc_access_mode_name(path_access(r->access_mode)));
 }
 
 bool

@@ -2057,6 +2057,229 @@ START_TEST(test_stats_not_advertised)
 }
 END_TEST
 
+/* ---- CSI 1.5 access modes, topology, max volumes per node ---- */
+
+#define SNSW BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_SINGLE_WRITER
+
+static Berth__AccessMode claimed_mode;	/* the last ClaimVolume's */
+
+static void
+on_reg_claims(struct fake_peer *fp, struct fake_req *req, void *arg)
+{
+	if (req->env->body_case == B(CLAIM_VOLUME))
+		claimed_mode = req->env->claim_volume->claim->access_mode;
+	on_reg(fp, req, arg);
+}
+
+/*
+ * A CSI 1.5 mode with a node plugin that does not advertise
+ * SINGLE_NODE_MULTI_WRITER: refused before anything is recorded or
+ * claimed. With it: claimed in that mode, published where the mounter
+ * names single-node-writer.
+ */
+START_TEST(test_csi15_mode_needs_the_node_capability)
+{
+	Berth__Volume bv = BERTH__VOLUME__INIT;
+	struct alloc_volume v = vols[0];
+	struct alloc a = alloc1;
+	char why[512];
+
+	v.access_mode = SNSW;
+	a.volumes = &v;
+	fake_peer_handler(fx.reg, on_reg_claims, NULL);
+	start(NULL, NULL);
+	mount_job(&a, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_FAILED);
+	ck_assert_str_eq(fx.why[0], "volume default/vol1: access mode "
+	    "single-node-single-writer needs a node plugin that advertises "
+	    "SINGLE_NODE_MULTI_WRITER, and plugin hp does not");
+	ck_assert_uint_eq(nreg(B(CLAIM_VOLUME)), 0);
+	ck_assert_int_eq(fx.records, 0);
+	bv.namespace_ = NS;
+	bv.id = VOL;
+	bv.plugin_id = PLUGIN;
+	ck_assert(volmgr_refuses(fx.vm, &bv, SNSW, why, sizeof(why)));
+	ck_assert(!volmgr_refuses(fx.vm, &bv,
+	    BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER, why,
+	    sizeof(why)));
+
+	fx.node_fp.single_node_multi_writer = true;
+	ck_assert(!volmgr_refuses(fx.vm, &bv, SNSW, why, sizeof(why)));
+	mount_job(&a, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert_int_eq(claimed_mode, SNSW);
+	ck_assert(staged_now());
+	ck_assert(published_now("a1"));
+	unmount_job("a1", &a, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	ck_assert(!published_now("a1"));
+}
+END_TEST
+
+/* A volume registered as reachable from zone=b only (kept by the fake). */
+static void
+register_in_zone_b(void)
+{
+	static const struct volmgr_param seg[] = { { "zone", "b" } };
+	static const struct volmgr_topology topo[] = { { seg, 1 } };
+	struct volmgr_spec s = spec();
+
+	fake_peer_handler(fx.reg, on_reg_keeping, NULL);
+	fx.registered = false;
+	s.accessible = topo;
+	s.naccessible = 1;
+	fx.have_ctl = false;
+	volmgr_register(fx.vm, &s, done, (void *)0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	fx.have_ctl = true;
+	ck_assert_ptr_nonnull(kept);
+	ck_assert_uint_eq(kept->n_accessible_topology, 1);
+}
+
+/* A node of another zone: refused, saying both; of that zone: mounted. */
+START_TEST(test_topology_mismatch_refused)
+{
+	start(NULL, NULL);
+	register_in_zone_b();
+	snprintf(fx.node_fp.topology, sizeof(fx.node_fp.topology),
+	    "zone=a,rack=r1");
+	mount_job(&alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_FAILED);
+	ck_assert_str_eq(fx.why[1], "volume default/vol1 is accessible from "
+	    "topology {zone=b}, and this node's (plugin hp) is "
+	    "{zone=a,rack=r1}");
+	ck_assert_uint_eq(nreg(B(CLAIM_VOLUME)), 0);
+	ck_assert(!staged_now());
+	/* Not a prefix: zone=bb is another zone. */
+	snprintf(fx.node_fp.topology, sizeof(fx.node_fp.topology),
+	    "zone=bb");
+	mount_job(&alloc1, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_FAILED);
+	snprintf(fx.node_fp.topology, sizeof(fx.node_fp.topology),
+	    "rack=r1,zone=b");
+	mount_job(&alloc1, 3);
+	ck_assert_int_eq(wait_job(3), VOLMGR_OK);
+	ck_assert(published_now("a1"));
+	unmount_job("a1", &alloc1, 4);
+	ck_assert_int_eq(wait_job(4), VOLMGR_OK);
+	berth__volume__free_unpacked(kept, NULL);
+	kept = NULL;
+}
+END_TEST
+
+/*
+ * At max_volumes_per_node, a new volume waits (retryable, saying why,
+ * nothing kept of it), while another alloc may still use a volume that
+ * is here already; once one is released the new one mounts.
+ */
+START_TEST(test_max_volumes_waits)
+{
+	struct alloc_volume v2 = vols[0];
+	struct alloc a3 = alloc1;
+	struct volmgr_counts c;
+	char path[700];
+
+	snprintf(path, sizeof(path), "%s/volumes/vol2", fx.state);
+	mkdirs(path);
+	v2.source = "vol2";
+	a3.id = "a3";
+	a3.volumes = &v2;
+	fx.node_fp.max_volumes = 1;
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	mount_job(&a3, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_RETRY);
+	ck_assert_str_eq(fx.why[1], "volume default/vol2: plugin hp holds 1 "
+	    "volumes on this node, its max_volumes_per_node; waiting for one "
+	    "to be released");
+	volmgr_counts(fx.vm, &c);
+	ck_assert_uint_eq(c.in_use, 1);
+	mount_job(&alloc2, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	unmount_job("a1", &alloc1, 3);
+	ck_assert_int_eq(wait_job(3), VOLMGR_OK);
+	/* a2 still holds vol1. */
+	mount_job(&a3, 4);
+	ck_assert_int_eq(wait_job(4), VOLMGR_RETRY);
+	unmount_job("a2", &alloc2, 5);
+	ck_assert_int_eq(wait_job(5), VOLMGR_OK);
+	mount_job(&a3, 6);
+	ck_assert_int_eq(wait_job(6), VOLMGR_OK);
+	unmount_job("a3", &a3, 7);
+	ck_assert_int_eq(wait_job(7), VOLMGR_OK);
+}
+END_TEST
+
+/*
+ * Create passes the topology request; the plugin's accessible_topology
+ * is kept with it; a requisite the plugin is in none of is refused.
+ */
+START_TEST(test_create_passes_topology)
+{
+	static const struct volmgr_param a[] = { { "zone", "a" } };
+	static const struct volmgr_param b[] = { { "zone", "b" } };
+	static const struct volmgr_topology req[] = { { b, 1 }, { a, 1 } };
+	static const struct volmgr_topology pref[] = { { a, 1 } };
+	struct volmgr_spec s = spec();
+
+	fake_peer_handler(fx.reg, on_reg_keeping, NULL);
+	fx.registered = false;
+	start("--topology", "zone=a");
+	s.requisite = req;
+	s.nrequisite = 2;
+	s.preferred = pref;
+	s.npreferred = 1;
+	volmgr_create(fx.vm, &s, done, (void *)0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_ptr_nonnull(kept);
+	ck_assert_uint_eq(kept->n_requisite, 2);
+	ck_assert_str_eq(kept->requisite[0]->segments[0]->value, "b");
+	ck_assert_uint_eq(kept->n_preferred, 1);
+	ck_assert_uint_eq(kept->n_accessible_topology, 1);
+	ck_assert_str_eq(kept->accessible_topology[0]->segments[0]->key,
+	    "zone");
+	ck_assert_str_eq(kept->accessible_topology[0]->segments[0]->value,
+	    "a");
+	/* Mounted on a node of zone a. */
+	snprintf(fx.node_fp.topology, sizeof(fx.node_fp.topology), "zone=a");
+	mount_job(&alloc1, 1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	unmount_job("a1", &alloc1, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	/* Only zone b asked: the plugin cannot (RESOURCE_EXHAUSTED, which
+	 * CSI has the caller retry once the cause is gone). */
+	s.id = "other";
+	s.nrequisite = 1;
+	volmgr_create(fx.vm, &s, done, (void *)3);
+	ck_assert_int_eq(wait_job(3), VOLMGR_RETRY);
+	ck_assert_msg(strstr(fx.why[3], "none of the requisite topologies") !=
+	    NULL, "why: %s", fx.why[3]);
+	berth__volume__free_unpacked(kept, NULL);
+	kept = NULL;
+}
+END_TEST
+
+/* Creating a volume of a CSI 1.5 mode with a node that does not take it. */
+START_TEST(test_create_csi15_mode_refused)
+{
+	struct volmgr_spec s = spec();
+
+	fx.registered = false;
+	start(NULL, NULL);
+	s.access = SNSW;
+	volmgr_create(fx.vm, &s, done, (void *)0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_FAILED);
+	ck_assert_msg(strstr(fx.why[0], "SINGLE_NODE_MULTI_WRITER") != NULL,
+	    "why: %s", fx.why[0]);
+	ck_assert(!fx.registered);
+	fx.node_fp.single_node_multi_writer = true;
+	volmgr_create(fx.vm, &s, done, (void *)1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	ck_assert(fx.registered);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -2112,5 +2335,10 @@ main(void)
 	tcase_add_test(tc, test_stats_slow_plugin_no_pile_up);
 	tcase_add_test(tc, test_stats_not_advertised);
 	tcase_add_test(tc, test_stats_of_a_volume_known_from_records);
+	tcase_add_test(tc, test_csi15_mode_needs_the_node_capability);
+	tcase_add_test(tc, test_topology_mismatch_refused);
+	tcase_add_test(tc, test_max_volumes_waits);
+	tcase_add_test(tc, test_create_passes_topology);
+	tcase_add_test(tc, test_create_csi15_mode_refused);
 	return harness_run("volmgr", tc);
 }

@@ -283,6 +283,8 @@ START_TEST(identity_and_fingerprint)
 	    NODE(VOLUME_CONDITION)));
 	ck_assert(csi_node_has_rpc(nc,
 	    NODE(VOLUME_MOUNT_GROUP)));
+	ck_assert(csi_node_has_rpc(nc,
+	    NODE(SINGLE_NODE_MULTI_WRITER)));
 	protobuf_c_message_free_unpacked(&nc->base, NULL);
 
 	cc = (void *)call(CSI_CONTROLLER_GET_CAPABILITIES, &ccaps.base, CSI_OK,
@@ -732,9 +734,9 @@ START_TEST(unknown_capabilities_are_tolerated)
 	plugin_start(args);
 	nc = (void *)call(CSI_NODE_GET_CAPABILITIES, &ncaps.base, CSI_OK, NULL);
 	/* An unknown rpc, a type not set, and the sample plugin's own
-	 * four: stage, volume stats, volume condition and the mount
-	 * group. */
-	ck_assert_uint_eq(nc->n_capabilities, 6);
+	 * five: stage, volume stats, volume condition, the mount group
+	 * and single-node multi-writer. */
+	ck_assert_uint_eq(nc->n_capabilities, 7);
 	/* The unknown value is kept as a number, not turned into UNKNOWN. */
 	ck_assert_int_eq(nc->capabilities[0]->rpc->type, 1000);
 	ck_assert_int_eq(nc->capabilities[1]->type_case,

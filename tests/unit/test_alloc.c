@@ -627,8 +627,9 @@ START_TEST(volume_refusals)
 	    "'access_mode':'single-node','attachment_mode':'file-system'}}"),
 	    "volumes.v.access_mode: must be one of \"single-node-reader-only\", "
 	    "\"single-node-writer\", \"multi-node-reader-only\", "
-	    "\"multi-node-single-writer\", \"multi-node-multi-writer\", not "
-	    "\"single-node\"");
+	    "\"multi-node-single-writer\", \"multi-node-multi-writer\", "
+	    "\"single-node-single-writer\", \"single-node-multi-writer\", "
+	    "not \"single-node\"");
 	refused(DOC(TASK(""), ",'volumes':{'v':{'type':'csi','source':'s',"
 	    "'access_mode':'single-node-writer','attachment_mode':'block'}}"),
 	    "volumes.v.attachment_mode: must be one of \"file-system\", "
@@ -1266,6 +1267,105 @@ START_TEST(volume_spec_refusals)
 }
 END_TEST
 
+/* CSI 1.5's two modes, in an alloc and a volume document. */
+START_TEST(csi15_access_modes_read)
+{
+	struct alloc_problems p;
+	struct alloc_volume_spec *s;
+	struct alloc *a;
+
+	a = parse_ok(DOC(TASK(""), ",'volumes':{'v':{'type':'csi',"
+	    "'source':'s1','access_mode':'single-node-single-writer',"
+	    "'attachment_mode':'file-system'},'w':{'type':'csi','source':"
+	    "'s2','access_mode':'single-node-multi-writer','attachment_mode':"
+	    "'file-system','read_only':true}}"));
+	ck_assert_int_eq(a->volumes[0].access_mode,
+	    BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_SINGLE_WRITER);
+	ck_assert_int_eq(a->volumes[1].access_mode,
+	    BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_MULTI_WRITER);
+	ck_assert(a->volumes[1].read_only);
+	alloc_free(a);
+	ck_assert_str_eq(alloc_access_mode_name(
+	    BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_MULTI_WRITER),
+	    "single-node-multi-writer");
+
+	s = spec_parse("{'plugin_id':'hp','access_mode':"
+	    "'single-node-single-writer'}", true, &p);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_int_eq(s->vol.access_mode,
+	    BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_SINGLE_WRITER);
+	alloc_volume_spec_free(s);
+	alloc_problems_free(&p);
+}
+END_TEST
+
+START_TEST(topology_request_read_back)
+{
+	struct alloc_problems p;
+	struct alloc_volume_spec *s;
+
+	s = spec_parse("{'plugin_id':'hp','access_mode':'single-node-writer',"
+	    "'topology_request':{'required':[{'segments':{'zone':'a',"
+	    "'rack':'r1'}},{'segments':{'zone':'b'}}],"
+	    "'preferred':[{'segments':{'zone':'b'}}]}}", true, &p);
+	if (s == NULL)
+		dump(&p);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(s->nrequisite, 2);
+	ck_assert_uint_eq(s->requisite[0].nseg, 2);
+	ck_assert_str_eq(s->requisite[0].seg[0].key, "zone");
+	ck_assert_str_eq(s->requisite[0].seg[0].value, "a");
+	ck_assert_str_eq(s->requisite[0].seg[1].key, "rack");
+	ck_assert_str_eq(s->requisite[0].seg[1].value, "r1");
+	ck_assert_str_eq(s->requisite[1].seg[0].value, "b");
+	ck_assert_uint_eq(s->npreferred, 1);
+	ck_assert_str_eq(s->preferred[0].seg[0].value, "b");
+	alloc_volume_spec_free(s);
+	alloc_problems_free(&p);
+
+	/* Register: where the volume is. */
+	s = spec_parse("{'plugin_id':'hp','access_mode':'single-node-writer',"
+	    "'topology_request':{'required':[{'segments':{'zone':'c'}}]}}",
+	    false, &p);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_uint_eq(s->nrequisite, 1);
+	ck_assert_str_eq(s->requisite[0].seg[0].value, "c");
+	alloc_volume_spec_free(s);
+	alloc_problems_free(&p);
+}
+END_TEST
+
+START_TEST(topology_request_refusals)
+{
+	struct alloc_problems p;
+
+	ck_assert_ptr_null(spec_parse("{'plugin_id':'hp','access_mode':"
+	    "'single-node-writer','topology_request':{'required':"
+	    "[{'segments':{}},{'zone':'a'},{'segments':{'z':1}}],"
+	    "'wanted':[]}}", true, &p));
+	ck_assert(has_problem(&p, "topology_request.required[0].segments: "
+	    "must name at least one segment"));
+	ck_assert(has_problem(&p, "topology_request.required[1].zone: "
+	    "unknown field; remove it"));
+	ck_assert(has_problem(&p, "topology_request.required[1].segments: "
+	    "is required"));
+	ck_assert(has_problem(&p, "topology_request.required[2].segments.z: "
+	    "must be a string, not a number"));
+	ck_assert(has_problem(&p, "topology_request.wanted: unknown field; "
+	    "remove it"));
+	alloc_problems_free(&p);
+
+	/* Register says where the volume is: nothing to prefer. */
+	ck_assert_ptr_null(spec_parse("{'plugin_id':'hp','access_mode':"
+	    "'single-node-writer','topology_request':{'preferred':[]}}",
+	    false, &p));
+	ck_assert(has_problem(&p, "topology_request.preferred: unknown "
+	    "field; remove it"));
+	ck_assert(has_problem(&p, "topology_request.required: is required"));
+	alloc_problems_free(&p);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1297,5 +1397,8 @@ main(void)
 	tcase_add_test(tc, files);
 	tcase_add_test(tc, volume_spec_read_back);
 	tcase_add_test(tc, volume_spec_refusals);
+	tcase_add_test(tc, csi15_access_modes_read);
+	tcase_add_test(tc, topology_request_read_back);
+	tcase_add_test(tc, topology_request_refusals);
 	return harness_run("alloc", tc);
 }
