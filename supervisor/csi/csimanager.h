@@ -47,6 +47,11 @@ struct csi_fingerprint {
 	bool mount_group;		/* VOLUME_MOUNT_GROUP: takes a gid */
 	/* controller */
 	bool create_delete, publish_unpublish;
+	/* EXPAND_VOLUME of this instance's service (controller or node),
+	 * and the plugin's VolumeExpansion (ONLINE, OFFLINE, or UNKNOWN:
+	 * none) */
+	bool expand;
+	int expansion;
 };
 
 /*
