@@ -62,6 +62,7 @@ row_volume(struct arena *a, sqlite3_stmt *st)
 		v->mount_flags = spec->mount_flags;
 		v->n_secrets = spec->n_secrets;
 		v->secrets = spec->secrets;
+		v->capacity_bytes = spec->capacity_bytes;
 	} else {
 		log_warnx("row_volume: volume %s/%s has an unreadable spec",
 		    v->namespace_, v->id);
@@ -166,6 +167,7 @@ claims_put_volume(struct registry *r, struct op *op)
 	spec.mount_flags = in->mount_flags;
 	spec.n_secrets = in->n_secrets;
 	spec.secrets = in->secrets;
+	spec.capacity_bytes = in->capacity_bytes;
 	if (external_taken(r, op, in) != 0)
 		return -1;
 	len = berth__volume__get_packed_size(&spec);

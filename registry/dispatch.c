@@ -192,6 +192,9 @@ check_volume(struct check *ck, const Berth__Volume *v)
 		if (!text(ck, "secret call", v->secrets[i]->key, REG_TEXT_MAX,
 		    false) || !ident(ck, "secret name", v->secrets[i]->value))
 			return false;
+	if (v->capacity_bytes < 0)
+		return bad(ck, "capacity_bytes %lld is negative",
+		    (long long)v->capacity_bytes);
 	/* With its claims, a volume must still fit one reply. */
 	if (berth__volume__get_packed_size(v) > REG_BLOB_MAX)
 		return bad(ck, "the volume record is %zu bytes, over the "
