@@ -74,7 +74,7 @@ struct vpub {
 TAILQ_HEAD(vpub_list, vpub);
 
 enum unit_kind { U_MOUNT, U_UNMOUNT, U_BIND, U_UNBIND, U_REGISTER,
-	U_CREATE, U_DELETE };
+	U_CREATE, U_DELETE, U_EXPAND };
 
 /* Mounting one volume: each state names the call the unit waits on. */
 enum mount_state {
@@ -117,6 +117,9 @@ enum op_state {
 	OS_DELETE,		/* DeleteVolume on the plugin */
 	OS_FORGET,		/* DeleteVolume in the registry; then done */
 	OS_PUT,			/* PutVolume; then done */
+	OS_CEXPAND,		/* ControllerExpandVolume */
+	OS_NEXPAND,		/* NodeExpandVolume, one path at a time */
+	OS_REREAD,		/* GetVolume, to keep the new capacity */
 };
 
 /*
@@ -157,6 +160,11 @@ struct unit {
 	char *created_id;
 	struct kvs created_ctx;		/* the volume context to keep */
 	struct kvs srefs;		/* the volume's secret references */
+	/* U_EXPAND (volmgr_expand.c); the range asked is in spec */
+	int64_t expand_capacity;	/* as the plugin said it; 0 not */
+	size_t expand_next;		/* the next published path */
+	bool expand_ctl, expand_node;	/* controller expanded; node next */
+	char expand_plugin[BERTH_IDENT_MAX + 1];
 };
 
 struct job {
@@ -190,6 +198,10 @@ struct volmgr {
 };
 
 /* volmgr.c: units and jobs */
+/* An operator's job of one unit on ns/id, with a copy of s (or none). */
+void operator_job(struct volmgr *vm, enum unit_kind kind,
+    const struct volmgr_spec *s, const char *ns, const char *id,
+    volmgr_cb cb, void *arg);
 /* Start the job, or queue it until the records are read. */
 void volmgr_job_go(struct job *j);
 void unit_step(struct unit *u, const struct vreply *r);
@@ -314,6 +326,7 @@ void unbind_step(struct unit *u, const struct vreply *r);
 void register_step(struct unit *u, const struct vreply *r);
 void create_step(struct unit *u, const struct vreply *r);
 void delete_step(struct unit *u, const struct vreply *r);
+void expand_step(struct unit *u, const struct vreply *r);
 void spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s);
 void spec_free(struct volmgr_spec *s);
 
