@@ -950,13 +950,18 @@ START_TEST(strict_optional_fields_left_out)
 	ck_assert_msg(info->n_manifest == 0, "a manifest");
 	protobuf_c_message_free_unpacked(&info->base, NULL);
 
-	/* The services it has; no topology, since it reports none. */
+	/* The services it has, no topology since it reports none, and
+	 * ONLINE expansion. */
 	caps = call_ok(fx.conn, CSI_GET_PLUGIN_CAPABILITIES, &caps_rq.base);
-	ck_assert_int_eq(caps->n_capabilities, 1);
+	ck_assert_int_eq(caps->n_capabilities, 2);
 	ck_assert_int_eq(caps->capabilities[0]->type_case,
 	    CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE);
 	ck_assert_int_eq(caps->capabilities[0]->service->type,
 	    CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE);
+	ck_assert_int_eq(caps->capabilities[1]->type_case,
+	    CSI__V1__PLUGIN_CAPABILITY__TYPE_VOLUME_EXPANSION);
+	ck_assert_int_eq(caps->capabilities[1]->volume_expansion->type,
+	    CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__ONLINE);
 	protobuf_c_message_free_unpacked(&caps->base, NULL);
 
 	probe = call_ok(fx.conn, CSI_PROBE, &probe_rq.base);
