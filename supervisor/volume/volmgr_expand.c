@@ -210,6 +210,12 @@ expansion_allowed(struct unit *u, const Berth__VolumeReply *vr,
 	const char *plugin = vr->volume->plugin_id;
 	int mode = ctl->fp != NULL ? ctl->fp->expansion : 0;
 
+	if (!ctl_expand && ctl->fp == NULL) {
+		unit_fail(u, VOLMGR_RETRY, "plugin %s: no healthy controller "
+		    "or node instance to ask", plugin);
+		unit_end(u);
+		return false;
+	}
 	if (!ctl_expand && !node_expand) {
 		unit_fail(u, VOLMGR_FAILED, "plugin %s advertises "
 		    "EXPAND_VOLUME on neither its controller nor its node "
@@ -324,5 +330,11 @@ volmgr_expand(struct volmgr *vm, const char *ns, const char *id,
 	struct volmgr_spec s = { .ns = ns, .id = id, .capacity_min =
 	    min_bytes, .capacity_max = max_bytes };
 
+	/* The paths to expand at are the records': wait for them. */
+	if (!vm->ready) {
+		cb(VOLMGR_RETRY, "the volume manager is still reading its mount "
+		    "records; ask again", arg);
+		return;
+	}
 	operator_job(vm, U_EXPAND, &s, ns, id, cb, arg);
 }

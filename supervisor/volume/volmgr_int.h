@@ -6,9 +6,10 @@
  * mounter, or the plugin over CSI, volmgr_calls.c) and its reply comes
  * back to the unit's step function as an argument (struct vreply). The
  * units: mounting one volume of an alloc and binding it into a task
- * (volmgr_mount.c), taking it back (volmgr_unmount.c), and the
- * operator's register, create and delete (volmgr_operator.c); what they
- * ask a plugin is built and addressed by volmgr_plugins.c. What an alloc
+ * (volmgr_mount.c), taking it back (volmgr_unmount.c), the operator's
+ * register, create and delete (volmgr_operator.c) and expansion
+ * (volmgr_expand.c); what they ask a plugin is built and addressed by
+ * volmgr_plugins.c. What an alloc
  * uses is kept in pubs (volmgr_pubs.c), mirrored by the registry's mount
  * records (volmgr_records.c). Apart from the units, volmgr_stats.c asks
  * the node plugins how each volume in use is doing.
