@@ -149,7 +149,7 @@ int
 claims_put_volume(struct registry *r, struct op *op)
 {
 	const Berth__Volume *in = op->req->put_volume->volume;
-	Berth__Volume spec = BERTH__VOLUME__INIT, *out;
+	Berth__Volume spec = BERTH__VOLUME__INIT, *out, *was;
 	Berth__VolumeReply *vr;
 	Berth__Envelope *rep;
 	sqlite3_stmt *st;
@@ -170,6 +170,14 @@ claims_put_volume(struct registry *r, struct op *op)
 	spec.capacity_bytes = in->capacity_bytes;
 	if (external_taken(r, op, in) != 0)
 		return -1;
+	/* A put that says no capacity (a register again) keeps the one an
+	 * expansion set. */
+	if (spec.capacity_bytes == 0) {
+		if ((rc = find_volume(r, op, in->namespace_, in->id, &was)) < 0)
+			return -1;
+		if (rc == 1)
+			spec.capacity_bytes = was->capacity_bytes;
+	}
 	len = berth__volume__get_packed_size(&spec);
 	buf = arena_alloc(&op->arena, len);
 	berth__volume__pack(&spec, buf);
