@@ -126,8 +126,10 @@ shows_volume(int vol, const char *rpc, const char *field, const char *path,
 	}
 	if ((fd = tree_open(AT_FDCWD, path, O_PATH | O_DIRECTORY, 0)) < 0) {
 		reply_error(r, fd == -ENOENT ? GRPC_STATUS_NOT_FOUND :
-		    GRPC_STATUS_INTERNAL, "%s: %s %s: %s (a symlink is never "
-		    "followed)", rpc, field, path, strerror(-fd));
+		    fd == -ENOTDIR || fd == -ELOOP || fd == -EXDEV ?
+		    GRPC_STATUS_PERMISSION_DENIED : GRPC_STATUS_INTERNAL,
+		    "%s: %s %s: %s (a symlink is never followed)", rpc, field,
+		    path, strerror(-fd));
 		return false;
 	}
 	if (fstat(fd, &a) < 0 || fstat(vol, &b) < 0 || a.st_dev != b.st_dev ||
