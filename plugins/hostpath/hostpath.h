@@ -9,7 +9,8 @@
  * write: one staging path per volume, volume directories 0755 of its own
  * user, its endpoint from --endpoint only, no optional reply field. In
  * both modes it advertises VOLUME_MOUNT_GROUP and gives a volume's root
- * to the group a stage or publish names (node.c). It
+ * to the group a stage or publish names (node.c), and ONLINE expansion
+ * (OFFLINE with --expand-offline; expand.c). It
  * must not be mistaken for storage: it has no capacity accounting, and it
  * trusts whoever can reach its socket, as every CSI plugin does.
  */
