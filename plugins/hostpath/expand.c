@@ -120,8 +120,8 @@ shows_volume(int vol, const char *rpc, const char *field, const char *path,
 	int fd;
 
 	if (path == NULL || path[0] != '/') {
-		reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, "%s: %s must be an "
-		    "absolute path", rpc, field);
+		reply_error(r, GRPC_STATUS_INVALID_ARGUMENT, "%s: %s must be "
+		    "an absolute path", rpc, field);
 		return false;
 	}
 	if ((fd = tree_open(AT_FDCWD, path, O_PATH | O_DIRECTORY, 0)) < 0) {

@@ -816,8 +816,8 @@ csi_controller_has_rpc(const Csi__V1__ControllerGetCapabilitiesResponse *r,
 Csi__V1__PluginCapability__VolumeExpansion__Type
 csi_plugin_expansion(const Csi__V1__GetPluginCapabilitiesResponse *r)
 {
-	Csi__V1__PluginCapability__VolumeExpansion__Type t =
-	    CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__UNKNOWN;
+#define EXP(t)	CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__##t
+	Csi__V1__PluginCapability__VolumeExpansion__Type t = EXP(UNKNOWN);
 	size_t i;
 
 	for (i = 0; r != NULL && i < r->n_capabilities; i++) {
@@ -825,17 +825,14 @@ csi_plugin_expansion(const Csi__V1__GetPluginCapabilitiesResponse *r)
 		    CSI__V1__PLUGIN_CAPABILITY__TYPE_VOLUME_EXPANSION ||
 		    r->capabilities[i]->volume_expansion == NULL)
 			continue;
-		switch (r->capabilities[i]->volume_expansion->type) {
-		case CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__ONLINE:
-			return CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__ONLINE;
-		case CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__OFFLINE:
-			t = CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__OFFLINE;
-			break;
-		default:
-			break;	/* a type this berth does not know */
-		}
+		/* A type this berth does not know is no expansion. */
+		if (r->capabilities[i]->volume_expansion->type == EXP(ONLINE))
+			return EXP(ONLINE);
+		if (r->capabilities[i]->volume_expansion->type == EXP(OFFLINE))
+			t = EXP(OFFLINE);
 	}
 	return t;
+#undef EXP
 }
 
 static const char *

@@ -181,9 +181,10 @@ static void
 controller_expanded(struct unit *u, const ProtobufCMessage *reply)
 {
 	const Csi__V1__ControllerExpandVolumeResponse *r = (const void *)reply;
+	const struct volmgr_spec *s = &u->spec;
 
-	if (r == NULL || r->capacity_bytes < u->spec.capacity_min ||
-	    (u->spec.capacity_max > 0 && r->capacity_bytes > u->spec.capacity_max)) {
+	if (r == NULL || r->capacity_bytes < s->capacity_min ||
+	    (s->capacity_max > 0 && r->capacity_bytes > s->capacity_max)) {
 		unit_fail(u, VOLMGR_FAILED, "ControllerExpandVolume: the "
 		    "plugin answered %" PRId64 " bytes, outside the range "
 		    "asked", r != NULL ? r->capacity_bytes : 0);
@@ -293,6 +294,7 @@ void
 expand_step(struct unit *u, const struct vreply *r)
 {
 	char done[96];
+	size_t n;
 
 	switch (u->st.op) {
 	case OS_START:
@@ -317,6 +319,11 @@ expand_step(struct unit *u, const struct vreply *r)
 			snprintf(done, sizeof(done), "expanded to %" PRId64
 			    " bytes", u->expand_capacity);
 			unit_event(u, "VolumeExpanded", u->expand_plugin, done);
+			/* expand_next went one past the last path. */
+			n = u->expand_next > 0 ? u->expand_next - 1 : 0;
+			log_info("volmgr: volume %s/%s %s (by %sthe node at "
+			    "%zu path%s)", u->ns, u->vol, done, u->expand_ctl ?
+			    "the controller, and " : "", n, n == 1 ? "" : "s");
 		}
 		unit_end(u);
 		break;
@@ -332,8 +339,8 @@ volmgr_expand(struct volmgr *vm, const char *ns, const char *id,
 
 	/* The paths to expand at are the records': wait for them. */
 	if (!vm->ready) {
-		cb(VOLMGR_RETRY, "the volume manager is still reading its mount "
-		    "records; ask again", arg);
+		cb(VOLMGR_RETRY, "the volume manager is still reading its "
+		    "mount records; ask again", arg);
 		return;
 	}
 	operator_job(vm, U_EXPAND, &s, ns, id, cb, arg);

@@ -164,7 +164,8 @@ struct unit {
 	/* U_EXPAND (volmgr_expand.c); the range asked is in spec */
 	int64_t expand_capacity;	/* as the plugin said it; 0 not */
 	size_t expand_next;		/* the next published path */
-	bool expand_ctl, expand_node;	/* controller expanded; node next */
+	bool expand_ctl;		/* the controller expanded it */
+	bool expand_node;		/* NodeExpandVolume next */
 	char expand_plugin[BERTH_IDENT_MAX + 1];
 };
 

@@ -414,6 +414,7 @@ main(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, a_volume_in_use_expands);
-	tcase_add_test(tc, an_offline_plugin_is_refused_while_the_volume_is_claimed);
+	tcase_add_test(tc,
+	    an_offline_plugin_is_refused_while_the_volume_is_claimed);
 	return harness_run("expand", tc);
 }

@@ -1130,7 +1130,8 @@ START_TEST(a_volume_capacity_is_kept)
 	rt_done(&r);
 	v.capacity_bytes = -1;
 	RT(&t, r, regclient_put_volume(t.rc, &v, rt_cb, &r));
-	must_fail(&r, BERTH__ERROR_CODE__ERROR_BAD_REQUEST, "negative capacity");
+	must_fail(&r, BERTH__ERROR_CODE__ERROR_BAD_REQUEST,
+	    "negative capacity");
 	rt_done(&r);
 	ck_assert_int_eq(get_vol(&t, &r, "cap")->capacity_bytes, 2097152);
 	rt_done(&r);
