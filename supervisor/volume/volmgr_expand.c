@@ -69,9 +69,9 @@ put_capacity(struct unit *u, const Berth__VolumeReply *vr)
 		return;
 	}
 	v = *vr->volume;
-	v.capacity_bytes = u->expand_capacity > 0 ? u->expand_capacity :
+	v.capacity_bytes = u->capacity > 0 ? u->capacity :
 	    u->spec.capacity_min;
-	u->expand_capacity = v.capacity_bytes;
+	u->capacity = v.capacity_bytes;
 	u->st.op = OS_PUT;
 	call_registry(u, regclient_put_volume(u->job->vm->d.registry, &v,
 	    on_registry, reg_ticket(u)));
@@ -141,8 +141,8 @@ node_expanded(struct unit *u, const ProtobufCMessage *reply)
 
 	/* Optional: the controller's word, when there was one, stands. */
 	if (!u->expand_ctl && r != NULL && r->capacity_bytes >
-	    u->expand_capacity)
-		u->expand_capacity = r->capacity_bytes;
+	    u->capacity)
+		u->capacity = r->capacity_bytes;
 	node_next(u);
 }
 
@@ -191,7 +191,7 @@ controller_expanded(struct unit *u, const ProtobufCMessage *reply)
 		unit_end(u);
 		return;
 	}
-	u->expand_capacity = r->capacity_bytes;
+	u->capacity = r->capacity_bytes;
 	u->expand_node = r->node_expansion_required;
 	node_next(u);
 }
@@ -317,7 +317,7 @@ expand_step(struct unit *u, const struct vreply *r)
 	default:
 		if (u->st.op == OS_PUT) {
 			snprintf(done, sizeof(done), "expanded to %" PRId64
-			    " bytes", u->expand_capacity);
+			    " bytes", u->capacity);
 			unit_event(u, "VolumeExpanded", u->expand_plugin, done);
 			/* expand_next went one past the last path. */
 			n = u->expand_next > 0 ? u->expand_next - 1 : 0;

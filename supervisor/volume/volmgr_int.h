@@ -161,8 +161,10 @@ struct unit {
 	char *created_id;
 	struct kvs created_ctx;		/* the volume context to keep */
 	struct kvs srefs;		/* the volume's secret references */
-	/* U_EXPAND (volmgr_expand.c); the range asked is in spec */
-	int64_t expand_capacity;	/* as the plugin said it; 0 not */
+	/* U_CREATE, U_EXPAND: the capacity as the plugin said it, 0 not
+	 * (kept with the volume); the range asked is in spec */
+	int64_t capacity;
+	/* U_EXPAND (volmgr_expand.c) */
 	size_t expand_next;		/* the next published path */
 	bool expand_ctl;		/* the controller expanded it */
 	bool expand_node;		/* NodeExpandVolume next */

@@ -407,6 +407,36 @@ START_TEST(an_offline_plugin_is_refused_while_the_volume_is_claimed)
 }
 END_TEST
 
+/*
+ * A plugin that says the capacity at create (the lenient sample plugin
+ * does; strict, it leaves the optional field out): it shows at once,
+ * and an expansion of a volume in use nowhere replaces it.
+ */
+START_TEST(a_created_volume_shows_its_capacity)
+{
+	char out[8192], got[4096];
+	struct berth b;
+
+	berth_setup(&b, "");
+	put_secret(&b, "key=lenient\n");
+	berth_start(&b);
+	plugin_up(&b);
+	create_volume(&b, "cr");
+	ck_assert_int_eq(capacity(&b, "cr"), MIB);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "volume", "status",
+	    "cr", NULL), 0);
+	ck_assert_msg(strstr(out, "1048576") != NULL, "%s", out);
+	ck_assert_msg(expand(&b, "cr", "{\"capacity_min\": 5242880}", out,
+	    sizeof(out)) == 200, "expand: %s; log:\n%s", out, b.sv.log);
+	ck_assert_int_eq(capacity(&b, "cr"), 5 * MIB);
+	received(&b, "NodeExpandVolume", "cr", got, sizeof(got));
+	ck_assert_str_eq(got, "");
+	stop_alloc(&b, "plugin");
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -416,5 +446,6 @@ main(void)
 	tcase_add_test(tc, a_volume_in_use_expands);
 	tcase_add_test(tc,
 	    an_offline_plugin_is_refused_while_the_volume_is_claimed);
+	tcase_add_test(tc, a_created_volume_shows_its_capacity);
 	return harness_run("expand", tc);
 }
