@@ -2,7 +2,7 @@
  * berthctl: the command line over berth's operator API (api.sock).
  *
  * Nouns and verbs, as in nomad's CLI: status; version; plugin
- * list|status; volume list|status|register|create|delete; alloc
+ * list|status; volume list|status|register|create|delete|expand; alloc
  * run|stop|list|status|logs; driver list; device list; events [-f]. Tables
  * for people by default, the API's JSON with --json for scripts; help
  * for each command on stdout (help NOUN [VERB], or --help, -h).
@@ -18,6 +18,7 @@
 #include <signal.h>
 #include <stdarg.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -67,7 +68,7 @@ static bool json_out;
 static int64_t wait_timeout_ms = 120 * 1000;
 static bool opt_wait, opt_wait_healthy, opt_follow, opt_force, opt_disable;
 static bool opt_stderr;
-/* A command's second argument ("ID TASK"), or NULL. */
+/* A command's second argument ("ID TASK", "ID SIZE"), or NULL. */
 static const char *arg2;
 static unsigned long long opt_index;
 /* What an error answer is about: "allocation", "web". */
@@ -616,6 +617,9 @@ show_volume(json_t *v)
 	    '\0' ? str(mo, "fs_type") : "-");
 	table_row(&t, "Mount flags", num(mo, "mount_flags_count", n,
 	    sizeof(n)));
+	table_row(&t, "Capacity", json_integer_value(json_object_get(v,
+	    "capacity_bytes")) > 0 ? num(v, "capacity_bytes", n, sizeof(n)) :
+	    "not known");
 	json_object_foreach(json_object_get(v, "context"), key, c) {
 		snprintf(line, sizeof(line), "Context %s", key);
 		table_row(&t, line, json_string_value(c));
@@ -705,6 +709,63 @@ volume_put(const char *file, bool create)
 	json_decref(doc);
 	volume_done(must("PUT", path, body, len));
 	free(body);
+}
+
+/* SIZE: bytes, or a number with K, M, G or T (powers of 1024; "KiB",
+ * "Gi" and "G" alike). */
+static int64_t
+parse_size(const char *s)
+{
+	static const char units[] = "KMGT";
+	const char *u;
+	unsigned long long n;
+	char *end;
+	int shift = 0;
+
+	errno = 0;
+	n = strtoull(s, &end, 10);
+	if (end != s && *end != '\0' && (u = strchr(units, *end)) != NULL) {
+		shift = 10 * (int)(u - units + 1);
+		end++;
+		if (*end == 'i')
+			end++;
+		if (*end == 'B')
+			end++;
+	}
+	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0 || n == 0 ||
+	    n > (unsigned long long)INT64_MAX >> shift)
+		die(EXIT_USAGE, "volume expand: \"%s\" is not a size (a "
+		    "positive number of bytes, or with K, M, G or T: 2G)", s);
+	return (int64_t)(n << shift);
+}
+
+/* The answer shows the capacity the volume has now. */
+static void
+cmd_volume_expand(const char *id)
+{
+	char path[512], *body;
+	json_t *j;
+
+	volume_subject(id);
+	j = json_pack("{s:I}", "capacity_min", (json_int_t)parse_size(
+	    arg2));
+	body = json_dumps(j, 0);
+	json_decref(j);
+	j = must("PUT", path_of(path, sizeof(path), "/v1/volume/%s/expand",
+	    id), body, strlen(body));
+	free(body);
+	if (json_out) {
+		print_json(j);
+		json_decref(j);
+		return;
+	}
+	json_decref(j);
+	j = must("GET", path_of(path, sizeof(path), "/v1/volume/%s", id),
+	    NULL, 0);
+	printf("volume %s/%s expanded: capacity %lld bytes\n", str(j,
+	    "namespace"), str(j, "id"), (long long)json_integer_value(
+	    json_object_get(j, "capacity_bytes")));
+	json_decref(j);
 }
 
 static void
@@ -1295,6 +1356,14 @@ static const struct cmd cmds[] = {
 	"Delete a volume of the namespace \"default\" through its\n"
 	"controller plugin, and deregister it. A claimed volume is refused.\n",
 	cmd_volume_delete },
+	{ "volume", "expand", "ID SIZE", NULL, 0,
+	"give a volume more room through its plugin",
+	"Expand a volume of the namespace \"default\" to at least SIZE\n"
+	"(bytes, or with K, M, G or T, powers of 1024: 2G) through its\n"
+	"controller plugin, then on every path it is published at on this\n"
+	"node, and keep the capacity the plugin gives. A plugin that expands\n"
+	"only offline is refused while the volume is claimed.\n",
+	cmd_volume_expand },
 	{ "alloc", "run", "FILE", "[--wait [--timeout D]]", O_WAIT | O_TIMEOUT,
 	"submit an allocation; --wait waits until it runs",
 	"Submit the allocation document FILE (JSON; - reads standard\n"
@@ -1563,7 +1632,8 @@ check(const struct cmd *c, char **rest, int nrest, int given)
 	    ident_problem(rest[0], strlen(rest[0]))) != NULL)
 		usage_error(c->noun, "%s: \"%s\" is not an id: it %s", cmd,
 		    rest[0], why);
-	if (second != NULL && (why = ident_problem(rest[1],
+	if (second != NULL && strcmp(second, "TASK") == 0 &&
+	    (why = ident_problem(rest[1],
 	    strlen(rest[1]))) != NULL)
 		usage_error(c->noun, "%s: \"%s\" is not a task name: it %s",
 		    cmd, rest[1], why);

@@ -74,6 +74,7 @@ row_volume(struct arena *a, sqlite3_stmt *st)
 		v->preferred = spec->preferred;
 		v->n_accessible_topology = spec->n_accessible_topology;
 		v->accessible_topology = spec->accessible_topology;
+		v->capacity_bytes = spec->capacity_bytes;
 	} else {
 		log_warnx("row_volume: volume %s/%s has an unreadable spec",
 		    v->namespace_, v->id);
@@ -160,7 +161,7 @@ int
 claims_put_volume(struct registry *r, struct op *op)
 {
 	const Berth__Volume *in = op->req->put_volume->volume;
-	Berth__Volume spec = BERTH__VOLUME__INIT, *out;
+	Berth__Volume spec = BERTH__VOLUME__INIT, *out, *was;
 	Berth__VolumeReply *vr;
 	Berth__Envelope *rep;
 	sqlite3_stmt *st;
@@ -184,8 +185,17 @@ claims_put_volume(struct registry *r, struct op *op)
 	spec.preferred = in->preferred;
 	spec.n_accessible_topology = in->n_accessible_topology;
 	spec.accessible_topology = in->accessible_topology;
+	spec.capacity_bytes = in->capacity_bytes;
 	if (external_taken(r, op, in) != 0)
 		return -1;
+	/* A put that says no capacity (a register again) keeps the one an
+	 * expansion set. */
+	if (spec.capacity_bytes == 0) {
+		if ((rc = find_volume(r, op, in->namespace_, in->id, &was)) < 0)
+			return -1;
+		if (rc == 1)
+			spec.capacity_bytes = was->capacity_bytes;
+	}
 	len = berth__volume__get_packed_size(&spec);
 	buf = arena_alloc(&op->arena, len);
 	berth__volume__pack(&spec, buf);

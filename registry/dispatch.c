@@ -218,6 +218,9 @@ check_volume(struct check *ck, const Berth__Volume *v)
 	    !topologies(ck, "accessible_topology", v->accessible_topology,
 	    v->n_accessible_topology))
 		return false;
+	if (v->capacity_bytes < 0)
+		return bad(ck, "capacity_bytes %lld is negative",
+		    (long long)v->capacity_bytes);
 	/* With its claims, a volume must still fit one reply. */
 	if (berth__volume__get_packed_size(v) > REG_BLOB_MAX)
 		return bad(ck, "the volume record is %zu bytes, over the "

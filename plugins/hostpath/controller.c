@@ -249,11 +249,11 @@ controller_get_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 {
 	Csi__V1__ControllerGetCapabilitiesResponse out =
 	    CSI__V1__CONTROLLER_GET_CAPABILITIES_RESPONSE__INIT;
-	Csi__V1__ControllerServiceCapability caps[3], *list[3];
-	Csi__V1__ControllerServiceCapability__RPC rpc[3];
+	Csi__V1__ControllerServiceCapability caps[4], *list[4];
+	Csi__V1__ControllerServiceCapability__RPC rpc[4];
 	size_t i;
 
-	for (i = 0; i < 3; i++) {
+	for (i = 0; i < 4; i++) {
 		csi__v1__controller_service_capability__init(&caps[i]);
 		csi__v1__controller_service_capability__rpc__init(&rpc[i]);
 		caps[i].type_case =
@@ -263,12 +263,14 @@ controller_get_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 	}
 	rpc[0].type =
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_VOLUME;
-	out.n_capabilities = 1;
+	rpc[1].type =
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME;
+	out.n_capabilities = 2;
 	if (hp->fault_unknown_caps) {
-		rpc[1].type = HOSTPATH_UNKNOWN_CAP;
-		caps[2].type_case =
+		rpc[2].type = HOSTPATH_UNKNOWN_CAP;
+		caps[3].type_case =
 		    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__TYPE__NOT_SET;
-		out.n_capabilities = 3;
+		out.n_capabilities = 4;
 	}
 	out.capabilities = list;
 	reply_ok(r, &out.base);

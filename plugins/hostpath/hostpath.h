@@ -9,7 +9,8 @@
  * write: one staging path per volume, volume directories 0755 of its own
  * user, its endpoint from --endpoint only, no optional reply field. In
  * both modes it advertises VOLUME_MOUNT_GROUP and gives a volume's root
- * to the group a stage or publish names (node.c). It
+ * to the group a stage or publish names (node.c), and ONLINE expansion
+ * (OFFLINE with --expand-offline; expand.c). It
  * must not be mistaken for storage: it has no capacity accounting, and it
  * trusts whoever can reach its socket, as every CSI plugin does.
  */
@@ -48,6 +49,7 @@ struct hostpath {
 	int staged_fd;			/* <state-dir>/staged, strict only */
 	enum hostpath_mode mode;
 	bool strict;			/* --strict: as plugins of others */
+	bool expand_offline;		/* --expand-offline: not ONLINE */
 
 	/* Mount targets this process created, removed again on undo. */
 	char *created[HOSTPATH_MAX_CREATED];
@@ -123,10 +125,11 @@ void reply_ok(struct rpc_reply *, const ProtobufCMessage *msg);
 void reply_error(struct rpc_reply *, grpc_status_code, const char *fmt, ...)
     __attribute__((format(printf, 3, 4)));
 
-/* identity.c, node.c, controller.c: the method tables. */
+/* identity.c, node.c, controller.c, expand.c: the method tables. */
 extern const struct rpc_method identity_methods[];
 extern const struct rpc_method node_methods[];
 extern const struct rpc_method controller_methods[];
+extern const struct rpc_method expand_methods[];
 
 /* Shared checks (controller.c). */
 bool volume_id_ok(const char *id, struct rpc_reply *);

@@ -36,11 +36,13 @@ get_plugin_capabilities(struct hostpath *hp, const ProtobufCMessage *req,
 {
 	Csi__V1__GetPluginCapabilitiesResponse out =
 	    CSI__V1__GET_PLUGIN_CAPABILITIES_RESPONSE__INIT;
-	Csi__V1__PluginCapability caps[4], *list[4];
-	Csi__V1__PluginCapability__Service svc[4];
+	Csi__V1__PluginCapability caps[5], *list[5];
+	Csi__V1__PluginCapability__Service svc[5];
+	Csi__V1__PluginCapability__VolumeExpansion exp =
+	    CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__INIT;
 	size_t n = 0, i;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 5; i++) {
 		csi__v1__plugin_capability__init(&caps[i]);
 		csi__v1__plugin_capability__service__init(&svc[i]);
 		list[i] = &caps[i];
@@ -58,6 +60,13 @@ get_plugin_capabilities(struct hostpath *hp, const ProtobufCMessage *req,
 		caps[n].service = &svc[n];
 		n++;
 	}
+	/* Expansion, ONLINE unless told otherwise (expand.c). */
+	exp.type = hp->expand_offline ?
+	    CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__OFFLINE :
+	    CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__ONLINE;
+	caps[n].type_case = CSI__V1__PLUGIN_CAPABILITY__TYPE_VOLUME_EXPANSION;
+	caps[n].volume_expansion = &exp;
+	n++;
 	if (hp->fault_unknown_caps) {
 		/* One entry of an unknown type, one with no type at all. */
 		svc[n].type = HOSTPATH_UNKNOWN_CAP;

@@ -727,25 +727,28 @@ node_get_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 {
 	Csi__V1__NodeGetCapabilitiesResponse out =
 	    CSI__V1__NODE_GET_CAPABILITIES_RESPONSE__INIT;
-	Csi__V1__NodeServiceCapability caps[7], *list[7];
-	Csi__V1__NodeServiceCapability__RPC rpc[7];
+	/* Two unknown entries, five always, and single-node multi-writer. */
+	Csi__V1__NodeServiceCapability caps[8], *list[8];
+	Csi__V1__NodeServiceCapability__RPC rpc[8];
 	size_t i;
 
-	for (i = 0; i < 7; i++) {
+	for (i = 0; i < 8; i++) {
 		csi__v1__node_service_capability__init(&caps[i]);
 		csi__v1__node_service_capability__rpc__init(&rpc[i]);
 		caps[i].type_case = CSI__V1__NODE_SERVICE_CAPABILITY__TYPE_RPC;
 		caps[i].rpc = &rpc[i];
 		list[i] = &caps[i];
 	}
-	out.n_capabilities = 4;
+	out.n_capabilities = 5;
 	if (hp->fault_unknown_caps) {
 		/* Unknown entries first: a client must read past them. */
 		rpc[0].type = HOSTPATH_UNKNOWN_CAP;
 		caps[1].type_case =
 		    CSI__V1__NODE_SERVICE_CAPABILITY__TYPE__NOT_SET;
-		out.n_capabilities = 6;
+		out.n_capabilities = 7;
 	}
+	rpc[out.n_capabilities - 5].type =
+	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME;
 	rpc[out.n_capabilities - 4].type =
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME;
 	rpc[out.n_capabilities - 3].type =

@@ -56,6 +56,7 @@ static const struct route routes[] = {
 	{ "/v1/volume/*", PUT, NULL, api_volume_register, true },
 	{ "/v1/volume/*", DELETE, "namespace", api_volume_delete, false },
 	{ "/v1/volume/*/create", PUT, NULL, api_volume_create, true },
+	{ "/v1/volume/*/expand", PUT, NULL, api_volume_expand, true },
 	{ "/v1/allocations", GET, NULL, api_allocs, false },
 	{ "/v1/allocations", PUT, NULL, api_alloc_submit, true },
 	{ "/v1/allocation/*", GET, NULL, api_alloc, false },

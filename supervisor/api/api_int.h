@@ -121,6 +121,7 @@ void api_volume(struct api_call *c);
 void api_volume_register(struct api_call *c);
 void api_volume_create(struct api_call *c);
 void api_volume_delete(struct api_call *c);
+void api_volume_expand(struct api_call *c);
 
 /* api_volstats.c: usage and condition; the volume's "stats" or NULL */
 json_t *api_volume_stats(struct volmgr *vm, const char *ns, const char *id);

@@ -19,6 +19,15 @@
  *					 register: required only, where the
  *					 volume can be reached)
  *
+ * PUT .../expand asks the plugin for more room (volmgr_expand.c):
+ *
+ *	{"namespace": "default",
+ *	 "capacity_min": 2097152,		(bytes, required)
+ *	 "capacity_max": 4194304}		(bytes, optional: no bound)
+ *
+ * and the capacity the plugin then gives is kept with the volume
+ * ("capacity_bytes" in a GET; 0 when no expansion has said it).
+ *
  * A GET shows, while the volume is staged or published on this node,
  * its usage and condition as its node plugin last said them ("stats",
  * api_volstats.c).
@@ -203,6 +212,9 @@ volume_json(const Berth__VolumeReply *vr, struct volmgr *vm)
 	    "namespace", v->namespace_, "plugin_id", v->plugin_id,
 	    "external_id", v->external_id, "context", ctx, "claims", claims,
 	    "modify_index", (json_int_t)v->modify_index);
+	if (o != NULL)
+		api_set(o, "capacity_bytes", api_pack("I",
+		    (json_int_t)v->capacity_bytes));
 	if (o != NULL)
 		api_set(o, "mount_options", mount_options_json(v));
 	if (o != NULL && v->n_secrets > 0)
@@ -477,4 +489,94 @@ api_volume_delete(struct api_call *c)
 		return;
 	p = keep(c, ns, "deleted");
 	volmgr_delete(c->d->volmgr, ns, c->id, on_done, p);
+}
+
+/* ---- PUT .../expand ---- */
+
+/* A size in bytes: a positive integer, or absent (0) when optional. */
+static bool
+bytes_of(struct api_call *c, json_t *doc, const char *key, bool required,
+    int64_t *out)
+{
+	json_t *v = json_object_get(doc, key);
+
+	*out = 0;
+	if (v == NULL && !required)
+		return true;
+	if (v == NULL || !json_is_integer(v) || json_integer_value(v) <= 0) {
+		api_error(c, 400, "the volume was not expanded: %s must be a "
+		    "positive number of bytes%s", key, v == NULL ?
+		    " (it is missing)" : "");
+		return false;
+	}
+	*out = json_integer_value(v);
+	return true;
+}
+
+/* The body's namespace, "default" when absent, or NULL (answered). */
+static const char *
+expand_namespace(struct api_call *c, json_t *doc)
+{
+	json_t *v = json_object_get(doc, "namespace");
+	const char *ns;
+
+	if (v == NULL)
+		return ALLOC_DEFAULT_NAMESPACE;
+	if (!json_is_string(v)) {
+		api_error(c, 400, "the volume was not expanded: namespace must "
+		    "be a string");
+		return NULL;
+	}
+	ns = json_string_value(v);
+	return ns[0] != '\0' ? ns : ALLOC_DEFAULT_NAMESPACE;
+}
+
+static bool
+expand_keys_ok(struct api_call *c, json_t *doc)
+{
+	const char *key;
+	json_t *v;
+
+	json_object_foreach(doc, key, v)
+		if (strcmp(key, "namespace") != 0 && strcmp(key,
+		    "capacity_min") != 0 && strcmp(key, "capacity_max") != 0) {
+			api_error(c, 400, "the volume was not expanded: "
+			    "unknown field \"%s\" (namespace, capacity_min, "
+			    "capacity_max)", key);
+			return false;
+		}
+	return true;
+}
+
+void
+api_volume_expand(struct api_call *c)
+{
+	int64_t min, max;
+	const char *ns;
+	json_t *doc;
+
+	if (c->body == NULL || (doc = json_loadb(c->body, c->body_len, 0,
+	    NULL)) == NULL || !json_is_object(doc)) {
+		if (c->body != NULL && doc != NULL)
+			json_decref(doc);
+		api_error(c, 400, "the body must be a JSON object: "
+		    "{\"capacity_min\": BYTES[, \"capacity_max\": BYTES]}");
+		return;
+	}
+	if (!expand_keys_ok(c, doc) || (ns = expand_namespace(c, doc)) ==
+	    NULL || !idents_ok(c, ns) || !bytes_of(c, doc, "capacity_min",
+	    true, &min) || !bytes_of(c, doc, "capacity_max", false, &max)) {
+		json_decref(doc);
+		return;
+	}
+	if (max > 0 && max < min) {
+		api_error(c, 400, "the volume was not expanded: capacity_max "
+		    "%lld is below capacity_min %lld", (long long)max,
+		    (long long)min);
+		json_decref(doc);
+		return;
+	}
+	volmgr_expand(c->d->volmgr, ns, c->id, min, max, on_done, keep(c, ns,
+	    "expanded"));
+	json_decref(doc);
 }

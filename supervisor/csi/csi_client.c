@@ -103,6 +103,10 @@ static const struct csi_method_desc methods[CSI_METHOD_COUNT] = {
 	    node_get_capabilities, node_get_capabilities, true),
 	M(CSI_NODE_GET_INFO, "Node", NodeGetInfo, node_get_info,
 	    node_get_info, true),
+	M(CSI_CONTROLLER_EXPAND_VOLUME, "Controller", ControllerExpandVolume,
+	    controller_expand_volume, controller_expand_volume, true),
+	M(CSI_NODE_EXPAND_VOLUME, "Node", NodeExpandVolume,
+	    node_expand_volume, node_expand_volume, true),
 };
 
 #undef M
@@ -807,6 +811,28 @@ csi_controller_has_rpc(const Csi__V1__ControllerGetCapabilitiesResponse *r,
 		    r->capabilities[i]->rpc->type == type)
 			return true;
 	return false;
+}
+
+Csi__V1__PluginCapability__VolumeExpansion__Type
+csi_plugin_expansion(const Csi__V1__GetPluginCapabilitiesResponse *r)
+{
+#define EXP(t)	CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__##t
+	Csi__V1__PluginCapability__VolumeExpansion__Type t = EXP(UNKNOWN);
+	size_t i;
+
+	for (i = 0; r != NULL && i < r->n_capabilities; i++) {
+		if (r->capabilities[i]->type_case !=
+		    CSI__V1__PLUGIN_CAPABILITY__TYPE_VOLUME_EXPANSION ||
+		    r->capabilities[i]->volume_expansion == NULL)
+			continue;
+		/* A type this berth does not know is no expansion. */
+		if (r->capabilities[i]->volume_expansion->type == EXP(ONLINE))
+			return EXP(ONLINE);
+		if (r->capabilities[i]->volume_expansion->type == EXP(OFFLINE))
+			t = EXP(OFFLINE);
+	}
+	return t;
+#undef EXP
 }
 
 static const char *

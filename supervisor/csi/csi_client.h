@@ -44,6 +44,8 @@ enum csi_method {
 	CSI_NODE_GET_VOLUME_STATS,
 	CSI_NODE_GET_CAPABILITIES,
 	CSI_NODE_GET_INFO,
+	CSI_CONTROLLER_EXPAND_VOLUME,
+	CSI_NODE_EXPAND_VOLUME,
 	CSI_METHOD_COUNT
 };
 
@@ -186,6 +188,10 @@ bool csi_node_has_rpc(const Csi__V1__NodeGetCapabilitiesResponse *,
     Csi__V1__NodeServiceCapability__RPC__Type type);
 bool csi_controller_has_rpc(const Csi__V1__ControllerGetCapabilitiesResponse *,
     Csi__V1__ControllerServiceCapability__RPC__Type type);
+/* The plugin's VolumeExpansion: ONLINE when it says ONLINE (even beside
+ * OFFLINE), OFFLINE when only that, else UNKNOWN (no expansion). */
+Csi__V1__PluginCapability__VolumeExpansion__Type csi_plugin_expansion(
+    const Csi__V1__GetPluginCapabilitiesResponse *);
 
 /*
  * A ValidateVolumeCapabilities reply, read as the CSI spec asks: an absent

@@ -269,6 +269,8 @@ on_ctrl_caps(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_VOLUME);
 	in->fp.publish_unpublish = csi_controller_has_rpc(r,
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME);
+	in->fp.expand = csi_controller_has_rpc(r,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	fp_done(in);
 }
@@ -297,6 +299,8 @@ on_node_caps(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_MOUNT_GROUP);
 	in->fp.single_node_multi_writer = csi_node_has_rpc(r,
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__SINGLE_NODE_MULTI_WRITER);
+	in->fp.expand = csi_node_has_rpc(r,
+	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	fp_done(in);
 }
@@ -369,6 +373,7 @@ on_plugin_caps(const struct csi_result *res, ProtobufCMessage *reply,
 	    CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE);
 	in->fp.accessibility = csi_plugin_has_service(r,
 	    CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__VOLUME_ACCESSIBILITY_CONSTRAINTS);
+	in->fp.expansion = csi_plugin_expansion(r);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	if (in->type == BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_CONTROLLER &&
 	    !in->fp.controller_service) {

@@ -49,6 +49,11 @@ struct csi_fingerprint {
 	bool single_node_multi_writer;
 	/* controller */
 	bool create_delete, publish_unpublish;
+	/* EXPAND_VOLUME of this instance's service (controller or node),
+	 * and the plugin's VolumeExpansion (ONLINE, OFFLINE, or UNKNOWN:
+	 * none) */
+	bool expand;
+	int expansion;
 };
 
 /*

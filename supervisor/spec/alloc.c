@@ -1651,7 +1651,7 @@ spec_params(struct walk *w, json_t *v, void *dst)
 
 const char *const alloc_secret_calls[ALLOC_SECRET_CALLS + 1] = { "create",
 	"delete", "validate", "controller_publish", "controller_unpublish",
-	"stage", "publish", NULL };
+	"stage", "publish", "expand", NULL };
 
 static void
 spec_secret(struct walk *w, const char *key, json_t *v, size_t i, void *ctx)
@@ -1666,7 +1666,7 @@ spec_secret(struct walk *w, const char *key, json_t *v, size_t i, void *ctx)
 	if (c == ALLOC_SECRET_CALLS) {
 		problem(w, "is not a call that takes secrets (create, delete, "
 		    "validate, controller_publish, controller_unpublish, "
-		    "stage, publish)");
+		    "stage, publish, expand)");
 		return;
 	}
 	s->secrets[c] = take_ident(w, v);

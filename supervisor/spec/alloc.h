@@ -80,8 +80,8 @@
 #define ALLOC_MAX_SEGMENTS	8	/* key = value pairs per topology */
 /* The plugin calls a volume's secrets are named for: "create",
  * "delete", "validate", "controller_publish", "controller_unpublish",
- * "stage", "publish"; NULL-terminated. */
-#define ALLOC_SECRET_CALLS	7
+ * "stage", "publish", "expand"; NULL-terminated. */
+#define ALLOC_SECRET_CALLS	8
 extern const char *const alloc_secret_calls[ALLOC_SECRET_CALLS + 1];
 #define ALLOC_PARAM_KEY_MAX_LEN		128	/* bytes */
 #define ALLOC_PARAM_VALUE_MAX_LEN	1024	/* bytes */

@@ -150,6 +150,9 @@ unit_step(struct unit *u, const struct vreply *r)
 	case U_DELETE:
 		delete_step(u, r);
 		break;
+	case U_EXPAND:
+		expand_step(u, r);
+		break;
 	}
 }
 
@@ -386,7 +389,7 @@ volmgr_each_alloc(struct volmgr *vm, void (*fn)(const char *alloc,
 	}
 }
 
-static void
+void
 operator_job(struct volmgr *vm, enum unit_kind kind,
     const struct volmgr_spec *s, const char *ns, const char *id,
     volmgr_cb cb, void *arg)

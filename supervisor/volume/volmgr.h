@@ -194,7 +194,8 @@ struct volmgr_spec {
 	const char *fs_type;		/* NULL: none asked */
 	char *const *flags;
 	size_t nflags;
-	int64_t capacity_min;		/* create: bytes, 0 none */
+	int64_t capacity_min;		/* create, expand: bytes, 0 none */
+	int64_t capacity_max;		/* expand: bytes, 0 none */
 	const struct volmgr_param *params;	/* create */
 	size_t nparams;
 	const struct volmgr_param *context;	/* register: the context */
@@ -227,5 +228,10 @@ void volmgr_create(struct volmgr *vm, const struct volmgr_spec *s,
 /* Refused while claimed; DeleteVolume when the controller can. */
 void volmgr_delete(struct volmgr *vm, const char *ns, const char *id,
     volmgr_cb cb, void *arg);
+/* Expand to at least min_bytes (at most max_bytes, 0 no bound):
+ * volmgr_expand.c says how; refused while claimed when the plugin
+ * expands only offline. */
+void volmgr_expand(struct volmgr *vm, const char *ns, const char *id,
+    int64_t min_bytes, int64_t max_bytes, volmgr_cb cb, void *arg);
 
 #endif

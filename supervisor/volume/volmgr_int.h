@@ -6,9 +6,10 @@
  * mounter, or the plugin over CSI, volmgr_calls.c) and its reply comes
  * back to the unit's step function as an argument (struct vreply). The
  * units: mounting one volume of an alloc and binding it into a task
- * (volmgr_mount.c), taking it back (volmgr_unmount.c), and the
- * operator's register, create and delete (volmgr_operator.c); what they
- * ask a plugin is built and addressed by volmgr_plugins.c. What an alloc
+ * (volmgr_mount.c), taking it back (volmgr_unmount.c), the operator's
+ * register, create and delete (volmgr_operator.c) and expansion
+ * (volmgr_expand.c); what they ask a plugin is built and addressed by
+ * volmgr_plugins.c. What an alloc
  * uses is kept in pubs (volmgr_pubs.c), mirrored by the registry's mount
  * records (volmgr_records.c). Apart from the units, volmgr_stats.c asks
  * the node plugins how each volume in use is doing. Before a mount
@@ -76,7 +77,7 @@ struct vpub {
 TAILQ_HEAD(vpub_list, vpub);
 
 enum unit_kind { U_MOUNT, U_UNMOUNT, U_BIND, U_UNBIND, U_REGISTER,
-	U_CREATE, U_DELETE };
+	U_CREATE, U_DELETE, U_EXPAND };
 
 /* Mounting one volume: each state names the call the unit waits on. */
 enum mount_state {
@@ -119,6 +120,9 @@ enum op_state {
 	OS_DELETE,		/* DeleteVolume on the plugin */
 	OS_FORGET,		/* DeleteVolume in the registry; then done */
 	OS_PUT,			/* PutVolume; then done */
+	OS_CEXPAND,		/* ControllerExpandVolume */
+	OS_NEXPAND,		/* NodeExpandVolume, one path at a time */
+	OS_REREAD,		/* GetVolume, to keep the new capacity */
 };
 
 /*
@@ -159,6 +163,14 @@ struct unit {
 	char *created_id;
 	struct kvs created_ctx;		/* the volume context to keep */
 	struct kvs srefs;		/* the volume's secret references */
+	/* U_CREATE, U_EXPAND: the capacity as the plugin said it, 0 not
+	 * (kept with the volume); the range asked is in spec */
+	int64_t capacity;
+	/* U_EXPAND (volmgr_expand.c) */
+	size_t expand_next;		/* the next published path */
+	bool expand_ctl;		/* the controller expanded it */
+	bool expand_node;		/* NodeExpandVolume next */
+	char expand_plugin[BERTH_IDENT_MAX + 1];
 };
 
 struct job {
@@ -192,6 +204,10 @@ struct volmgr {
 };
 
 /* volmgr.c: units and jobs */
+/* An operator's job of one unit on ns/id, with a copy of s (or none). */
+void operator_job(struct volmgr *vm, enum unit_kind kind,
+    const struct volmgr_spec *s, const char *ns, const char *id,
+    volmgr_cb cb, void *arg);
 /* Start the job, or queue it until the records are read. */
 void volmgr_job_go(struct job *j);
 void unit_step(struct unit *u, const struct vreply *r);
@@ -341,6 +357,7 @@ void unbind_step(struct unit *u, const struct vreply *r);
 void register_step(struct unit *u, const struct vreply *r);
 void create_step(struct unit *u, const struct vreply *r);
 void delete_step(struct unit *u, const struct vreply *r);
+void expand_step(struct unit *u, const struct vreply *r);
 void spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s);
 void spec_free(struct volmgr_spec *s);
 

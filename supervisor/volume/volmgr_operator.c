@@ -51,6 +51,7 @@ put_volume(struct unit *u, const char *external_id, const struct kvs *ctx)
 	v.n_secrets = s->nsecrets;
 	v.secrets = skp;
 	volume_topologies(&v, s);
+	v.capacity_bytes = u->capacity;	/* 0: the registry keeps its own */
 	u->st.op = OS_PUT;
 	call_registry(u, regclient_put_volume(u->job->vm->d.registry, &v,
 	    on_registry, reg_ticket(u)));
@@ -243,6 +244,8 @@ created(struct unit *u, const ProtobufCMessage *reply)
 		return;
 	}
 	u->created_id = xstrdup(r->volume->volume_id);
+	u->capacity = r->volume->capacity_bytes > 0 ?
+	    r->volume->capacity_bytes : 0;
 	for (size_t i = 0; i < r->volume->n_volume_context; i++)
 		kvs_add(&u->created_ctx, r->volume->volume_context[i]->key,
 		    r->volume->volume_context[i]->value);

@@ -610,6 +610,110 @@ START_TEST(symlink_at_publish_target)
 }
 END_TEST
 
+/*
+ * Expansion's paths are the CO's, as publish targets are: a symlink at
+ * volume_path or staging_target_path is never followed, a path that
+ * does not show the volume (root's files) is refused, and bad ids and
+ * ranges are refused before anything is looked at.
+ */
+START_TEST(expand_paths_are_not_followed)
+{
+	Csi__V1__NodeStageVolumeRequest stage =
+	    CSI__V1__NODE_STAGE_VOLUME_REQUEST__INIT;
+	Csi__V1__NodePublishVolumeRequest publish =
+	    CSI__V1__NODE_PUBLISH_VOLUME_REQUEST__INIT;
+	Csi__V1__NodeUnpublishVolumeRequest unpublish =
+	    CSI__V1__NODE_UNPUBLISH_VOLUME_REQUEST__INIT;
+	Csi__V1__NodeUnstageVolumeRequest unstage =
+	    CSI__V1__NODE_UNSTAGE_VOLUME_REQUEST__INIT;
+	Csi__V1__NodeExpandVolumeRequest nexp =
+	    CSI__V1__NODE_EXPAND_VOLUME_REQUEST__INIT;
+	Csi__V1__ControllerExpandVolumeRequest cexp =
+	    CSI__V1__CONTROLLER_EXPAND_VOLUME_REQUEST__INIT;
+	Csi__V1__CapacityRange range = CSI__V1__CAPACITY_RANGE__INIT;
+	Csi__V1__VolumeCapability cap;
+	Csi__V1__VolumeCapability__MountVolume mnt;
+	Csi__V1__VolumeCapability__AccessMode mode;
+	char staging[400], parent[400], target[420], link[420];
+	struct csi_result res;
+
+	create_volume();
+	capability(&cap, &mnt, &mode);
+	snprintf(staging, sizeof(staging), "%s/staging", fx.dir);
+	ck_assert_int_eq(mkdir(staging, 0755), 0);
+	stage.volume_id = "vol";
+	stage.staging_target_path = staging;
+	stage.volume_capability = &cap;
+	ck_assert_msg(call(CSI_NODE_STAGE_VOLUME, &stage.base, &res) ==
+	    CSI_OK, "NodeStageVolume: %s", res.message);
+	snprintf(parent, sizeof(parent), "%s/target", fx.dir);
+	ck_assert_int_eq(mkdir(parent, 0755), 0);
+	snprintf(target, sizeof(target), "%s/vol", parent);
+	publish.volume_id = "vol";
+	publish.staging_target_path = staging;
+	publish.target_path = target;
+	publish.volume_capability = &cap;
+	ck_assert_msg(call(CSI_NODE_PUBLISH_VOLUME, &publish.base, &res) ==
+	    CSI_OK, "NodePublishVolume: %s", res.message);
+
+	range.required_bytes = 1048576;
+	nexp.volume_id = "vol";
+	nexp.capacity_range = &range;
+	nexp.volume_path = target;
+	nexp.staging_target_path = staging;
+	ck_assert_msg(call(CSI_NODE_EXPAND_VOLUME, &nexp.base, &res) ==
+	    CSI_OK, "NodeExpandVolume: %s", res.message);
+	/* A symlink to the real target: not followed. */
+	snprintf(link, sizeof(link), "%s/link", fx.dir);
+	ck_assert_int_eq(symlink(target, link), 0);
+	nexp.volume_path = link;
+	ck_assert_int_eq(call(CSI_NODE_EXPAND_VOLUME, &nexp.base, &res),
+	    CSI_PERMISSION_DENIED);
+	fprintf(stderr, "refused: %s: %s\n", csi_code_name(res.code),
+	    res.message);
+	/* Root's files are not the volume, at either path. */
+	nexp.volume_path = fx.victim;
+	ck_assert_int_eq(call(CSI_NODE_EXPAND_VOLUME, &nexp.base, &res),
+	    CSI_NOT_FOUND);
+	nexp.volume_path = target;
+	nexp.staging_target_path = fx.victim;
+	ck_assert_int_eq(call(CSI_NODE_EXPAND_VOLUME, &nexp.base, &res),
+	    CSI_NOT_FOUND);
+	nexp.staging_target_path = "relative/path";
+	ck_assert_int_eq(call(CSI_NODE_EXPAND_VOLUME, &nexp.base, &res),
+	    CSI_INVALID_ARGUMENT);
+
+	cexp.volume_id = "vol";
+	ck_assert_int_eq(call(CSI_CONTROLLER_EXPAND_VOLUME, &cexp.base, &res),
+	    CSI_INVALID_ARGUMENT);		/* no range */
+	cexp.capacity_range = &range;
+	range.limit_bytes = 1024;
+	ck_assert_int_eq(call(CSI_CONTROLLER_EXPAND_VOLUME, &cexp.base, &res),
+	    CSI_OUT_OF_RANGE);
+	range.limit_bytes = 0;
+	cexp.volume_id = "../victim";
+	ck_assert_int_eq(call(CSI_CONTROLLER_EXPAND_VOLUME, &cexp.base, &res),
+	    CSI_INVALID_ARGUMENT);
+	cexp.volume_id = "none";
+	ck_assert_int_eq(call(CSI_CONTROLLER_EXPAND_VOLUME, &cexp.base, &res),
+	    CSI_NOT_FOUND);
+	cexp.volume_id = "vol";
+	ck_assert_msg(call(CSI_CONTROLLER_EXPAND_VOLUME, &cexp.base, &res) ==
+	    CSI_OK, "ControllerExpandVolume: %s", res.message);
+
+	unpublish.volume_id = "vol";
+	unpublish.target_path = target;
+	ck_assert_msg(call(CSI_NODE_UNPUBLISH_VOLUME, &unpublish.base, &res) ==
+	    CSI_OK, "NodeUnpublishVolume: %s", res.message);
+	unstage.volume_id = "vol";
+	unstage.staging_target_path = staging;
+	ck_assert_msg(call(CSI_NODE_UNSTAGE_VOLUME, &unstage.base, &res) ==
+	    CSI_OK, "NodeUnstageVolume: %s", res.message);
+	ck_assert(!is_mount(staging));
+	delete_volume_ok();
+}
+END_TEST
+
 static long
 hwm_kb(pid_t pid)
 {
@@ -950,13 +1054,18 @@ START_TEST(strict_optional_fields_left_out)
 	ck_assert_msg(info->n_manifest == 0, "a manifest");
 	protobuf_c_message_free_unpacked(&info->base, NULL);
 
-	/* The services it has; no topology, since it reports none. */
+	/* The services it has, no topology since it reports none, and
+	 * ONLINE expansion. */
 	caps = call_ok(fx.conn, CSI_GET_PLUGIN_CAPABILITIES, &caps_rq.base);
-	ck_assert_int_eq(caps->n_capabilities, 1);
+	ck_assert_int_eq(caps->n_capabilities, 2);
 	ck_assert_int_eq(caps->capabilities[0]->type_case,
 	    CSI__V1__PLUGIN_CAPABILITY__TYPE_SERVICE);
 	ck_assert_int_eq(caps->capabilities[0]->service->type,
 	    CSI__V1__PLUGIN_CAPABILITY__SERVICE__TYPE__CONTROLLER_SERVICE);
+	ck_assert_int_eq(caps->capabilities[1]->type_case,
+	    CSI__V1__PLUGIN_CAPABILITY__TYPE_VOLUME_EXPANSION);
+	ck_assert_int_eq(caps->capabilities[1]->volume_expansion->type,
+	    CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__ONLINE);
 	protobuf_c_message_free_unpacked(&caps->base, NULL);
 
 	probe = call_ok(fx.conn, CSI_PROBE, &probe_rq.base);
@@ -1060,6 +1169,7 @@ main(void)
 	tcase_add_test(tc, symlink_swapped_in_during_delete_volume);
 	tcase_add_test(tc, mounts_inside_a_volume_are_not_crossed);
 	tcase_add_test(tc, symlink_at_publish_target);
+	tcase_add_test(tc, expand_paths_are_not_followed);
 	tcase_add_test(tc, publish_target_parent_swapped_for_symlink);
 	tcase_add_test(tc, deep_and_wide_tree_in_bounded_memory);
 	return harness_run_attacks("attack_hostpath", tc, strict_failed);

@@ -2280,6 +2280,91 @@ START_TEST(test_create_csi15_mode_refused)
 }
 END_TEST
 
+/* ---- expansion (volmgr_expand.c) ---- */
+
+static void
+expand_setup(void)
+{
+	char path[700];
+
+	snprintf(path, sizeof(path), "%s/received", fx.state);
+	mkdirs(path);
+	fx.ctl_fp.expand = fx.node_fp.expand = true;
+	fx.ctl_fp.expansion = fx.node_fp.expansion =
+	    CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__ONLINE;
+}
+
+/*
+ * A published volume: the controller, then the node at the publish
+ * target with the staging path; a PutVolume keeps the capacity, and it
+ * is an event.
+ */
+START_TEST(test_expand_published)
+{
+	char want[2 * BERTH_PATH_BUF + 200], target[BERTH_PATH_BUF];
+	char staging[BERTH_PATH_BUF];
+	unsigned puts;
+	uint64_t from;
+
+	expand_setup();
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_msg(wait_job(0) == VOLMGR_OK, "%s", fx.why[0]);
+	puts = nreg(B(PUT_VOLUME));
+	from = events_last(fx.events);
+	volmgr_expand(fx.vm, NS, VOL, 2 * 1048576, 0, done, (void *)1);
+	ck_assert_msg(wait_job(1) == VOLMGR_OK, "%s", fx.why[1]);
+	ck_assert(received_has("ControllerExpandVolume", "expand "
+	    "required_bytes 2097152 limit_bytes 0\n"));
+	path_of(target, sizeof(target), false, "a1", VOL, usage());
+	path_of(staging, sizeof(staging), true, NULL, VOL, NULL);
+	snprintf(want, sizeof(want), "volume_path %s staging_target_path %s "
+	    "required_bytes 2097152 limit_bytes 0\n", target, staging);
+	ck_assert_msg(received_has("NodeExpandVolume", want), "%s", want);
+	ck_assert_uint_eq(nreg(B(PUT_VOLUME)), puts + 1);
+	ck_assert_str_eq(volume_events(from), "VolumeExpanded::"
+	    PLUGIN ":volume " NS "/" VOL " expanded to 2097152 bytes ");
+}
+END_TEST
+
+/* Neither service can expand: refused, nothing asked. */
+START_TEST(test_expand_not_advertised)
+{
+	expand_setup();
+	fx.ctl_fp.expand = fx.node_fp.expand = false;
+	start(NULL, NULL);
+	volmgr_expand(fx.vm, NS, VOL, 1048576, 0, done, (void *)0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_FAILED);
+	ck_assert_msg(strstr(fx.why[0], "advertises EXPAND_VOLUME on "
+	    "neither") != NULL, "%s", fx.why[0]);
+	ck_assert(!received_has("ControllerExpandVolume", "expand"));
+}
+END_TEST
+
+/* OFFLINE only: refused while claimed, saying so; expanded once not. */
+START_TEST(test_expand_offline_refused_while_claimed)
+{
+	expand_setup();
+	fx.ctl_fp.expansion = fx.node_fp.expansion =
+	    CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__OFFLINE;
+	start(NULL, NULL);
+	mount_job(&alloc1, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	volmgr_expand(fx.vm, NS, VOL, 1048576, 0, done, (void *)1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_FAILED);
+	ck_assert_msg(strstr(fx.why[1], "is claimed by alloc") != NULL &&
+	    strstr(fx.why[1], "only offline") != NULL, "%s", fx.why[1]);
+	ck_assert(!received_has("ControllerExpandVolume", "expand"));
+	unmount_job("a1", &alloc1, 2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_OK);
+	volmgr_expand(fx.vm, NS, VOL, 1048576, 0, done, (void *)3);
+	ck_assert_msg(wait_job(3) == VOLMGR_OK, "%s", fx.why[3]);
+	ck_assert(received_has("ControllerExpandVolume", "expand "
+	    "required_bytes 1048576"));
+	ck_assert(!received_has("NodeExpandVolume", "volume_path"));
+}
+END_TEST
+
 int
 main(void)
 {
@@ -2340,5 +2425,8 @@ main(void)
 	tcase_add_test(tc, test_max_volumes_waits);
 	tcase_add_test(tc, test_create_passes_topology);
 	tcase_add_test(tc, test_create_csi15_mode_refused);
+	tcase_add_test(tc, test_expand_published);
+	tcase_add_test(tc, test_expand_not_advertised);
+	tcase_add_test(tc, test_expand_offline_refused_while_claimed);
 	return harness_run("volmgr", tc);
 }

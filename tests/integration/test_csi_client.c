@@ -285,6 +285,8 @@ START_TEST(identity_and_fingerprint)
 	    NODE(VOLUME_MOUNT_GROUP)));
 	ck_assert(csi_node_has_rpc(nc,
 	    NODE(SINGLE_NODE_MULTI_WRITER)));
+	ck_assert(csi_node_has_rpc(nc,
+	    NODE(EXPAND_VOLUME)));
 	protobuf_c_message_free_unpacked(&nc->base, NULL);
 
 	cc = (void *)call(CSI_CONTROLLER_GET_CAPABILITIES, &ccaps.base, CSI_OK,
@@ -734,9 +736,9 @@ START_TEST(unknown_capabilities_are_tolerated)
 	plugin_start(args);
 	nc = (void *)call(CSI_NODE_GET_CAPABILITIES, &ncaps.base, CSI_OK, NULL);
 	/* An unknown rpc, a type not set, and the sample plugin's own
-	 * five: stage, volume stats, volume condition, the mount group
-	 * and single-node multi-writer. */
-	ck_assert_uint_eq(nc->n_capabilities, 7);
+	 * six: expand, stage, volume stats, volume condition, the mount
+	 * group and single-node multi-writer. */
+	ck_assert_uint_eq(nc->n_capabilities, 8);
 	/* The unknown value is kept as a number, not turned into UNKNOWN. */
 	ck_assert_int_eq(nc->capabilities[0]->rpc->type, 1000);
 	ck_assert_int_eq(nc->capabilities[1]->type_case,
@@ -753,16 +755,21 @@ START_TEST(unknown_capabilities_are_tolerated)
 
 	pc = (void *)call(CSI_GET_PLUGIN_CAPABILITIES, &pcaps.base, CSI_OK,
 	    NULL);
-	ck_assert_uint_eq(pc->n_capabilities, 4);
+	ck_assert_uint_eq(pc->n_capabilities, 5);
 	ck_assert(csi_plugin_has_service(pc,
 	    SVC(CONTROLLER_SERVICE)));
+	/* Read past the unknown entries too. */
+	ck_assert_int_eq(csi_plugin_expansion(pc),
+	    CSI__V1__PLUGIN_CAPABILITY__VOLUME_EXPANSION__TYPE__ONLINE);
 	protobuf_c_message_free_unpacked(&pc->base, NULL);
 
 	cc = (void *)call(CSI_CONTROLLER_GET_CAPABILITIES, &ccaps.base, CSI_OK,
 	    NULL);
-	ck_assert_uint_eq(cc->n_capabilities, 3);
+	ck_assert_uint_eq(cc->n_capabilities, 4);
 	ck_assert(csi_controller_has_rpc(cc,
 	    CTL(CREATE_DELETE_VOLUME)));
+	ck_assert(csi_controller_has_rpc(cc,
+	    CTL(EXPAND_VOLUME)));
 	protobuf_c_message_free_unpacked(&cc->base, NULL);
 }
 END_TEST

@@ -1098,6 +1098,49 @@ START_TEST(mount_options_are_kept_and_a_provider_volume_has_one_id)
 END_TEST
 
 /*
+ * A volume's capacity is kept across a restart, and a put that says
+ * none (the volume registered again) keeps it; a negative one is
+ * refused.
+ */
+START_TEST(a_volume_capacity_is_kept)
+{
+	Berth__Volume v = BERTH__VOLUME__INIT;
+	struct regtest t;
+	struct rt_res r;
+
+	regtest_dir(&t, "reg-cap");
+	regtest_start(&t);
+	v.namespace_ = "default";
+	v.id = "cap";
+	v.plugin_id = "hostpath";
+	v.external_id = "cap-1";
+	v.capacity_bytes = 2097152;
+	RT(&t, r, regclient_put_volume(t.rc, &v, rt_cb, &r));
+	must(&r, "put with a capacity");
+	rt_done(&r);
+	regtest_stop(&t);
+	regtest_start(&t);
+	ck_assert_int_eq(get_vol(&t, &r, "cap")->capacity_bytes, 2097152);
+	rt_done(&r);
+	v.capacity_bytes = 0;
+	RT(&t, r, regclient_put_volume(t.rc, &v, rt_cb, &r));
+	must(&r, "put without one");
+	rt_done(&r);
+	ck_assert_int_eq(get_vol(&t, &r, "cap")->capacity_bytes, 2097152);
+	rt_done(&r);
+	v.capacity_bytes = -1;
+	RT(&t, r, regclient_put_volume(t.rc, &v, rt_cb, &r));
+	must_fail(&r, BERTH__ERROR_CODE__ERROR_BAD_REQUEST,
+	    "negative capacity");
+	rt_done(&r);
+	ck_assert_int_eq(get_vol(&t, &r, "cap")->capacity_bytes, 2097152);
+	rt_done(&r);
+	regtest_stop(&t);
+	regtest_cleanup(&t);
+}
+END_TEST
+
+/*
  * A database of schema version 2 (before mount options and one id per
  * provider volume), holding two ids for one provider volume as that
  * registry allowed: it opens, migrated, both volumes are read as they
@@ -1178,5 +1221,6 @@ main(void)
 	    mount_options_are_kept_and_a_provider_volume_has_one_id);
 	tcase_add_test(tc,
 	    an_old_database_with_two_ids_for_one_volume_is_migrated);
+	tcase_add_test(tc, a_volume_capacity_is_kept);
 	return harness_run("registry", tc);
 }
