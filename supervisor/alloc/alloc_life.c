@@ -452,7 +452,7 @@ on_mounted(enum volmgr_status st, const char *why, void *arg)
 		    ar->doc->nvolumes, ar->doc->nvolumes == 1 ? "" : "s");
 		ar->retry_ms = VOLUME_RETRY_FIRST_MS;
 		set_step(ar, NULL, NULL);
-		ids_then_run(ar);
+		run_tasks(ar);
 		return;
 	}
 	if (st == VOLMGR_RETRY) {
@@ -493,12 +493,23 @@ on_mounted(enum volmgr_status st, const char *why, void *arg)
 	undo(ar);
 }
 
+/* Mounted as the alloc's group: its task id, held by now (0: none). */
 static void
 mount_volumes(struct arun *ar)
 {
 	ar->state = ARUN_MOUNTING;
-	ar->am->d.volumes->mount(ar->am->d.volumes_ctx, ar->doc, on_mounted,
-	    ar);
+	ar->am->d.volumes->mount(ar->am->d.volumes_ctx, ar->doc,
+	    (gid_t)ar->task_id, on_mounted, ar);
+}
+
+void
+volumes_then_run(struct arun *ar)
+{
+	if (ar->doc->nvolumes == 0) {
+		run_tasks(ar);
+		return;
+	}
+	mount_volumes(ar);
 }
 
 static void
@@ -633,15 +644,13 @@ arun_start(struct allocs *am, struct alloc *doc, const char *file,
 	 * running from before a restart are adopted at once; the volume
 	 * manager then finds their volumes in place and keeps them. One
 	 * that ended meanwhile (after a reboot, its volumes are gone too)
-	 * starts with the others, once the volumes are in place.
+	 * starts with the others, once the volumes are in place. Its task
+	 * id comes first: the volumes are mounted for its group.
 	 */
-	ids_start(ar);
-	if (doc->nvolumes == 0) {
-		ids_then_run(ar);
-		return;
-	}
-	if (ar->adopted)
+	if (ar->adopted && doc->nvolumes > 0)
 		for (i = 0; i < ar->ntasks; i++)
 			trun_adopt(ar->tasks[i]);
-	mount_volumes(ar);
+	ar->state = ARUN_MOUNTING;
+	ids_start(ar);
+	ids_then(ar);
 }

@@ -45,8 +45,10 @@ struct watcher;
  * a test.
  */
 struct allocs_volume_ops {
-	void (*mount)(void *ctx, const struct alloc *a, volmgr_cb cb,
-	    void *arg);
+	/* group: the alloc's gid (its task id; 0: none), the mount group
+	 * of a volume request that names none. */
+	void (*mount)(void *ctx, const struct alloc *a, gid_t group,
+	    volmgr_cb cb, void *arg);
 	void (*unmount)(void *ctx, const char *alloc, const struct alloc *a,
 	    volmgr_cb cb, void *arg);
 	void (*each_alloc)(void *ctx, void (*fn)(const char *alloc,

@@ -38,6 +38,7 @@ struct vcall {
 	bool mount;
 	char alloc[64];
 	bool with_doc;
+	gid_t group;			/* a mount's: the alloc's gid */
 	volmgr_cb cb;
 	void *arg;
 	bool answered;
@@ -49,7 +50,8 @@ static bool vol_ready;
 static const char *vol_holders[4];	/* allocs with mount records */
 
 static void
-vol_mount(void *ctx, const struct alloc *a, volmgr_cb cb, void *arg)
+vol_mount(void *ctx, const struct alloc *a, gid_t group, volmgr_cb cb,
+    void *arg)
 {
 	struct vcall *v = &vcalls[nvcalls++];
 
@@ -57,6 +59,7 @@ vol_mount(void *ctx, const struct alloc *a, volmgr_cb cb, void *arg)
 	ck_assert_int_lt(nvcalls, 32);
 	memset(v, 0, sizeof(*v));
 	v->mount = true;
+	v->group = group;
 	snprintf(v->alloc, sizeof(v->alloc), "%s", a->id);
 	v->with_doc = true;
 	v->cb = cb;
@@ -799,6 +802,9 @@ START_TEST(test_mount_wait_then_running)
 	start_with_handles(NULL, 0);
 	ck_assert_str_eq(state_of("v1"), "mounting");
 	assert_view("v1", "pending", NULL, NULL);
+	/* Mounted once its task id is held, for its group. */
+	wait_vcalls(1);
+	ck_assert_int_eq(last_vcall(true, "v1")->group, 70000);
 	vol_answer(last_vcall(true, "v1"), VOLMGR_RETRY, "plugin not ready");
 	ck_assert_str_eq(state_of("v1"), "mount-wait");
 	ck_assert_int_eq(nprocs, 0);
@@ -837,6 +843,7 @@ START_TEST(test_mount_fails_undo_refused_until_changed)
 {
 	write_alloc("v2", true, NULL);
 	start_with_handles(NULL, 0);
+	wait_vcalls(1);
 	vol_answer(last_vcall(true, "v2"), VOLMGR_FAILED, "claim: taken");
 	ck_assert_str_eq(state_of("v2"), "undoing");
 	assert_view("v2", "failed", "volumes", "claim: taken");
@@ -884,6 +891,7 @@ START_TEST(test_stop_while_mounting_waits_for_reply)
 	write_alloc("v3", true, NULL);
 	start_with_handles(NULL, 0);
 	ck_assert_str_eq(state_of("v3"), "mounting");
+	wait_vcalls(1);
 	remove_alloc("v3");
 	wait_state("v3", "stop-mounting");
 	run_for(200);
@@ -981,6 +989,7 @@ START_TEST(test_recovery_adopts_and_stops_stale)
 	ck_assert_str_eq(state_of("r1"), "mounting");
 	mine->started(mine, 0, NULL, mine->arg);
 	/* Adopted tasks run on what is in place: a failure leaves it. */
+	wait_vcalls(1);
 	vol_answer(last_vcall(true, "r1"), VOLMGR_FAILED, "stage: gone");
 	ck_assert_str_eq(state_of("r1"), "running");
 	ck_assert_int_eq(mine->nsigs, 0);
