@@ -27,7 +27,11 @@ jstr(json_t *o, const char *key)
 	return v != NULL ? v : "";
 }
 
-/* An alloc running berth-csi-hostpath as an exec task, sandboxed. */
+/*
+ * An alloc running berth-csi-hostpath as an exec task, sandboxed, strict
+ * (its endpoint from --endpoint, one staging path per volume, no
+ * optional reply field); faults: more args (", \"--x\"") or NULL.
+ */
 static void
 hostpath_alloc(struct berth *b, const char *file, const char *alloc,
     const char *id, const char *type, const char *timeout, const char *faults)
@@ -37,7 +41,8 @@ hostpath_alloc(struct berth *b, const char *file, const char *alloc,
 	snprintf(text, sizeof(text), "{\"id\": \"%s\", \"tasks\": [{\"name\": "
 	    "\"plugin\", \"driver\": \"exec\", \"config\": {\"command\": "
 	    "\"%s\", \"args\": [\"--node-id\", \"n1\", \"--state-dir\", "
-	    "\"state\", \"--mode\", \"%s\"%s]}, \"csi_plugin\": {\"id\": "
+	    "\"state\", \"--mode\", \"%s\", \"--strict\", "
+	    "\"--endpoint={csi_endpoint}\"%s]}, \"csi_plugin\": {\"id\": "
 	    "\"%s\", \"type\": \"%s\", \"health_timeout\": \"%s\"}, "
 	    "\"restart\": {\"delay\": \"1s\"}}]}", alloc,
 	    sv_sandbox_bin("berth-csi-hostpath"), type, faults ? faults : "",
@@ -409,7 +414,8 @@ START_TEST(privileged_plugin_through_the_mounter)
 
 	snprintf(path, sizeof(path), "%s/hostpath.conf", defs);
 	snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n9\n"
-	    "arg --state-dir\narg %s/state\narg --mode\narg node\n",
+	    "arg --state-dir\narg %s/state\narg --mode\narg node\n"
+	    "arg --strict\narg --endpoint={csi_endpoint}\n",
 	    harness_bin("berth-csi-hostpath"), defs);
 	harness_write(path, text);
 	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"", defs);
@@ -496,7 +502,8 @@ START_TEST(restarted_plugin_over_no_leftover_socket)
 	/* By the shell: a script cannot be run from a descriptor. */
 	snprintf(text, sizeof(text), "exec /bin/sh\narg %s/wrap.sh\n"
 	    "arg --node-id\narg n9\narg --state-dir\narg %s/state\n"
-	    "arg --mode\narg node\n", defs, defs);
+	    "arg --mode\narg node\narg --strict\n"
+	    "arg --endpoint={csi_endpoint}\n", defs, defs);
 	harness_write(path, text);
 	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"", defs);
 	berth_config(&b, "1s", extra);
@@ -552,8 +559,7 @@ START_TEST(exec_plugin_endpoint_placeholder)
 
 	berth_config(&b, "1s", NULL);
 	berth_start(&b);
-	hostpath_alloc(&b, "a1.json", "a1", "strict", "node", "10s",
-	    ", \"--strict\", \"--endpoint={csi_endpoint}\"");
+	hostpath_alloc(&b, "a1.json", "a1", "strict", "node", "10s", NULL);
 	wait_event(&b, "PluginHealthy", "a1/plugin", "plugin strict "
 	    "(hostpath.csi.berth.dev", 10000);
 	in = wait_instance(&b, "strict", "node", "a1", true, 10000);
