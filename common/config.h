@@ -42,6 +42,7 @@ struct berth_config {
 	int64_t plugin_retry_max_ms;	/* doubling up to this; 2m */
 	int64_t device_stats_interval_ms; /* 1s */
 	int64_t volume_stats_interval_ms; /* NodeGetVolumeStats; 1m */
+	int64_t volume_wait_ms;		/* alloc volumes wait; 2m */
 	/* Lists: NULL-terminated, empty by default. */
 	char **driver_allow;	/* empty: every driver */
 	char **driver_block;

@@ -26,7 +26,8 @@
 #include "task_runner.h"
 
 #define RESCAN_DELAY_MS 1	/* one scan for the events of one burst */
-/* Volume steps that may pass are tried again: 1 s doubling to 30 s. */
+/* Volume steps that may pass are tried again: 1 s doubling to 30 s (a
+ * mount no longer than volume_wait in all). */
 #define VOLUME_RETRY_FIRST_MS 1000
 #define VOLUME_RETRY_MAX_MS 30000
 
@@ -76,6 +77,9 @@ struct arun {
 	 * (wall clock, ms; 0: not); "" when none. */
 	char step[16], reason[400];
 	int64_t next_retry_ms;
+	/* Since when (wall clock, ms) its volumes wait, tried again; 0: they
+	 * do not. Bounded by volume_wait. */
+	int64_t waiting_since_ms;
 	/* Its task id (registry's AllocateIds): asked once at its start;
 	 * its volumes are mounted for its group once it is held, then its
 	 * tasks start. */

@@ -436,10 +436,42 @@ undo(struct arun *ar)
 	    ar->doc, on_undone, ar);
 }
 
+/*
+ * A wait that lasted volume_wait: the alloc fails, saying what it waited
+ * for (a plugin whose instance is not healthy names it and says so).
+ * Otherwise the next try comes no later than the bound. why is the
+ * reason, made the failure's when the wait is over.
+ */
+static bool
+wait_over(struct arun *ar, char *why, size_t n)
+{
+	int64_t bound = ar->am->d.volume_wait_ms, now = wall_ms(), left;
+	char last[sizeof(ar->reason)];
+
+	if (ar->waiting_since_ms == 0)
+		ar->waiting_since_ms = now;
+	if (bound <= 0)
+		return false;
+	left = ar->waiting_since_ms + bound - now;
+	if (left > 0) {
+		if (ar->retry_ms > left)
+			ar->retry_ms = left;
+		return false;
+	}
+	snprintf(last, sizeof(last), "%s", why);
+	/* Cut short to the reason's room, as every reason is. */
+	if ((size_t)snprintf(why, n, "waited %lld%s (volume_wait) and gave "
+	    "up: %s", (long long)(bound % 1000 == 0 ? bound / 1000 : bound),
+	    bound % 1000 == 0 ? "s" : "ms", last) >= n)
+		log_debug("alloc %s: its reason cut short", ar->doc->id);
+	return true;
+}
+
 static void
-on_mounted(enum volmgr_status st, const char *why, void *arg)
+on_mounted(enum volmgr_status st, const char *reason, void *arg)
 {
 	struct arun *ar = arg;
+	char why[sizeof(ar->reason)];
 
 	if (ar->state == ARUN_STOP_MOUNTING) {
 		log_info("alloc %s: stopping (%s)", ar->doc->id,
@@ -451,10 +483,16 @@ on_mounted(enum volmgr_status st, const char *why, void *arg)
 		log_info("alloc %s: %zu volume%s in place", ar->doc->id,
 		    ar->doc->nvolumes, ar->doc->nvolumes == 1 ? "" : "s");
 		ar->retry_ms = VOLUME_RETRY_FIRST_MS;
+		ar->waiting_since_ms = 0;
 		set_step(ar, NULL, NULL);
 		run_tasks(ar);
 		return;
 	}
+	snprintf(why, sizeof(why), "%s", reason);
+	if (st == VOLMGR_RETRY && wait_over(ar, why, sizeof(why)))
+		st = VOLMGR_FAILED;
+	if (st != VOLMGR_RETRY)
+		ar->waiting_since_ms = 0;
 	if (st == VOLMGR_RETRY) {
 		/* Said once per reason: a retry that goes on is no news. */
 		if (strcmp(ar->reason, why) != 0)

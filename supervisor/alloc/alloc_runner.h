@@ -80,6 +80,10 @@ struct allocs_deps {
 	const char *plugins_dir;
 	int64_t resync_ms;		/* plugin_resync_ms */
 	int64_t heartbeat_ms;		/* plugin_heartbeat_ms */
+	/* volume_wait: how long an alloc's volumes may wait (a plugin
+	 * instance not healthy, a call that may pass) before it fails;
+	 * 0: no bound. */
+	int64_t volume_wait_ms;
 	uid_t uid;
 	gid_t gid;
 	/* task_ids: each alloc's sandboxed tasks run as one id of these,

@@ -450,6 +450,7 @@ make_allocs(struct supervisor *sv)
 		.plugins_dir = sv->cfg.plugins_dir,
 		.resync_ms = sv->cfg.plugin_resync_ms,
 		.heartbeat_ms = sv->cfg.plugin_heartbeat_ms,
+		.volume_wait_ms = sv->cfg.volume_wait_ms,
 		.uid = sv->uid,
 		.gid = sv->gid,
 		.task_id_first = sv->cfg.task_id_first,
