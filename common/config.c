@@ -54,6 +54,7 @@ static const struct key keys[] = {
 	DUR("device_stats_interval", device_stats_interval_ms, "1s"),
 	DUR("volume_stats_interval", volume_stats_interval_ms, "1m"),
 	DUR("log_retention", log_retention_ms, "1h"),
+	DUR("volume_wait", volume_wait_ms, "2m"),
 	LIST("driver_allow", driver_allow),
 	LIST("driver_block", driver_block),
 };

@@ -43,6 +43,7 @@ struct berth_config {
 	int64_t device_stats_interval_ms; /* 1s */
 	int64_t volume_stats_interval_ms; /* NodeGetVolumeStats; 1m */
 	int64_t log_retention_ms;	/* tasks' logs after a stop; 1h */
+	int64_t volume_wait_ms;		/* alloc volumes wait; 2m */
 	/* Lists: NULL-terminated, empty by default. */
 	char **driver_allow;	/* empty: every driver */
 	char **driver_block;

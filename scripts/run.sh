@@ -72,7 +72,10 @@ arg --state-dir
 arg $work/hostpath
 arg --mode
 arg monolith
+arg --strict
+arg --endpoint={csi_endpoint}
 cap CAP_SYS_ADMIN
+cap CAP_CHOWN
 CONF
 chmod 644 "$work/plugins.d/hostpath.conf"
 

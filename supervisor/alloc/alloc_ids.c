@@ -1,13 +1,15 @@
 /*
  * alloc_ids.c: an allocation's task id, the uid and gid its sandboxed
- * exec tasks (unprivileged plugins included) run as: allocated by berth-registry from task_ids before its
- * tasks start (the one it holds already after a supervisor restart), and
- * released once the allocation is gone, files and processes.
+ * exec tasks (unprivileged plugins included) run as and the group its
+ * volumes are mounted for: allocated by berth-registry from task_ids
+ * before its volumes are mounted and its tasks start (the one it holds
+ * already after a supervisor restart), and released once the allocation
+ * is gone, files and processes.
  *
- * Owns: the request in flight, its retries, and holding the start of the
- * alloc's tasks until the id is there. Must not: start a sandboxed task
- * without an id, or release an id while a process or file of the alloc
- * may be left (alloc_files.c calls ids_release after the mounter's
+ * Owns: the request in flight, its retries, and holding the alloc's
+ * volumes and tasks until the id is there. Must not: start a sandboxed
+ * task without an id, or release an id while a process or file of the
+ * alloc may be left (alloc_files.c calls ids_release after the mounter's
  * clean-up).
  */
 #include <stdio.h>
@@ -65,7 +67,7 @@ held(struct arun *ar, uint32_t id)
 	if (ar->state == ARUN_STOP_MOUNTING)
 		stop_tasks(ar);
 	else
-		run_tasks(ar);
+		volumes_then_run(ar);
 }
 
 static void
@@ -148,10 +150,10 @@ ids_start(struct arun *ar)
 }
 
 void
-ids_then_run(struct arun *ar)
+ids_then(struct arun *ar)
 {
 	if (ar->ids == NULL) {
-		run_tasks(ar);
+		volumes_then_run(ar);
 		return;
 	}
 	ar->run_wanted = true;

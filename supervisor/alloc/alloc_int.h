@@ -27,7 +27,8 @@
 #include "task_runner.h"
 
 #define RESCAN_DELAY_MS 1	/* one scan for the events of one burst */
-/* Volume steps that may pass are tried again: 1 s doubling to 30 s. */
+/* Volume steps that may pass are tried again: 1 s doubling to 30 s (a
+ * mount no longer than volume_wait in all). */
 #define VOLUME_RETRY_FIRST_MS 1000
 #define VOLUME_RETRY_MAX_MS 30000
 
@@ -77,11 +78,15 @@ struct arun {
 	 * (wall clock, ms; 0: not); "" when none. */
 	char step[16], reason[400];
 	int64_t next_retry_ms;
+	/* Since when (wall clock, ms) its volumes wait, tried again; 0: they
+	 * do not. Bounded by volume_wait. */
+	int64_t waiting_since_ms;
 	/* Its task id (registry's AllocateIds): asked once at its start;
-	 * its tasks start once it is held and its volumes are in place. */
+	 * its volumes are mounted for its group once it is held, then its
+	 * tasks start. */
 	struct ids_req *ids;		/* in flight or waiting to retry */
 	uint32_t task_id;		/* 0: not held (or not needed) */
-	bool run_wanted;		/* volumes in place, waiting for it */
+	bool run_wanted;		/* waiting for it to go on */
 	TAILQ_ENTRY(arun) entry;
 };
 
@@ -130,14 +135,17 @@ struct allocs {
 /* alloc_ids.c */
 /* Ask for ar's task id if its tasks need one. */
 void ids_start(struct arun *ar);
-/* Its tasks may start: now, or once its id is held. */
-void ids_then_run(struct arun *ar);
+/* Its volumes and tasks may go on (volumes_then_run): now, or once its
+ * id is held. */
+void ids_then(struct arun *ar);
 void ids_free(struct arun *ar);
 /* The alloc is gone, files and processes: its id goes back. */
 void ids_release(struct allocs *am, const char *alloc);
 /* alloc_life.c, for alloc_ids.c */
 void run_tasks(struct arun *ar);
 void stop_tasks(struct arun *ar);
+/* Its volumes mounted for its group, then its tasks run. */
+void volumes_then_run(struct arun *ar);
 
 /* alloc_runner.c */
 struct arun *find_run(struct allocs *am, const char *alloc);

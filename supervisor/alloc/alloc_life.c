@@ -436,10 +436,42 @@ undo(struct arun *ar)
 	    ar->doc, on_undone, ar);
 }
 
+/*
+ * A wait that lasted volume_wait: the alloc fails, saying what it waited
+ * for (a plugin whose instance is not healthy names it and says so).
+ * Otherwise the next try comes no later than the bound. why is the
+ * reason, made the failure's when the wait is over.
+ */
+static bool
+wait_over(struct arun *ar, char *why, size_t n)
+{
+	int64_t bound = ar->am->d.volume_wait_ms, now = wall_ms(), left;
+	char last[sizeof(ar->reason)];
+
+	if (ar->waiting_since_ms == 0)
+		ar->waiting_since_ms = now;
+	if (bound <= 0)
+		return false;
+	left = ar->waiting_since_ms + bound - now;
+	if (left > 0) {
+		if (ar->retry_ms > left)
+			ar->retry_ms = left;
+		return false;
+	}
+	snprintf(last, sizeof(last), "%s", why);
+	/* Cut short to the reason's room, as every reason is. */
+	if ((size_t)snprintf(why, n, "waited %lld%s (volume_wait) and gave "
+	    "up: %s", (long long)(bound % 1000 == 0 ? bound / 1000 : bound),
+	    bound % 1000 == 0 ? "s" : "ms", last) >= n)
+		log_debug("alloc %s: its reason cut short", ar->doc->id);
+	return true;
+}
+
 static void
-on_mounted(enum volmgr_status st, const char *why, void *arg)
+on_mounted(enum volmgr_status st, const char *reason, void *arg)
 {
 	struct arun *ar = arg;
+	char why[sizeof(ar->reason)];
 
 	if (ar->state == ARUN_STOP_MOUNTING) {
 		log_info("alloc %s: stopping (%s)", ar->doc->id,
@@ -451,10 +483,16 @@ on_mounted(enum volmgr_status st, const char *why, void *arg)
 		log_info("alloc %s: %zu volume%s in place", ar->doc->id,
 		    ar->doc->nvolumes, ar->doc->nvolumes == 1 ? "" : "s");
 		ar->retry_ms = VOLUME_RETRY_FIRST_MS;
+		ar->waiting_since_ms = 0;
 		set_step(ar, NULL, NULL);
-		ids_then_run(ar);
+		run_tasks(ar);
 		return;
 	}
+	snprintf(why, sizeof(why), "%s", reason);
+	if (st == VOLMGR_RETRY && wait_over(ar, why, sizeof(why)))
+		st = VOLMGR_FAILED;
+	if (st != VOLMGR_RETRY)
+		ar->waiting_since_ms = 0;
 	if (st == VOLMGR_RETRY) {
 		/* Said once per reason: a retry that goes on is no news. */
 		if (strcmp(ar->reason, why) != 0)
@@ -493,12 +531,23 @@ on_mounted(enum volmgr_status st, const char *why, void *arg)
 	undo(ar);
 }
 
+/* Mounted as the alloc's group: its task id, held by now (0: none). */
 static void
 mount_volumes(struct arun *ar)
 {
 	ar->state = ARUN_MOUNTING;
-	ar->am->d.volumes->mount(ar->am->d.volumes_ctx, ar->doc, on_mounted,
-	    ar);
+	ar->am->d.volumes->mount(ar->am->d.volumes_ctx, ar->doc,
+	    (gid_t)ar->task_id, on_mounted, ar);
+}
+
+void
+volumes_then_run(struct arun *ar)
+{
+	if (ar->doc->nvolumes == 0) {
+		run_tasks(ar);
+		return;
+	}
+	mount_volumes(ar);
 }
 
 static void
@@ -633,15 +682,13 @@ arun_start(struct allocs *am, struct alloc *doc, const char *file,
 	 * running from before a restart are adopted at once; the volume
 	 * manager then finds their volumes in place and keeps them. One
 	 * that ended meanwhile (after a reboot, its volumes are gone too)
-	 * starts with the others, once the volumes are in place.
+	 * starts with the others, once the volumes are in place. Its task
+	 * id comes first: the volumes are mounted for its group.
 	 */
-	ids_start(ar);
-	if (doc->nvolumes == 0) {
-		ids_then_run(ar);
-		return;
-	}
-	if (ar->adopted)
+	if (ar->adopted && doc->nvolumes > 0)
 		for (i = 0; i < ar->ntasks; i++)
 			trun_adopt(ar->tasks[i]);
-	mount_volumes(ar);
+	ar->state = ARUN_MOUNTING;
+	ids_start(ar);
+	ids_then(ar);
 }

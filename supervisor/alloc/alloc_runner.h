@@ -45,8 +45,10 @@ struct watcher;
  * a test.
  */
 struct allocs_volume_ops {
-	void (*mount)(void *ctx, const struct alloc *a, volmgr_cb cb,
-	    void *arg);
+	/* group: the alloc's gid (its task id; 0: none), the mount group
+	 * of a volume request that names none. */
+	void (*mount)(void *ctx, const struct alloc *a, gid_t group,
+	    volmgr_cb cb, void *arg);
 	void (*unmount)(void *ctx, const char *alloc, const struct alloc *a,
 	    volmgr_cb cb, void *arg);
 	void (*each_alloc)(void *ctx, void (*fn)(const char *alloc,
@@ -80,6 +82,10 @@ struct allocs_deps {
 	int64_t heartbeat_ms;		/* plugin_heartbeat_ms */
 	/* Tasks' logs kept after their alloc stops (0: not kept). */
 	int64_t log_retention_ms;
+	/* volume_wait: how long an alloc's volumes may wait (a plugin
+	 * instance not healthy, a call that may pass) before it fails;
+	 * 0: no bound. */
+	int64_t volume_wait_ms;
 	uid_t uid;
 	gid_t gid;
 	/* task_ids: each alloc's sandboxed tasks run as one id of these,

@@ -8,10 +8,9 @@
 #include "volmgr.h"
 
 static void
-vm_mount(void *ctx, const struct alloc *a, volmgr_cb cb, void *arg)
+vm_mount(void *ctx, const struct alloc *a, gid_t group, volmgr_cb cb,
+    void *arg)
 {
-	gid_t group = 0;	/* HOOK (alloc runner): the allocation's gid */
-
 	volmgr_mount(ctx, a, group, cb, arg);
 }
 

@@ -453,6 +453,7 @@ make_allocs(struct supervisor *sv)
 		.resync_ms = sv->cfg.plugin_resync_ms,
 		.heartbeat_ms = sv->cfg.plugin_heartbeat_ms,
 		.log_retention_ms = sv->cfg.log_retention_ms,
+		.volume_wait_ms = sv->cfg.volume_wait_ms,
 		.uid = sv->uid,
 		.gid = sv->gid,
 		.task_id_first = sv->cfg.task_id_first,

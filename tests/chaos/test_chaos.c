@@ -563,7 +563,9 @@ START_TEST(any_process_killed_at_any_moment)
 	snprintf(part, sizeof(part), "%s/defs/hostpath.conf", c.dir);
 	snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n1\n"
 	    "arg --state-dir\narg %s/hpstate\narg --mode\narg monolith\n"
-	    "cap CAP_SYS_ADMIN\n", harness_bin("berth-csi-hostpath"), c.dir);
+	    "arg --strict\narg --endpoint={csi_endpoint}\n"
+	    "cap CAP_SYS_ADMIN\ncap CAP_CHOWN\n",
+	    harness_bin("berth-csi-hostpath"), c.dir);
 	harness_write(part, text);
 	snprintf(text, sizeof(text), "{\"data_dir\": \"%s\", \"run_dir\": "
 	    "\"%s/run\", \"alloc_dir\": \"%s\", \"plugins_dir\": \"%s/defs\", "

@@ -38,6 +38,7 @@ struct vcall {
 	bool mount;
 	char alloc[64];
 	bool with_doc;
+	gid_t group;			/* a mount's: the alloc's gid */
 	volmgr_cb cb;
 	void *arg;
 	bool answered;
@@ -49,7 +50,8 @@ static bool vol_ready;
 static const char *vol_holders[4];	/* allocs with mount records */
 
 static void
-vol_mount(void *ctx, const struct alloc *a, volmgr_cb cb, void *arg)
+vol_mount(void *ctx, const struct alloc *a, gid_t group, volmgr_cb cb,
+    void *arg)
 {
 	struct vcall *v = &vcalls[nvcalls++];
 
@@ -57,6 +59,7 @@ vol_mount(void *ctx, const struct alloc *a, volmgr_cb cb, void *arg)
 	ck_assert_int_lt(nvcalls, 32);
 	memset(v, 0, sizeof(*v));
 	v->mount = true;
+	v->group = group;
 	snprintf(v->alloc, sizeof(v->alloc), "%s", a->id);
 	v->with_doc = true;
 	v->cb = cb;
@@ -203,6 +206,7 @@ registry_handler(struct fake_peer *fp, struct fake_req *req, void *arg)
 }
 
 static const struct chan_ops no_ops = { NULL, NULL, NULL, NULL };
+static struct allocs_deps deps;		/* setup()'s, for a test's own */
 
 static void
 setup(void)
@@ -237,7 +241,7 @@ setup(void)
 	snprintf(data_dir, sizeof(data_dir), "%s/data", dir);
 	ck_assert_int_eq(mkdir(alloc_dir, 0755), 0);
 	ck_assert_int_eq(mkdir(data_dir, 0755), 0);
-	d = (struct allocs_deps){
+	deps = d = (struct allocs_deps){
 		.base = base, .registry = rc, .mounter = mc,
 		.watcher = watcher, .events = events, .drivers = dm,
 		.volumes = &fake_volumes, .volumes_ctx = NULL,
@@ -799,6 +803,9 @@ START_TEST(test_mount_wait_then_running)
 	start_with_handles(NULL, 0);
 	ck_assert_str_eq(state_of("v1"), "mounting");
 	assert_view("v1", "pending", NULL, NULL);
+	/* Mounted once its task id is held, for its group. */
+	wait_vcalls(1);
+	ck_assert_int_eq(last_vcall(true, "v1")->group, 70000);
 	vol_answer(last_vcall(true, "v1"), VOLMGR_RETRY, "plugin not ready");
 	ck_assert_str_eq(state_of("v1"), "mount-wait");
 	ck_assert_int_eq(nprocs, 0);
@@ -837,6 +844,7 @@ START_TEST(test_mount_fails_undo_refused_until_changed)
 {
 	write_alloc("v2", true, NULL);
 	start_with_handles(NULL, 0);
+	wait_vcalls(1);
 	vol_answer(last_vcall(true, "v2"), VOLMGR_FAILED, "claim: taken");
 	ck_assert_str_eq(state_of("v2"), "undoing");
 	assert_view("v2", "failed", "volumes", "claim: taken");
@@ -879,11 +887,70 @@ START_TEST(test_mount_fails_undo_refused_until_changed)
 }
 END_TEST
 
+static int64_t
+mono_ms(void)
+{
+	struct timespec ts;
+
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+/*
+ * Volumes that wait for a plugin instance that is not healthy wait no
+ * longer than volume_wait: the last try comes at the bound, then the
+ * alloc fails, naming the plugin and that it is unhealthy, and its tasks
+ * never start.
+ */
+START_TEST(test_volume_wait_is_bounded)
+{
+	const char *sick = "plugin hp: its node instance (alloc p1) is "
+	    "unhealthy: its heartbeat failed";
+	char why[400];
+	int64_t t0;
+	int n;
+
+	allocs_free(am);
+	deps.volume_wait_ms = 2500;
+	ck_assert_ptr_nonnull(am = allocs_new(&deps));
+	write_alloc("w1", true, NULL);
+	t0 = mono_ms();
+	start_with_handles(NULL, 0);
+	/* Tried at 0, 1 s and 2.5 s (not 3 s: the bound comes first; a
+	 * timer a moment early makes one more try, at once). */
+	for (n = 1; strcmp(state_of("w1"), "undoing") != 0; n++) {
+		ck_assert_int_le(n, 4);
+		wait_vcalls(n);
+		ck_assert_str_eq(state_of("w1"), "mounting");
+		vol_answer(last_vcall(true, "w1"), VOLMGR_RETRY, sick);
+	}
+	ck_assert_int_ge(n, 4);
+	ck_assert_int_ge(mono_ms() - t0, 2400);
+	ck_assert_int_lt(mono_ms() - t0, 3500);
+	ck_assert_str_eq(state_of("w1"), "undoing");
+	snprintf(why, sizeof(why), "waited 2500ms (volume_wait) and gave up: "
+	    "%s", sick);
+	assert_view("w1", "failed", "volumes", why);
+	ck_assert_str_eq(event_message("AllocFailed", "w1"), "volumes: waited "
+	    "2500ms (volume_wait) and gave up: plugin hp: its node instance "
+	    "(alloc p1) is unhealthy: its heartbeat failed");
+	vol_answer(last_vcall(false, "w1"), VOLMGR_OK, "");
+	vol_answer(last_vcall(false, "w1"), VOLMGR_OK, "");
+	wait_requests(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC, 1);
+	cleanup_reply(held(mnt_fp, BERTH__ENVELOPE__BODY_CLEANUP_ALLOC));
+	wait_state("w1", "failed");
+	assert_view("w1", "failed", "volumes", why);
+	ck_assert_int_eq(nprocs, 0);
+	ck_assert_int_eq(nvcalls, n + 1);
+}
+END_TEST
+
 START_TEST(test_stop_while_mounting_waits_for_reply)
 {
 	write_alloc("v3", true, NULL);
 	start_with_handles(NULL, 0);
 	ck_assert_str_eq(state_of("v3"), "mounting");
+	wait_vcalls(1);
 	remove_alloc("v3");
 	wait_state("v3", "stop-mounting");
 	run_for(200);
@@ -981,6 +1048,7 @@ START_TEST(test_recovery_adopts_and_stops_stale)
 	ck_assert_str_eq(state_of("r1"), "mounting");
 	mine->started(mine, 0, NULL, mine->arg);
 	/* Adopted tasks run on what is in place: a failure leaves it. */
+	wait_vcalls(1);
 	vol_answer(last_vcall(true, "r1"), VOLMGR_FAILED, "stage: gone");
 	ck_assert_str_eq(state_of("r1"), "running");
 	ck_assert_int_eq(mine->nsigs, 0);
@@ -1329,6 +1397,7 @@ main(void)
 	tcase_add_test(tc, test_no_volumes_run_and_stop);
 	tcase_add_test(tc, test_mount_wait_then_running);
 	tcase_add_test(tc, test_mount_fails_undo_refused_until_changed);
+	tcase_add_test(tc, test_volume_wait_is_bounded);
 	tcase_add_test(tc, test_stop_while_mounting_waits_for_reply);
 	tcase_add_test(tc, test_stop_while_waiting);
 	tcase_add_test(tc, test_stop_while_undoing_or_mount_fails_late);

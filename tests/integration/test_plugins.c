@@ -27,7 +27,11 @@ jstr(json_t *o, const char *key)
 	return v != NULL ? v : "";
 }
 
-/* An alloc running berth-csi-hostpath as an exec task, sandboxed. */
+/*
+ * An alloc running berth-csi-hostpath as an exec task, sandboxed, strict
+ * (its endpoint from --endpoint, one staging path per volume, no
+ * optional reply field); faults: more args (", \"--x\"") or NULL.
+ */
 static void
 hostpath_alloc(struct berth *b, const char *file, const char *alloc,
     const char *id, const char *type, const char *timeout, const char *faults)
@@ -37,7 +41,8 @@ hostpath_alloc(struct berth *b, const char *file, const char *alloc,
 	snprintf(text, sizeof(text), "{\"id\": \"%s\", \"tasks\": [{\"name\": "
 	    "\"plugin\", \"driver\": \"exec\", \"config\": {\"command\": "
 	    "\"%s\", \"args\": [\"--node-id\", \"n1\", \"--state-dir\", "
-	    "\"state\", \"--mode\", \"%s\"%s]}, \"csi_plugin\": {\"id\": "
+	    "\"state\", \"--mode\", \"%s\", \"--strict\", "
+	    "\"--endpoint={csi_endpoint}\"%s]}, \"csi_plugin\": {\"id\": "
 	    "\"%s\", \"type\": \"%s\", \"health_timeout\": \"%s\"}, "
 	    "\"restart\": {\"delay\": \"1s\"}}]}", alloc,
 	    sv_sandbox_bin("berth-csi-hostpath"), type, faults ? faults : "",
@@ -173,6 +178,63 @@ START_TEST(frozen_plugin_unhealthy_everywhere)
 	j = sv_api(&b, "PUT", "/v1/volume/v9/create", VOLUME, &status);
 	ck_assert_msg(status == 200, "%d %s", status, jstr(j, "error"));
 	json_decref(j);
+	j = sv_api(&b, "DELETE", "/v1/volume/v9", NULL, &status);
+	ck_assert_msg(status == 200, "%d %s", status, jstr(j, "error"));
+	json_decref(j);
+	remove_alloc(&b, "a1.json");
+	wait_event(&b, "AllocStopped", "a1", NULL, 10000);
+	berth_stop(&b);
+}
+END_TEST
+
+/*
+ * An allocation whose volume's plugin is frozen waits for it no longer
+ * than volume_wait: then it fails, saying that it gave up, which plugin
+ * and that it is unhealthy; its task never starts.
+ */
+START_TEST(volumes_wait_no_longer_than_volume_wait)
+{
+	struct berth b;
+	const char *why;
+	int64_t t0;
+	json_t *j;
+	int status;
+	pid_t pid;
+
+	berth_config(&b, "300ms", ", \"volume_wait\": \"3s\"");
+	berth_start(&b);
+	hostpath_alloc(&b, "a1.json", "a1", "hp", "monolith", "10s", NULL);
+	json_decref(wait_instance(&b, "hp", "node", "a1", true, 10000));
+	json_decref(wait_instance(&b, "hp", "controller", "a1", true, 10000));
+	j = sv_api(&b, "PUT", "/v1/volume/v9/create", VOLUME, &status);
+	ck_assert_msg(status == 200, "%d %s", status, jstr(j, "error"));
+	json_decref(j);
+	ck_assert_int_eq(task_pids(&b, &pid), 1);
+	ck_assert_int_eq(kill(pid, SIGSTOP), 0);
+	wait_event(&b, "PluginUnhealthy", "a1/plugin", "2 probes in a row "
+	    "failed", 10000);
+	t0 = http_now_ms();
+	berth_alloc(&b, "u.json", "{\"id\": \"u\", \"volumes\": {\"d\": "
+	    "{\"type\": \"csi\", \"source\": \"v9\", \"access_mode\": "
+	    "\"single-node-writer\", \"attachment_mode\": \"file-system\"}}, "
+	    "\"tasks\": [{\"name\": \"t\", \"driver\": \"exec\", "
+	    "\"config\": {\"command\": \"/bin/sleep\", \"args\": "
+	    "[\"600\"]}, \"volume_mounts\": [{\"volume\": \"d\", "
+	    "\"destination\": \"d\"}]}]}");
+	wait_event(&b, "AllocFailed", "u", "volumes: waited 3s (volume_wait) "
+	    "and gave up: plugin hp: its ", 15000);
+	ck_assert_int_ge(http_now_ms() - t0, 2900);
+	wait_alloc(&b, "u", "failed", 5000);
+	j = sv_get(&b, "/v1/allocation/u");
+	ck_assert_ptr_nonnull(j);
+	why = jstr(j, "reason");
+	ck_assert_msg(strstr(why, "(alloc a1) is unhealthy: its heartbeat "
+	    "failed") != NULL, "%s", why);
+	json_decref(j);
+	ck_assert_int_eq(count_events(&b, "Started", "u/t", NULL), 0);
+	ck_assert_int_eq(kill(pid, SIGCONT), 0);
+	wait_event(&b, "PluginHealthy", "a1/plugin", "healthy again", 10000);
+	remove_alloc(&b, "u.json");
 	j = sv_api(&b, "DELETE", "/v1/volume/v9", NULL, &status);
 	ck_assert_msg(status == 200, "%d %s", status, jstr(j, "error"));
 	json_decref(j);
@@ -409,7 +471,8 @@ START_TEST(privileged_plugin_through_the_mounter)
 
 	snprintf(path, sizeof(path), "%s/hostpath.conf", defs);
 	snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n9\n"
-	    "arg --state-dir\narg %s/state\narg --mode\narg node\n",
+	    "arg --state-dir\narg %s/state\narg --mode\narg node\n"
+	    "arg --strict\narg --endpoint={csi_endpoint}\n",
 	    harness_bin("berth-csi-hostpath"), defs);
 	harness_write(path, text);
 	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"", defs);
@@ -496,7 +559,8 @@ START_TEST(restarted_plugin_over_no_leftover_socket)
 	/* By the shell: a script cannot be run from a descriptor. */
 	snprintf(text, sizeof(text), "exec /bin/sh\narg %s/wrap.sh\n"
 	    "arg --node-id\narg n9\narg --state-dir\narg %s/state\n"
-	    "arg --mode\narg node\n", defs, defs);
+	    "arg --mode\narg node\narg --strict\n"
+	    "arg --endpoint={csi_endpoint}\n", defs, defs);
 	harness_write(path, text);
 	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"", defs);
 	berth_config(&b, "1s", extra);
@@ -552,8 +616,7 @@ START_TEST(exec_plugin_endpoint_placeholder)
 
 	berth_config(&b, "1s", NULL);
 	berth_start(&b);
-	hostpath_alloc(&b, "a1.json", "a1", "strict", "node", "10s",
-	    ", \"--strict\", \"--endpoint={csi_endpoint}\"");
+	hostpath_alloc(&b, "a1.json", "a1", "strict", "node", "10s", NULL);
 	wait_event(&b, "PluginHealthy", "a1/plugin", "plugin strict "
 	    "(hostpath.csi.berth.dev", 10000);
 	in = wait_instance(&b, "strict", "node", "a1", true, 10000);
@@ -637,6 +700,7 @@ main(void)
 
 	tcase_set_timeout(tc, 90);
 	tcase_add_test(tc, minimal_plugin_is_healthy_and_fingerprinted);
+	tcase_add_test(tc, volumes_wait_no_longer_than_volume_wait);
 	tcase_add_test(tc, health_timeout_restarts_the_task);
 	tcase_add_test(tc, one_slow_probe_does_not_flap);
 	tcase_add_test(tc, frozen_plugin_unhealthy_everywhere);

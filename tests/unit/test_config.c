@@ -67,6 +67,7 @@ START_TEST(durations_and_lists)
 	ck_assert_int_eq(cfg.plugin_retry_max_ms, 120000);
 	ck_assert_int_eq(cfg.device_stats_interval_ms, 1000);
 	ck_assert_int_eq(cfg.volume_stats_interval_ms, 60000);
+	ck_assert_int_eq(cfg.volume_wait_ms, 120000);
 	ck_assert_ptr_nonnull(cfg.driver_allow);
 	ck_assert_ptr_null(cfg.driver_allow[0]);
 	config_free(&cfg);
