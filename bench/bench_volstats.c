@@ -83,7 +83,7 @@ start(struct bench *b)
 	snprintf(path, sizeof(path), "%s/defs/hostpath.conf", b->dir);
 	snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n1\n"
 	    "arg --state-dir\narg %s/hpstate\narg --mode\narg monolith\n"
-	    "cap CAP_SYS_ADMIN\n", harness_bin("berth-csi-hostpath"), b->dir);
+	    "cap CAP_SYS_ADMIN\ncap CAP_CHOWN\n", harness_bin("berth-csi-hostpath"), b->dir);
 	harness_write(path, text);
 	snprintf(cfg, sizeof(cfg), "%s/berth.json", b->dir);
 	snprintf(text, sizeof(text), "{\"data_dir\": \"%s/data\", "

@@ -32,7 +32,7 @@ setup(struct berth *b)
 	snprintf(path, sizeof(path), "%s/defs/hostpath.conf", b->dir);
 	snprintf(text, sizeof(text), "exec %s\narg --strict\narg --endpoint="
 	    "{csi_endpoint}\narg --node-id\narg n1\narg --state-dir\narg "
-	    "%s/hpstate\narg --mode\narg monolith\ncap CAP_SYS_ADMIN\n",
+	    "%s/hpstate\narg --mode\narg monolith\ncap CAP_SYS_ADMIN\ncap CAP_CHOWN\n",
 	    harness_bin("berth-csi-hostpath"), b->dir);
 	harness_write(path, text);
 	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s/defs\"",

@@ -35,7 +35,7 @@ berth_setup(struct berth *b, const char *plugin_args)
 	snprintf(path, sizeof(path), "%s/defs/hostpath.conf", b->dir);
 	snprintf(text, sizeof(text), "exec %s\narg --node-id\narg n1\n"
 	    "arg --state-dir\narg %s/hpstate\narg --mode\narg monolith\n"
-	    "%scap CAP_SYS_ADMIN\n",
+	    "%scap CAP_SYS_ADMIN\ncap CAP_CHOWN\n",
 	    harness_bin("berth-csi-hostpath"), b->dir,
 	    plugin_args != NULL ? plugin_args : "");
 	harness_write(path, text);
