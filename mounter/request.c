@@ -135,6 +135,8 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		ID(type, r->plugin_type, "plugin_type");
 		ID(plugin, r->plugin_id, "plugin_id");
 		ID(vol, r->volume_id, "volume_id");
+		if (r->plugin_alloc.len > 0)
+			ID(palloc, r->plugin_alloc, "plugin_alloc");
 		/* Staging names a usage only for an older per-usage path. */
 		if (r->dir != BERTH__VOLUME_DIR__VOLUME_DIR_STAGING ||
 		    r->usage != NULL)
@@ -175,6 +177,7 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		ID(name, r->name, "name");
 		TRY(usage(rq, r->usage, why));
 		rq->read_only = rq->read_only || r->read_only;
+		rq->gid = r->group;	/* task.c's task_ids() checks it */
 		PATH(layout_publish(rq->path, n, rq->type, rq->plugin,
 		    rq->alloc, rq->vol, rq->usage));
 		PATH(layout_task_volume(rq->path2, n, rq->alloc, rq->task,

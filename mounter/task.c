@@ -25,8 +25,9 @@
 #define SUBST 9
 
 /* Never root's or berth's own; in the range, or the user's own line. */
-static Berth__ErrorCode
-check_ids(struct mounter *m, const struct mreq *rq, char *why)
+Berth__ErrorCode
+task_ids(struct mounter *m, uid_t uid, gid_t gid, const char *user,
+    char *why)
 {
 	char buf[TEMPLATE_MAX + 1], name[MREQ_IDENT], *line, *save = NULL;
 	Berth__ErrorCode code;
@@ -34,25 +35,25 @@ check_ids(struct mounter *m, const struct mreq *rq, char *why)
 	int i;
 
 	for (i = 0; i < 3; i++)
-		if (rq->uid == m->deny_uid[i] || rq->gid == m->deny_gid[i])
+		if (uid == m->deny_uid[i] || gid == m->deny_gid[i])
 			return fail(why, PERM, "uid %u or gid %u is berth's own",
-			    rq->uid, rq->gid);
-	if (rq->user[0] == '\0')
-		return rq->uid >= m->ids[0] && rq->uid <= m->ids[1] &&
-		    rq->gid >= m->ids[0] && rq->gid <= m->ids[1] ? OK :
+			    uid, gid);
+	if (user[0] == '\0')
+		return uid >= m->ids[0] && uid <= m->ids[1] &&
+		    gid >= m->ids[0] && gid <= m->ids[1] ? OK :
 		    fail(why, PERM, "uid %u gid %u is not in --task-ids %u-%u",
-		    rq->uid, rq->gid, m->ids[0], m->ids[1]);
+		    uid, gid, m->ids[0], m->ids[1]);
 	if ((code = read_root_file(m->conf_fd, "--task-conf", TASK_USERS, buf,
 	    TEMPLATE_MAX, why)) != OK)
 		return code;
 	for (line = strtok_r(buf, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save))
 		if (sscanf(line, "%128s %u %u", name, &u, &g) == 3 &&
-		    strcmp(name, rq->user) == 0)
-			return u == rq->uid && g == rq->gid ? OK : fail(why,
+		    strcmp(name, user) == 0)
+			return u == uid && g == gid ? OK : fail(why,
 			    PERM, "user %s is uid %u gid %u in " TASK_USERS,
 			    name, u, g);
-	return fail(why, PERM, "user %s is not in " TASK_USERS, rq->user);
+	return fail(why, PERM, "user %s is not in " TASK_USERS, user);
 }
 
 /* Each "{key}" of tpl as its value; a value never holds '"' or '\\'. */
@@ -200,7 +201,8 @@ task_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	if (!plugin_room(m, true))
 		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "at most "
 		    "%d tasks at once", TASK_MAX);
-	if ((code = check_ids(m, rq, why)) != OK ||
+	if ((code = task_ids(m, rq->uid, rq->gid, rq->user,
+	    why)) != OK ||
 	    (code = bundle(m, rq, rel, why)) != OK)
 		return code;
 	if ((fd = res_mkdirs(m->data_fd, MOUNTER_CRUN_DIR)) < 0)

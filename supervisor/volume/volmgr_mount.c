@@ -133,7 +133,11 @@ prepare_volume(struct unit *u, bool staging)
 {
 	struct priv_volume v = staging ? priv_staging_of(u->pub) :
 	    priv_volume_of(u->pub);
+	struct volmgr_plugin node;
 
+	if (!node_or_end(u, &node))
+		return;
+	v.plugin_alloc = node.alloc;	/* its user gets the directory */
 	u->st.mount = staging ? MS_PREP_STAGE : MS_PREP_PUBLISH;
 	call_mounter(u, priv_prepare_volume(u->job->vm->d.mounter, staging ?
 	    BERTH__VOLUME_DIR__VOLUME_DIR_STAGING :
