@@ -48,6 +48,7 @@ struct hostpath {
 	int staged_fd;			/* <state-dir>/staged, strict only */
 	enum hostpath_mode mode;
 	bool strict;			/* --strict: as plugins of others */
+	bool no_mount_group;		/* --no-mount-group: not advertised */
 
 	/* Mount targets this process created, removed again on undo. */
 	char *created[HOSTPATH_MAX_CREATED];

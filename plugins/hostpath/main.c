@@ -25,7 +25,7 @@ usage(void)
 {
 	fprintf(stderr, "usage: berth-csi-hostpath --node-id ID "
 	    "--state-dir DIR [--endpoint unix:///PATH] [--strict]\n"
-	    "    [--mode node|controller|monolith] [-v]\n"
+	    "    [--no-mount-group] [--mode node|controller|monolith] [-v]\n"
 	    "    [--fault-slow-start-ms N] [--fault-probe-fail-after N]\n"
 	    "    [--fault-probe-no-ready] [--fault-validate-no-confirmed]\n"
 	    "    [--fault-unknown-capabilities] [--fault-exit-in RPCNAME]\n"
@@ -98,7 +98,7 @@ enum {
 	OPT_NODE_ID = 256, OPT_STATE_DIR, OPT_MODE, OPT_SLOW_START,
 	OPT_PROBE_FAIL_AFTER, OPT_PROBE_NO_READY, OPT_VALIDATE_NO_CONFIRMED,
 	OPT_UNKNOWN_CAPS, OPT_EXIT_IN, OPT_MINIMAL, OPT_SLOW_PROBE, OPT_SLOW_REPLY,
-	OPT_ENDPOINT, OPT_STRICT,
+	OPT_ENDPOINT, OPT_STRICT, OPT_NO_MOUNT_GROUP,
 };
 
 static const struct option options[] = {
@@ -107,6 +107,7 @@ static const struct option options[] = {
 	{ "mode", required_argument, NULL, OPT_MODE },
 	{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
 	{ "strict", no_argument, NULL, OPT_STRICT },
+	{ "no-mount-group", no_argument, NULL, OPT_NO_MOUNT_GROUP },
 	{ "fault-slow-start-ms", required_argument, NULL, OPT_SLOW_START },
 	{ "fault-probe-fail-after", required_argument, NULL,
 	    OPT_PROBE_FAIL_AFTER },
@@ -156,6 +157,9 @@ main(int argc, char *argv[])
 			break;
 		case OPT_STRICT:
 			hp.strict = true;
+			break;
+		case OPT_NO_MOUNT_GROUP:
+			hp.no_mount_group = true;
 			break;
 		case OPT_SLOW_START:
 			hp.fault_slow_start_ms = number("--fault-slow-start-ms",
