@@ -148,8 +148,8 @@ prepare_volume(struct unit *u, bool staging)
 /*
  * A plugin that takes no mount group keeps the volume's ownership its
  * own: said here, before the stage (and in the stage's or publish's
- * event), since the task may then not be able to write. Making the
- * root usable by the group is the mounter's part, not done yet.
+ * event), since the task may then not be able to write: the mounter
+ * makes only a read-write volume's root usable by the group, at bind.
  */
 static void
 owner_note(struct vpub *p, const struct volmgr_plugin *node)
