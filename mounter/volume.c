@@ -240,30 +240,24 @@ bind_target(struct mounter *m, const char *rel, bool dir)
 
 /*
  * A read-write volume's root directory, if root's, for the task's group
- * (a task's gid): group rwx and setgid, others at most r-x. fchmod first,
- * while the group is one the mounter is in, or the kernel drops S_ISGID.
- * Only the root, never what is in it.
+ * (a task's gid): group rwx and setgid, others at most r-x (give()'s
+ * order keeps S_ISGID). Only the root, never what is in it.
  */
 static Berth__ErrorCode
-group_root(struct mounter *m, const struct mreq *rq, int fd, char *why)
+group_root(struct mounter *m, const struct mreq *rq, int fd,
+    const struct stat *st, char *why)
 {
 	Berth__ErrorCode code;
-	struct stat st;
-	int dir, r = 0;
 
-	if (rq->gid == 0 || rq->read_only)
+	if (rq->gid == 0 || rq->read_only || !S_ISDIR(st->st_mode) ||
+	    st->st_uid != 0)
 		return OK;
 	if ((code = task_ids(m, rq->gid, rq->gid, "", why)) != OK)
 		return code;
-	if ((dir = res_open_here(fd, ".", O_RDONLY | O_DIRECTORY)) < 0)
-		return dir == -ENOTDIR ? OK : fail_errno(why, -dir, "opening",
-		    rq->path);
-	if (fstat(dir, &st) < 0 || (st.st_uid == 0 && (fchmod(dir,
-	    (st.st_mode & 05) == 05 ? 02775 : 02770) < 0 ||
-	    fchown(dir, (uid_t)-1, rq->gid) < 0)))
-		r = errno;
-	close(dir);
-	return r ? fail_errno(why, r, "giving its group", rq->path) : OK;
+	if ((fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return fail_errno(why, errno, "opening", rq->path);
+	return give(fd, rq->path, NULL, 0, rq->gid, (st->st_mode & 05) == 05 ?
+	    02775 : 02770, why);
 }
 
 Berth__ErrorCode
@@ -305,7 +299,7 @@ volume_bind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is "
 		    "already a mount point: unbind it first", rq->path2);
 	/* A detached copy, its flags set before anyone can see it. */
-	else if ((code = group_root(m, rq, sfd, why)) == OK &&
+	else if ((code = group_root(m, rq, sfd, &st, why)) == OK &&
 	    (r = attach(sfd, tfd, &attr)) < 0)
 		code = fail_errno(why, -r, "binding into", rq->path2);
 	if (tfd >= 0)
