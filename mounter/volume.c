@@ -143,16 +143,13 @@ plugin_user(struct mounter *m, const char *alloc, uid_t *uid, char *why)
 	Berth__ErrorCode code;
 	char rel[MREQ_PATH];
 	struct stat st;
-	int fd, r;
+	int fd;
 
 	layout_plugin_socket_dir(rel, sizeof(rel), alloc);
 	if ((code = volume_shared_root(m, rel, &fd, why)) != OK)
 		return code;
-	r = fstat(fd, &st);
+	*uid = fstat(fd, &st) < 0 ? (uid_t)-1 : st.st_uid;	/* refused */
 	close(fd);
-	if (r < 0)
-		return fail_errno(why, errno, "checking", rel);
-	*uid = st.st_uid;
 	return *uid == 0 ? OK : task_ids(m, *uid, *uid, "", why);
 }
 
@@ -175,9 +172,10 @@ volume_prepare(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	 * creates the target, per CSI), is the plugin's user's; never a
 	 * mount (res_mkdirs: -EXDEV), and by descriptor. */
 	if ((fd = res_mkdirs(root, rq->staging ? sub : dir)) >= 0) {
-		r = fchownat(fd, "", uid, (gid_t)-1, AT_EMPTY_PATH);
+		r = fchownat(fd, "", uid, (gid_t)-1, AT_EMPTY_PATH) < 0 ?
+		    -errno : 0;
 		close(fd);
-		fd = r < 0 ? -errno : 0;
+		fd = r;
 	}
 	if (fd >= 0 || (rq->staging && fd == -EXDEV))
 		fd = open_target(root, sub);
