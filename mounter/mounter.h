@@ -190,9 +190,9 @@ bool plugin_room(struct mounter *m, bool task);
 /* Watch a process we started (start 0: read it) and answer its handle. */
 Berth__ErrorCode plugin_keep(struct mounter *m, pid_t pid, uint64_t start,
     bool task, int pidfd, struct mreply *out, char *why);
-/* The launcher starts lr with fds; the pidfd is then the caller's. */
+/* The launcher starts lr with fds; plugin_keep() watches it, into out. */
 Berth__ErrorCode launcher_run(struct mounter *m, struct launch_req *lr,
-    const int fds[3], pid_t *pid, int *pidfd, char *why);
+    const int fds[3], struct mreply *out, char *why);
 /* task.c */
 verb_fn task_start;
 /* A task's ids: never root's or berth's; in --task-ids, or user's line. */

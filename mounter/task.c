@@ -190,9 +190,8 @@ task_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	char id[2 * MREQ_IDENT];
 	const char *argv[] = { TASK_CRUN, "--root", state, "run",
 	    "--no-new-keyring", "--bundle", abs, "--preserve-fds", "2", id };
-	int fds[3] = { -1, -1, -1 }, sp[2] = { -1, -1 }, pidfd, fd, i;
+	int fds[3] = { -1, -1, -1 }, sp[2] = { -1, -1 }, fd, i;
 	Berth__ErrorCode code;
-	pid_t pid;
 
 	snprintf(rel, sizeof(rel), MOUNTER_TASKS_DIR "/%s/%s", rq->alloc,
 	    rq->task);
@@ -236,11 +235,10 @@ task_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	}
 	fds[2] = sp[1];
 	sp[1] = -1;
-	if ((code = launcher_run(m, &lr, fds, &pid, &pidfd, why)) != OK ||
-	    (code = plugin_keep(m, pid, 0, true, pidfd, out, why)) != OK)
+	if ((code = launcher_run(m, &lr, fds, out, why)) != OK)
 		goto out;
 	log_info("task_start: %s is crun pid %ld, uid %u gid %u", id,
-	    (long)pid, rq->uid, rq->gid);
+	    (long)out->pid, rq->uid, rq->gid);
 	out->chanfd = sp[0];
 	sp[0] = -1;
 out:
