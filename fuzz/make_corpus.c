@@ -68,6 +68,7 @@ main(int argc, char **argv)
 	pv.dir = BERTH__VOLUME_DIR__VOLUME_DIR_PUBLISH;
 	pv.volume_ns = B("");
 	pv.alloc_id = pp.alloc_id;
+	pv.plugin_alloc = pp.alloc_id;
 	put(dir, "prepare_publish", &env, 3);
 	bv.plugin_type = B("hostpath");
 	bv.plugin_id = B("hp");
@@ -77,6 +78,7 @@ main(int argc, char **argv)
 	bv.task = B("web");
 	bv.name = B("data");
 	bv.read_only = 1;
+	bv.group = 60000;
 	env.body_case = BERTH__ENVELOPE__BODY_BIND_VOLUME;
 	env.bind_volume = &bv;
 	put(dir, "bind_volume", &env, 4);

@@ -303,24 +303,22 @@ launcher_spawn(int data_fd)
 
 Berth__ErrorCode
 launcher_run(struct mounter *m, struct launch_req *lr, const int fds[3],
-    pid_t *pid, int *pidfd, char *why)
+    struct mreply *out, char *why)
 {
 	struct pollfd pfd = { .fd = m->launcher_fd, .events = POLLIN };
 	struct launch_msg msg;
-	int r;
+	int r, pidfd;
 
 	if ((r = fdmsg_send(m->launcher_fd, lr, sizeof(*lr), fds, 3)) < 0)
 		return fail_errno(why, -r, "asking the launcher", "");
 	if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) != 1 || (r = fdmsg_recv(
-	    m->launcher_fd, &msg, sizeof(msg), pidfd, 1, MSG_DONTWAIT)) < 0)
+	    m->launcher_fd, &msg, sizeof(msg), &pidfd, 1, MSG_DONTWAIT)) < 0)
 		fatalx("launch: the launcher is gone or did not answer; "
 		    "exiting (its plugins keep running and can be adopted)");
-	if (msg.err == 0 && r == 1) {
-		*pid = msg.pid;
-		return OK;
-	}
+	if (msg.err == 0 && r == 1)
+		return plugin_keep(m, msg.pid, 0, lr->task, pidfd, out, why);
 	if (r == 1)
-		close(*pidfd);
+		close(pidfd);
 	msg.what[sizeof(msg.what) - 1] = '\0';
 	return fail(why, BERTH__ERROR_CODE__ERROR_INTERNAL, "starting "
 	    "failed at %s: %s", msg.what, strerror(msg.err));

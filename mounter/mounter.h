@@ -78,7 +78,7 @@ struct mreq {
 	char type[MREQ_IDENT], plugin[MREQ_IDENT], alloc[MREQ_IDENT];
 	char ns[MREQ_IDENT], vol[MREQ_IDENT], usage[MREQ_IDENT];
 	char task[MREQ_IDENT], name[MREQ_IDENT], def[MREQ_IDENT];
-	char user[MREQ_IDENT];
+	char user[MREQ_IDENT], palloc[MREQ_IDENT];	/* plugin's alloc */
 	bool staging, read_only, network_none;
 	uint64_t memory, memory_max;
 	uint32_t cpu_shares, pids_max;
@@ -190,11 +190,14 @@ bool plugin_room(struct mounter *m, bool task);
 /* Watch a process we started (start 0: read it) and answer its handle. */
 Berth__ErrorCode plugin_keep(struct mounter *m, pid_t pid, uint64_t start,
     bool task, int pidfd, struct mreply *out, char *why);
-/* The launcher starts lr with fds; the pidfd is then the caller's. */
+/* The launcher starts lr with fds; plugin_keep() watches it, into out. */
 Berth__ErrorCode launcher_run(struct mounter *m, struct launch_req *lr,
-    const int fds[3], pid_t *pid, int *pidfd, char *why);
+    const int fds[3], struct mreply *out, char *why);
 /* task.c */
 verb_fn task_start;
+/* A task's ids: never root's or berth's; in --task-ids, or user's line. */
+Berth__ErrorCode task_ids(struct mounter *m, uid_t uid, gid_t gid,
+    const char *user, char *why);
 
 /*
  * sandbox.c: the capabilities the mounter keeps, the first MOUNTER_NCAPS;

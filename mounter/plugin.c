@@ -247,8 +247,7 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	static struct launch_req lr;
 	Berth__ErrorCode code;
 	char name[MREQ_IDENT + 8], sock[MREQ_PATH], ep[LAUNCH_STR];
-	int fds[3] = { -1, -1, -1 }, i, pidfd = -1, dir = -1;
-	pid_t pid = -1;
+	int fds[3] = { -1, -1, -1 }, i, dir = -1;
 
 	/* Refuse before launching: a plugin we cannot watch must not run. */
 	if (!plugin_room(m, false))
@@ -276,14 +275,14 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		if ((code = open_log(dir, rq->path2, name, &fds[i], why)) != OK)
 			goto out;
 	}
-	if ((code = launcher_run(m, &lr, fds, &pid, &pidfd, why)) != OK ||
-	    (code = plugin_keep(m, pid, 0, false, pidfd, out, why)) != OK)
+	if ((code = launcher_run(m, &lr, fds, out, why)) != OK)
 		goto out;
-	if (out->start_time == 0 || record(m, pid, out->start_time, '+') < 0)
+	if (out->start_time == 0 || record(m, out->pid, out->start_time,
+	    '+') < 0)
 		log_warn("plugin_start: cannot record pid %ld for adoption",
-		    (long)pid);
+		    (long)out->pid);
 	log_info("plugin_start: %s for alloc %s is plugin pid %ld",
-	    rq->def, rq->alloc, (long)pid);
+	    rq->def, rq->alloc, (long)out->pid);
 out:
 	for (i = 0; i < 3; i++)
 		if (fds[i] >= 0)

@@ -88,6 +88,10 @@ handle(struct mreq *rq, const Berth__PluginHandle *hd, char *why)
 /* layout_* fail only for a path too long or plugin type "plugins". */
 #define PATH(x) do { if ((x) < 0) return fail(why, BAD, "the identifiers " \
 	"make a path too long, or plugin type \"plugins\""); } while (0)
+/* A plugin's type and id; opt: both empty, for none. */
+#define PLUGIN(r, opt) do { if (!(opt) || (r)->plugin_type.len > 0 || \
+	(r)->plugin_id.len > 0) { ID(type, (r)->plugin_type, "plugin_type"); \
+	ID(plugin, (r)->plugin_id, "plugin_id"); } } while (0)
 /* The body, present and with no field this version does not know. */
 #define BODY(type, r, field) const type *r = env->field; \
 	TRY(known(r, #field, why))
@@ -121,8 +125,7 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 	case BERTH__ENVELOPE__BODY_PREPARE_PLUGIN: {
 		BODY(Berth__PreparePlugin, r, prepare_plugin);
 
-		ID(type, r->plugin_type, "plugin_type");
-		ID(plugin, r->plugin_id, "plugin_id");
+		PLUGIN(r, false);
 		ID(alloc, r->alloc_id, "alloc_id");
 		TRY(owner(r->owner_uid, r->owner_gid, true, rq, why));
 		PATH(layout_plugin_root(rq->path, n, rq->type, rq->plugin));
@@ -132,9 +135,10 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 	case BERTH__ENVELOPE__BODY_PREPARE_VOLUME: {
 		BODY(Berth__PrepareVolume, r, prepare_volume);
 
-		ID(type, r->plugin_type, "plugin_type");
-		ID(plugin, r->plugin_id, "plugin_id");
+		PLUGIN(r, false);
 		ID(vol, r->volume_id, "volume_id");
+		if (r->plugin_alloc.len > 0)
+			ID(palloc, r->plugin_alloc, "plugin_alloc");
 		/* Staging names a usage only for an older per-usage path. */
 		if (r->dir != BERTH__VOLUME_DIR__VOLUME_DIR_STAGING ||
 		    r->usage != NULL)
@@ -167,14 +171,14 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 	case BERTH__ENVELOPE__BODY_BIND_VOLUME: {
 		BODY(Berth__BindVolume, r, bind_volume);
 
-		ID(type, r->plugin_type, "plugin_type");
-		ID(plugin, r->plugin_id, "plugin_id");
+		PLUGIN(r, false);
 		ID(alloc, r->alloc_id, "alloc_id");
 		ID(vol, r->volume_id, "volume_id");
 		ID(task, r->task, "task");
 		ID(name, r->name, "name");
 		TRY(usage(rq, r->usage, why));
 		rq->read_only = rq->read_only || r->read_only;
+		rq->gid = r->group;	/* task.c's task_ids() checks it */
 		PATH(layout_publish(rq->path, n, rq->type, rq->plugin,
 		    rq->alloc, rq->vol, rq->usage));
 		PATH(layout_task_volume(rq->path2, n, rq->alloc, rq->task,
@@ -208,12 +212,10 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		rq->cpu_shares = r->cpu_shares;
 		rq->pids_max = r->pids_max;
 		/* A plugin task: task.c binds its socket dir and root in. */
-		if (r->plugin_type.len > 0 || r->plugin_id.len > 0) {
-			ID(type, r->plugin_type, "plugin_type");
-			ID(plugin, r->plugin_id, "plugin_id");
+		PLUGIN(r, true);
+		if (rq->type[0] != '\0')
 			PATH(layout_plugin_root(rq->path2, n, rq->type,
 			    rq->plugin));
-		}
 		PATH(layout_task_dir(rq->path, n, rq->alloc, rq->task));
 		snprintf(rq->path2, n, LAYOUT_SHIM_DIR "/%s/%s", rq->alloc,
 		    rq->task);
@@ -233,10 +235,7 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		BODY(Berth__CleanupAlloc, r, cleanup_alloc);
 
 		ID(alloc, r->alloc_id, "alloc_id");
-		if (r->plugin_type.len > 0 || r->plugin_id.len > 0) {
-			ID(type, r->plugin_type, "plugin_type");
-			ID(plugin, r->plugin_id, "plugin_id");
-		}
+		PLUGIN(r, true);
 		PATH(layout_plugin_socket_dir(rq->path2, n, rq->alloc));
 		snprintf(rq->path, n, LAYOUT_ALLOCS_DIR "/%s", rq->alloc);
 		return OK;
@@ -245,8 +244,7 @@ request_check(const Berth__Envelope *env, struct mreq *rq, char *why)
 		BODY(Berth__StartPlugin, r, start_plugin);
 
 		ID(def, r->definition, "definition");
-		ID(type, r->plugin_type, "plugin_type");
-		ID(plugin, r->plugin_id, "plugin_id");
+		PLUGIN(r, false);
 		ID(alloc, r->alloc_id, "alloc_id");
 		PATH(layout_plugin_root(rq->path, n, rq->type, rq->plugin));
 		PATH(layout_plugin_socket_dir(rq->path2, n, rq->alloc));

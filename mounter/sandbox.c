@@ -123,14 +123,16 @@ static const char *const plugin_denied[] = {
 /*
  * EPERM for S_ISUID or S_ISGID on each mode call (with O_CREAT or
  * O_TMPFILE where there are flags). mounter: the calls it makes are
- * allowed without those bits, and fchmod also with exactly 02750 (the
- * socket directory: see SECURITY.md); any other S_ISGID kills.
+ * allowed without those bits, and fchmod also with exactly sgid[] (see
+ * SECURITY.md); any other S_ISGID kills.
  */
 static int
 mode_rules(scmp_filter_ctx ctx, bool mounter)
 {
 	static const scmp_datum_t bit[] = { S_ISUID, S_ISGID };
 	static const scmp_datum_t creat[] = { O_CREAT, O_TMPFILE };
+	/* A socket dir; a volume's root for its group (volume.c). */
+	static const scmp_datum_t sgid[] = { 02750, 02770, 02775 };
 	const struct mode_call *c;
 	size_t b, f;
 	int nr, r = 0;
@@ -143,7 +145,7 @@ mode_rules(scmp_filter_ctx ctx, bool mounter)
 			    SCMP_CMP_MASKED_EQ, bit[b], bit[b]);
 
 			if (mounter && nr == SCMP_SYS(fchmod) && b == 1)
-				continue;	/* see 02750 below */
+				continue;	/* see sgid[] below */
 			for (f = 0; c->flags >= 0 && f < N(creat) && r == 0;
 			    f++)
 				r = seccomp_rule_add(ctx, SCMP_ACT_ERRNO(EPERM),
@@ -162,9 +164,10 @@ mode_rules(scmp_filter_ctx ctx, bool mounter)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1,
 			    SCMP_CMP((unsigned)c->flags, SCMP_CMP_MASKED_EQ,
 			    O_CREAT | __O_TMPFILE, 0));
-		if (r == 0 && nr == SCMP_SYS(fchmod))
+		for (b = 0; b < N(sgid) && r == 0 && nr == SCMP_SYS(fchmod);
+		    b++)
 			r = seccomp_rule_add(ctx, SCMP_ACT_ALLOW, nr, 1,
-			    SCMP_A1(SCMP_CMP_EQ, 02750, 0));
+			    SCMP_A1(SCMP_CMP_EQ, sgid[b], 0));
 	}
 	return r;
 }

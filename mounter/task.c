@@ -25,8 +25,9 @@
 #define SUBST 9
 
 /* Never root's or berth's own; in the range, or the user's own line. */
-static Berth__ErrorCode
-check_ids(struct mounter *m, const struct mreq *rq, char *why)
+Berth__ErrorCode
+task_ids(struct mounter *m, uid_t uid, gid_t gid, const char *user,
+    char *why)
 {
 	char buf[TEMPLATE_MAX + 1], name[MREQ_IDENT], *line, *save = NULL;
 	Berth__ErrorCode code;
@@ -34,25 +35,25 @@ check_ids(struct mounter *m, const struct mreq *rq, char *why)
 	int i;
 
 	for (i = 0; i < 3; i++)
-		if (rq->uid == m->deny_uid[i] || rq->gid == m->deny_gid[i])
+		if (uid == m->deny_uid[i] || gid == m->deny_gid[i])
 			return fail(why, PERM, "uid %u or gid %u is berth's own",
-			    rq->uid, rq->gid);
-	if (rq->user[0] == '\0')
-		return rq->uid >= m->ids[0] && rq->uid <= m->ids[1] &&
-		    rq->gid >= m->ids[0] && rq->gid <= m->ids[1] ? OK :
+			    uid, gid);
+	if (user[0] == '\0')
+		return uid >= m->ids[0] && uid <= m->ids[1] &&
+		    gid >= m->ids[0] && gid <= m->ids[1] ? OK :
 		    fail(why, PERM, "uid %u gid %u is not in --task-ids %u-%u",
-		    rq->uid, rq->gid, m->ids[0], m->ids[1]);
+		    uid, gid, m->ids[0], m->ids[1]);
 	if ((code = read_root_file(m->conf_fd, "--task-conf", TASK_USERS, buf,
 	    TEMPLATE_MAX, why)) != OK)
 		return code;
 	for (line = strtok_r(buf, "\n", &save); line != NULL;
 	    line = strtok_r(NULL, "\n", &save))
 		if (sscanf(line, "%128s %u %u", name, &u, &g) == 3 &&
-		    strcmp(name, rq->user) == 0)
-			return u == rq->uid && g == rq->gid ? OK : fail(why,
+		    strcmp(name, user) == 0)
+			return u == uid && g == gid ? OK : fail(why,
 			    PERM, "user %s is uid %u gid %u in " TASK_USERS,
 			    name, u, g);
-	return fail(why, PERM, "user %s is not in " TASK_USERS, rq->user);
+	return fail(why, PERM, "user %s is not in " TASK_USERS, user);
 }
 
 /* Each "{key}" of tpl as its value; a value never holds '"' or '\\'. */
@@ -189,9 +190,8 @@ task_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	char id[2 * MREQ_IDENT];
 	const char *argv[] = { TASK_CRUN, "--root", state, "run",
 	    "--no-new-keyring", "--bundle", abs, "--preserve-fds", "2", id };
-	int fds[3] = { -1, -1, -1 }, sp[2] = { -1, -1 }, pidfd, fd, i;
+	int fds[3] = { -1, -1, -1 }, sp[2] = { -1, -1 }, fd, i;
 	Berth__ErrorCode code;
-	pid_t pid;
 
 	snprintf(rel, sizeof(rel), MOUNTER_TASKS_DIR "/%s/%s", rq->alloc,
 	    rq->task);
@@ -200,7 +200,8 @@ task_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	if (!plugin_room(m, true))
 		return fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "at most "
 		    "%d tasks at once", TASK_MAX);
-	if ((code = check_ids(m, rq, why)) != OK ||
+	if ((code = task_ids(m, rq->uid, rq->gid, rq->user,
+	    why)) != OK ||
 	    (code = bundle(m, rq, rel, why)) != OK)
 		return code;
 	if ((fd = res_mkdirs(m->data_fd, MOUNTER_CRUN_DIR)) < 0)
@@ -234,11 +235,10 @@ task_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	}
 	fds[2] = sp[1];
 	sp[1] = -1;
-	if ((code = launcher_run(m, &lr, fds, &pid, &pidfd, why)) != OK ||
-	    (code = plugin_keep(m, pid, 0, true, pidfd, out, why)) != OK)
+	if ((code = launcher_run(m, &lr, fds, out, why)) != OK)
 		goto out;
 	log_info("task_start: %s is crun pid %ld, uid %u gid %u", id,
-	    (long)pid, rq->uid, rq->gid);
+	    (long)out->pid, rq->uid, rq->gid);
 	out->chanfd = sp[0];
 	sp[0] = -1;
 out:

@@ -132,6 +132,27 @@ open_target(int root, const char *rel)
 	return r;
 }
 
+/*
+ * The plugin's own user: root, or the task uid that PreparePlugin gave its
+ * socket dir, if it is a task's (never berth's own, nor outside
+ * --task-ids: the supervisor named that owner).
+ */
+static Berth__ErrorCode
+plugin_user(struct mounter *m, const char *alloc, uid_t *uid, char *why)
+{
+	Berth__ErrorCode code;
+	char rel[MREQ_PATH];
+	struct stat st;
+	int fd;
+
+	layout_plugin_socket_dir(rel, sizeof(rel), alloc);
+	if ((code = volume_shared_root(m, rel, &fd, why)) != OK)
+		return code;
+	*uid = fstat(fd, &st) < 0 ? (uid_t)-1 : st.st_uid;	/* refused */
+	close(fd);
+	return *uid == 0 ? OK : task_ids(m, *uid, *uid, "", why);
+}
+
 Berth__ErrorCode
 volume_prepare(struct mounter *m, const struct mreq *rq, struct mreply *out,
     char *why)
@@ -139,14 +160,23 @@ volume_prepare(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	Berth__ErrorCode code;
 	char dir[MREQ_PATH];
 	const char *sub = rq->path + strlen(rq->path2) + 1;
+	uid_t uid = 0;
 	int root, fd, r;
 
-	if ((code = volume_shared_root(m, rq->path2, &root, why)) != OK)
+	if ((rq->palloc[0] != '\0' && (code = plugin_user(m, rq->palloc, &uid,
+	    why)) != OK) ||
+	    (code = volume_shared_root(m, rq->path2, &root, why)) != OK)
 		return code;
 	res_split(sub, dir, sizeof(dir));
-	/* A staging directory is ours; a publish target, the plugin's. */
-	if ((fd = res_mkdirs(root, rq->staging ? sub : dir)) >= 0)
+	/* A staging directory, or a publish target's parent (the plugin
+	 * creates the target, per CSI), is the plugin's user's; never a
+	 * mount (res_mkdirs: -EXDEV), and by descriptor. */
+	if ((fd = res_mkdirs(root, rq->staging ? sub : dir)) >= 0) {
+		r = fchownat(fd, "", uid, (gid_t)-1, AT_EMPTY_PATH) < 0 ?
+		    -errno : 0;
 		close(fd);
+		fd = r;
+	}
 	if (fd >= 0 || (rq->staging && fd == -EXDEV))
 		fd = open_target(root, sub);
 	r = fd < 0 ? fd : res_is_mount(fd, "");
@@ -206,6 +236,28 @@ bind_target(struct mounter *m, const char *rel, bool dir)
 	return fd;
 }
 
+/*
+ * A read-write volume's root directory, if root's, for the task's group
+ * (a task's gid): group rwx and setgid, others at most r-x (give()'s
+ * order keeps S_ISGID). Only the root, never what is in it.
+ */
+static Berth__ErrorCode
+group_root(struct mounter *m, const struct mreq *rq, int fd,
+    const struct stat *st, char *why)
+{
+	Berth__ErrorCode code;
+
+	if (rq->gid == 0 || rq->read_only || !S_ISDIR(st->st_mode) ||
+	    st->st_uid != 0)
+		return OK;
+	if ((code = task_ids(m, rq->gid, rq->gid, "", why)) != OK)
+		return code;
+	if ((fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
+		return fail_errno(why, errno, "opening", rq->path);
+	return give(fd, rq->path, NULL, 0, rq->gid, (st->st_mode & 05) == 05 ?
+	    02775 : 02770, why);
+}
+
 Berth__ErrorCode
 volume_bind(struct mounter *m, const struct mreq *rq, struct mreply *out,
     char *why)
@@ -245,7 +297,8 @@ volume_bind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is "
 		    "already a mount point: unbind it first", rq->path2);
 	/* A detached copy, its flags set before anyone can see it. */
-	else if ((r = attach(sfd, tfd, &attr)) < 0)
+	else if ((code = group_root(m, rq, sfd, &st, why)) == OK &&
+	    (r = attach(sfd, tfd, &attr)) < 0)
 		code = fail_errno(why, -r, "binding into", rq->path2);
 	if (tfd >= 0)
 		close(tfd);

@@ -50,6 +50,7 @@ struct hostpath {
 	enum hostpath_mode mode;
 	bool strict;			/* --strict: as plugins of others */
 	bool expand_offline;		/* --expand-offline: not ONLINE */
+	bool no_mount_group;		/* --no-mount-group: not advertised */
 
 	/* Mount targets this process created, removed again on undo. */
 	char *created[HOSTPATH_MAX_CREATED];

@@ -25,7 +25,8 @@ usage(void)
 {
 	fprintf(stderr, "usage: berth-csi-hostpath --node-id ID "
 	    "--state-dir DIR [--endpoint unix:///PATH] [--strict]\n"
-	    "    [--mode node|controller|monolith] [--expand-offline] [-v]\n"
+	    "    [--no-mount-group] [--mode node|controller|monolith]\n"
+	    "    [--expand-offline] [-v]\n"
 	    "    [--fault-slow-start-ms N] [--fault-probe-fail-after N]\n"
 	    "    [--fault-probe-no-ready] [--fault-validate-no-confirmed]\n"
 	    "    [--fault-unknown-capabilities] [--fault-exit-in RPCNAME]\n"
@@ -101,7 +102,7 @@ enum {
 	OPT_PROBE_FAIL_AFTER, OPT_PROBE_NO_READY, OPT_VALIDATE_NO_CONFIRMED,
 	OPT_UNKNOWN_CAPS, OPT_EXIT_IN, OPT_MINIMAL, OPT_SLOW_PROBE, OPT_SLOW_REPLY,
 	OPT_ENDPOINT, OPT_STRICT, OPT_TOPOLOGY, OPT_MAX_VOLUMES, OPT_NO_SNMW,
-	OPT_EXPAND_OFFLINE,
+	OPT_EXPAND_OFFLINE, OPT_NO_MOUNT_GROUP,
 };
 
 static const struct option options[] = {
@@ -111,6 +112,7 @@ static const struct option options[] = {
 	{ "endpoint", required_argument, NULL, OPT_ENDPOINT },
 	{ "strict", no_argument, NULL, OPT_STRICT },
 	{ "expand-offline", no_argument, NULL, OPT_EXPAND_OFFLINE },
+	{ "no-mount-group", no_argument, NULL, OPT_NO_MOUNT_GROUP },
 	{ "fault-slow-start-ms", required_argument, NULL, OPT_SLOW_START },
 	{ "fault-probe-fail-after", required_argument, NULL,
 	    OPT_PROBE_FAIL_AFTER },
@@ -166,6 +168,9 @@ main(int argc, char *argv[])
 			break;
 		case OPT_EXPAND_OFFLINE:
 			hp.expand_offline = true;
+			break;
+		case OPT_NO_MOUNT_GROUP:
+			hp.no_mount_group = true;
 			break;
 		case OPT_SLOW_START:
 			hp.fault_slow_start_ms = number("--fault-slow-start-ms",

@@ -25,7 +25,9 @@
  * advertises VOLUME_MOUNT_GROUP) gives the volume's directory to that
  * group, group rwx and setgid (where its sandbox allows), on the
  * descriptor of the directory, so that a workload of that group writes
- * in a volume made 0755.
+ * in a volume made 0755. With --no-mount-group the capability is not
+ * advertised, as many plugins do not: the CO then has to make the
+ * volume usable by the group itself.
  *
  * For tests, what a stage or publish was asked is written down when
  * <state-dir>/received/ exists (note_received()).
@@ -744,24 +746,26 @@ node_get_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 		caps[i].rpc = &rpc[i];
 		list[i] = &caps[i];
 	}
-	out.n_capabilities = 5;
+	out.n_capabilities = 0;
 	if (hp->fault_unknown_caps) {
 		/* Unknown entries first: a client must read past them. */
 		rpc[0].type = HOSTPATH_UNKNOWN_CAP;
 		caps[1].type_case =
 		    CSI__V1__NODE_SERVICE_CAPABILITY__TYPE__NOT_SET;
-		out.n_capabilities = 7;
+		out.n_capabilities = 2;
 	}
-	rpc[out.n_capabilities - 5].type =
+	rpc[out.n_capabilities++].type =
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME;
-	rpc[out.n_capabilities - 4].type =
+	rpc[out.n_capabilities++].type =
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__STAGE_UNSTAGE_VOLUME;
-	rpc[out.n_capabilities - 3].type =
+	rpc[out.n_capabilities++].type =
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__GET_VOLUME_STATS;
-	rpc[out.n_capabilities - 2].type =
+	rpc[out.n_capabilities++].type =
 	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_CONDITION;
-	rpc[out.n_capabilities - 1].type =
-	    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_MOUNT_GROUP;
+	/* --no-mount-group: as plugins that leave ownership to the CO. */
+	if (!hp->no_mount_group)
+		rpc[out.n_capabilities++].type =
+		    CSI__V1__NODE_SERVICE_CAPABILITY__RPC__TYPE__VOLUME_MOUNT_GROUP;
 	/* The CSI 1.5 access modes (topology.c says whether). */
 	if (topology_snmw(hp))
 		rpc[out.n_capabilities++].type =

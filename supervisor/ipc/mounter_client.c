@@ -237,6 +237,8 @@ priv_prepare_volume(struct mclient *mc, Berth__VolumeDir dir,
 	else
 		pv.alloc_id = BYTES(v->alloc_id);
 	pv.volume_id = BYTES(v->volume_id);
+	if (v->plugin_alloc != NULL)
+		pv.plugin_alloc = BYTES(v->plugin_alloc);
 	usage_of(&us, v);
 	/* One staging path per volume: a usage names an older one. */
 	if (dir != BERTH__VOLUME_DIR__VOLUME_DIR_STAGING || v->per_usage)
@@ -281,6 +283,7 @@ priv_bind_volume(struct mclient *mc, const struct priv_volume *v,
 	bv.task = BYTES(task);
 	bv.name = BYTES(name);
 	bv.read_only = read_only;
+	bv.group = v->group;
 	env.body_case = BERTH__ENVELOPE__BODY_BIND_VOLUME;
 	env.bind_volume = &bv;
 	return send_call(mc, &env, CALL_DONE, (void *)cb, arg);

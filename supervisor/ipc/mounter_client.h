@@ -73,6 +73,10 @@ struct priv_volume {
 	Berth__AttachmentMode attachment;
 	Berth__AccessMode access;
 	bool per_usage;			/* staging at an older .../<usage> */
+	/* Prepare: the node plugin's alloc (its user gets the directory). */
+	const char *plugin_alloc;
+	/* Bind: the group the volume's root is made usable by (0: none). */
+	uint32_t group;
 };
 
 /* A task's sandbox, as StartTask (proto/mounter.proto) names it. */

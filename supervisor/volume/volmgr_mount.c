@@ -135,7 +135,11 @@ prepare_volume(struct unit *u, bool staging)
 {
 	struct priv_volume v = staging ? priv_staging_of(u->pub) :
 	    priv_volume_of(u->pub);
+	struct volmgr_plugin node;
 
+	if (!node_or_end(u, &node))
+		return;
+	v.plugin_alloc = node.alloc;	/* its user gets the directory */
 	u->st.mount = staging ? MS_PREP_STAGE : MS_PREP_PUBLISH;
 	call_mounter(u, priv_prepare_volume(u->job->vm->d.mounter, staging ?
 	    BERTH__VOLUME_DIR__VOLUME_DIR_STAGING :
@@ -146,8 +150,8 @@ prepare_volume(struct unit *u, bool staging)
 /*
  * A plugin that takes no mount group keeps the volume's ownership its
  * own: said here, before the stage (and in the stage's or publish's
- * event), since the task may then not be able to write. Making the
- * root usable by the group is the mounter's part, not done yet.
+ * event), since the task may then not be able to write: the mounter
+ * makes only a read-write volume's root usable by the group, at bind.
  */
 static void
 owner_note(struct vpub *p, const struct volmgr_plugin *node)

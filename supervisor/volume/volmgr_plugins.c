@@ -267,7 +267,9 @@ priv_volume_of(const struct vpub *p)
 	return (struct priv_volume){ .plugin_type = p->type,
 	    .plugin_id = p->plugin, .volume_ns = p->ns, .alloc_id = p->alloc,
 	    .volume_id = p->vol, .read_only = p->read_only,
-	    .attachment = p->attachment, .access = path_access(p->access) };
+	    .attachment = p->attachment, .access = path_access(p->access),
+	    /* A plugin without VOLUME_MOUNT_GROUP: the mounter's part. */
+	    .group = p->foreign_owner && !p->read_only ? p->group : 0 };
 }
 
 struct priv_volume

@@ -290,6 +290,8 @@ prepare_volume(struct mclient *c, bool staging, bool old, const char *type,
 	else
 		r.alloc_id = B(ns_or_alloc);
 	r.volume_id = B(vol);
+	if (c->plugin_alloc != NULL)
+		r.plugin_alloc = B(c->plugin_alloc);
 	/* Staging names no usage: one path per volume. */
 	if (!staging || old)
 		r.usage = &usage;
@@ -334,6 +336,7 @@ mc_bind(struct mclient *c, const char *type, const char *plugin,
 	r.task = B(task);
 	r.name = B(name);
 	r.read_only = ro;
+	r.group = c->group;
 	env.body_case = BERTH__ENVELOPE__BODY_BIND_VOLUME;
 	env.bind_volume = &r;
 	return mc_call(c, &env, NULL, NULL);

@@ -27,6 +27,9 @@ struct mclient {
 	Berth__PluginExited last_exit;
 	const char *const *args;	/* more options, NULL-ended */
 	uid_t peer;			/* its peer's euid (SO_PEERCRED) */
+	/* Sent with each PrepareVolume and BindVolume when set. */
+	const char *plugin_alloc;
+	unsigned group;
 };
 
 /* Start berth-mounter on fresh temp dirs; plugins may be NULL. */

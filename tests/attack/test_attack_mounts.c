@@ -2,7 +2,9 @@
  * test_attack_mounts.c: attacks on where berth's mounts live, against the
  * real berth-mounter as root in a private mount namespace: every directory
  * on the way to a mount renamed by the supervisor, a task and an
- * unprivileged plugin (each its own uid, in a forked child); the mounter
+ * unprivileged plugin (each its own uid, in a forked child), the plugin
+ * owning its staging dir and publish parent; the owners and groups the
+ * supervisor can name for a plugin's dirs and a volume's root; the mounter
  * led to chown another user's file through a hard link; a host directory
  * stacked by a plugin over its tree before a cleanup; a 150,000-entry
  * cleanup while pings must be answered within 100 ms. Ends with
@@ -36,6 +38,8 @@
 
 static struct mclient c;
 static char *before, *outside;
+/* The supervisor is SV (SO_PEERCRED); TK and PL are task ids, VI not. */
+static const char *const ids[] = { "--task-ids", "64002-64003", NULL };
 
 static void
 setup(void)
@@ -45,7 +49,7 @@ setup(void)
 	outside = harness_tmpdir("outside");
 	/* Writable by all: only berth's own layout may stop a rename. */
 	chmod(outside, 0777);
-	mc_start(&c, NULL);
+	mc_start_opts(&c, NULL, ids, SV);
 }
 
 /* The mounter still answers; outside is empty; nothing is left mounted. */
@@ -114,6 +118,9 @@ static const char *const records[] = {
 static void
 make_world(void)
 {
+	/* The unprivileged plugin C's: STAGE and PUB's parent are PL's. */
+	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "C", PL, SV), 0);
+	c.plugin_alloc = "C";
 	mc_publish(&c, T, P, A, "vol1");
 	ck_assert_int_eq(mc_prepare_volume(&c, true, T, P, "default", "vol1",
 	    NULL), 0);
@@ -125,7 +132,7 @@ make_world(void)
 	ck_assert_int_eq(mc_bind(&c, T, P, A, "vol1", "db", "data", false),
 	    0);
 	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "B", SV, SV), 0);
-	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "C", PL, SV), 0);
+	c.plugin_alloc = NULL;
 }
 
 static void
@@ -196,6 +203,112 @@ START_TEST(every_directory_to_a_mount_renamed_by_each_party)
 	    refused);
 	ck_assert_int_eq(refused, tried);
 	all_in_place("every rename");
+	unmake_world();
+	teardown();
+}
+END_TEST
+
+/* uid:gid, mode of rel under the data dir, or of an absolute path. */
+static bool
+owned(const char *path, uid_t uid, gid_t gid, mode_t mode)
+{
+	struct stat st;
+
+	return lstat(path[0] == '/' ? path : mc_path(&c, path), &st) == 0 &&
+	    st.st_uid == uid && st.st_gid == gid &&
+	    (st.st_mode & 07777) == mode;
+}
+
+/*
+ * The owners the supervisor can make the mounter give: a staging dir or
+ * publish parent only to the owner of a plugin's socket dir, and only if
+ * that is root or a task id (never the supervisor's own, nor another
+ * user's); never a mount's root, never through a symlink or a directory
+ * the plugin owns. A volume root's group only to a task's gid, never
+ * through a symlink the plugin swapped in, never a read-only one.
+ */
+START_TEST(owners_the_supervisor_names)
+{
+	char victim[600], link[1200];
+
+	setup();
+	make_world();
+	snprintf(victim, sizeof(victim), "%s/victim", outside);
+	ck_assert_int_eq(mkdir(victim, 0755), 0);
+	ck_assert_int_eq(chown(victim, VI, VI), 0);
+	ck_assert(owned(STAGE, 0, 0, 01777));
+	ck_assert(owned("csi/" T "/" P "/per-alloc/" A "/vol1", PL, 0, 0755));
+	/* Socket dirs of the supervisor's own uid, and another user's. */
+	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "S", SV, SV), 0);
+	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "V", VI, SV), 0);
+	c.plugin_alloc = "S";
+	ck_assert_int_eq(mc_prepare_volume(&c, true, T, P, "default", "vol2",
+	    NULL), PERM);
+	c.plugin_alloc = "V";
+	ck_assert_int_eq(mc_prepare_volume(&c, false, T, P, "a2", "vol2",
+	    NULL), PERM);
+	ck_assert(access(mc_path(&c, "csi/" T "/" P "/staging/default/vol2"),
+	    F_OK) < 0);
+	ck_assert(access(mc_path(&c, "csi/" T "/" P "/per-alloc/a2"), F_OK) <
+	    0);
+	/* No socket dir there, or a name that leaves csi/plugins/. */
+	c.plugin_alloc = "nope";
+	ck_assert_int_eq(mc_prepare_volume(&c, true, T, P, "default", "vol2",
+	    NULL), BERTH__ERROR_CODE__ERROR_NOT_FOUND);
+	c.plugin_alloc = "..";
+	ck_assert_int_eq(mc_prepare_volume(&c, true, T, P, "default", "vol2",
+	    NULL), BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
+	/* Staged already: the mount's root is the volume's, never given. */
+	c.plugin_alloc = "C";
+	ck_assert_int_eq(mc_prepare_volume(&c, true, T, P, "default", "vol1",
+	    NULL), 0);
+	ck_assert(owned(STAGE, 0, 0, 01777));
+	/* The plugin plants a symlink under what it owns: an older berth's
+	 * per-usage staging path through it, a publish target, a bind. */
+	ck_assert_int_eq(mc_prepare_volume(&c, true, T, P, "default", "vol3",
+	    NULL), 0);
+	snprintf(link, sizeof(link), "%s/" MC_USAGE, mc_path(&c, "csi/" T "/"
+	    P "/staging/default/vol3"));
+	ck_assert_int_eq(symlink(victim, link), 0);
+	ck_assert_int_eq(lchown(link, PL, PL), 0);
+	ck_assert_int_eq(mc_prepare_old_staging(&c, T, P, "default", "vol3"),
+	    PERM);
+	ck_assert_int_eq(unlink(link), 0);
+	ck_assert_int_eq(mc_prepare_volume(&c, false, T, P, A, "vol4", NULL),
+	    0);
+	snprintf(link, sizeof(link), "%s/" MC_USAGE, mc_path(&c, "csi/" T "/"
+	    P "/per-alloc/" A "/vol4"));
+	ck_assert_int_eq(symlink(victim, link), 0);
+	c.group = TK;
+	ck_assert_int_eq(mc_prepare_volume(&c, false, T, P, A, "vol4", NULL),
+	    PERM);
+	ck_assert_int_eq(mc_bind(&c, T, P, A, "vol4", "web", "d4", false),
+	    PERM);
+	ck_assert_int_eq(unlink(link), 0);
+	ck_assert(owned(victim, VI, VI, 0755));
+	/* Groups: the supervisor's, another user's; read-only: none. */
+	c.group = SV;
+	ck_assert_int_eq(mc_bind(&c, T, P, A, "vol1", "web", "d5", false),
+	    PERM);
+	c.group = VI;
+	ck_assert_int_eq(mc_bind(&c, T, P, A, "vol1", "web", "d5", false),
+	    PERM);
+	ck_assert(owned(PUB, 0, 0, 01777));
+	c.group = TK;
+	ck_assert_int_eq(mc_bind(&c, T, P, A, "vol1", "web", "d5", true), 0);
+	ck_assert(owned(PUB, 0, 0, 01777));
+	ck_assert_int_eq(mc_bind(&c, T, P, A, "vol1", "web", "d6", false), 0);
+	ck_assert(owned(PUB, 0, TK, 02775));
+	/* Nothing above changed owner. */
+	ck_assert(owned("csi/" T "/" P, 0, 0, 0755));
+	ck_assert(owned("csi/" T "/" P "/per-alloc/" A, 0, 0, 0755));
+	ck_assert(owned("csi/" T "/" P "/staging/default", 0, 0, 0755));
+	ck_assert(owned("csi/" T "/" P "/staging", 0, 0, 0755));
+	c.group = 0;
+	c.plugin_alloc = NULL;
+	ck_assert_int_eq(rmdir(victim), 0);
+	ck_assert_int_eq(mc_cleanup(&c, "S"), 0);
+	ck_assert_int_eq(mc_cleanup(&c, "V"), 0);
 	unmake_world();
 	teardown();
 }
@@ -538,6 +651,7 @@ main(void)
 	tcase_set_timeout(tc, 500);
 	tcase_add_unchecked_fixture(tc, mc_track_init, mc_track_cleanup);
 	tcase_add_test(tc, every_directory_to_a_mount_renamed_by_each_party);
+	tcase_add_test(tc, owners_the_supervisor_names);
 	tcase_add_test(tc, task_volumes_made_the_supervisors_then_bound_into);
 	tcase_add_test(tc, hard_link_to_another_users_file);
 	tcase_add_test(tc, plugin_stacks_a_host_directory_over_its_tree);

@@ -12,6 +12,8 @@
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/statvfs.h>
+#include <sys/wait.h>
+#include <grp.h>
 
 #include "mclient.h"
 
@@ -155,6 +157,132 @@ START_TEST(prepare_bind_unbind_cleanup)
 	ck_assert_int_eq(mc_cleanup_plugin(&c, "gone", T, "bad/id"),
 	    BERTH__ERROR_CODE__ERROR_BAD_REQUEST);
 	mc_release_plugin(&c, T, P);
+	ck_assert_msg(!mounts_added(before, what, sizeof(what)),
+	    "left behind: %s", what);
+	free(before);
+	mc_stop(&c);
+}
+END_TEST
+
+/*
+ * As uid:gid with no capability (a task, an unprivileged plugin): 0 when
+ * mkdir(path) (dir) or creating the file path succeeds, else errno.
+ */
+static int
+as_user(unsigned id, const char *path, bool dir)
+{
+	pid_t pid;
+	int st, fd;
+
+	if ((pid = fork()) == 0) {
+		if (setgroups(0, NULL) < 0 || setgid(id) < 0 || setuid(id) < 0)
+			_exit(100);
+		if (dir)
+			_exit(mkdir(path, 0755) < 0 ? errno : 0);
+		fd = open(path, O_CREAT | O_WRONLY | O_EXCL, 0644);
+		_exit(fd < 0 ? errno : 0);
+	}
+	ck_assert_int_gt(pid, 0);
+	ck_assert_int_eq(waitpid(pid, &st, 0), pid);
+	ck_assert(WIFEXITED(st));
+	return WEXITSTATUS(st);
+}
+
+static uid_t
+owner_of(struct mclient *c, const char *rel, gid_t *gid, mode_t *mode)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(mc_path(c, rel), &st), 0);
+	if (gid != NULL)
+		*gid = st.st_gid;
+	if (mode != NULL)
+		*mode = st.st_mode & 07777;
+	return st.st_uid;
+}
+
+#define PUB "csi/" T "/" P "/per-alloc/" A "/v1"
+#define STG "csi/" T "/" P "/staging/default/v1"
+
+/*
+ * The staging dir and a publish target's parent are the node plugin's own
+ * user's (its socket dir's owner): an unprivileged plugin, which no
+ * capability lets past its mode, creates its target and writes where it
+ * stages; a root plugin's stay root's. A read-write bind with a group
+ * makes a root:root 0755 volume root that group's (02775), and a task of
+ * that group, not root, writes in it; a read-only bind changes nothing.
+ */
+START_TEST(the_plugins_user_owns_its_parents_and_the_group_writes)
+{
+	static const char *const args[] = { "--task-ids", "60000-60099",
+	    NULL };
+	struct mclient c;
+	char *before, what[1024];
+	gid_t g;
+	mode_t mode;
+
+	harness_private_mounts();
+	before = mounts_snapshot();
+	mc_start_opts(&c, NULL, args, 0);
+	ck_assert_int_eq(mc_prepare_plugin(&c, T, P, "root-pl"), 0);
+	ck_assert_int_eq(mc_prepare_plugin_owned(&c, T, P, "task-pl", 60001,
+	    60001), 0);
+	c.plugin_alloc = "task-pl";
+	ck_assert_int_eq(mc_prepare_volume(&c, true, T, P, "default", "v1",
+	    NULL), 0);
+	ck_assert_int_eq(mc_prepare_volume(&c, false, T, P, A, "v1", NULL), 0);
+	ck_assert_int_eq(owner_of(&c, STG, NULL, NULL), 60001);
+	ck_assert_int_eq(owner_of(&c, PUB, NULL, NULL), 60001);
+	ck_assert_int_eq(owner_of(&c, "csi/" T "/" P "/staging/default", NULL,
+	    NULL), 0);
+	ck_assert_int_eq(owner_of(&c, "csi/" T "/" P "/per-alloc/" A, NULL,
+	    NULL), 0);
+	ck_assert_int_eq(as_user(60001, mc_path(&c, PUB "/" MC_USAGE), true),
+	    0);
+	ck_assert_int_eq(as_user(60001, mc_path(&c, STG "/probe"), false), 0);
+	ck_assert_int_eq(unlink(mc_path(&c, STG "/probe")), 0);
+	ck_assert_int_eq(as_user(60002, mc_path(&c, PUB "/x"), true), EACCES);
+	/* A root plugin's are root's, taken back if they were not. */
+	c.plugin_alloc = "root-pl";
+	ck_assert_int_eq(mc_prepare_volume(&c, true, T, P, "default", "v1",
+	    NULL), 0);
+	ck_assert_int_eq(owner_of(&c, STG, NULL, NULL), 0);
+	/* What the plugin's publish mounts, root:root 0755; an unprivileged
+	 * plugin could not mount in the host's namespace: the test does. */
+	ck_assert_int_eq(mount("tmpfs", mc_path(&c, PUB "/" MC_USAGE), "tmpfs",
+	    0, "size=1m,mode=0755"), 0);
+	ck_assert_int_eq(mc_prepare_task(&c, A, "web", 60002, 60002), 0);
+	ck_assert_int_eq(mc_prepare_task(&c, A, "db", 60003, 60003), 0);
+	/* Read-only: left as it is. A gid that is no task's: refused. */
+	c.group = 60003;
+	ck_assert_int_eq(mc_bind(&c, T, P, A, "v1", "db", "ro", true), 0);
+	ck_assert_int_eq(owner_of(&c, PUB "/" MC_USAGE, &g, &mode), 0);
+	ck_assert(g == 0 && mode == 0755);
+	c.group = 1000;
+	ck_assert_int_eq(mc_bind(&c, T, P, A, "v1", "web", "data", false),
+	    BERTH__ERROR_CODE__ERROR_PERMISSION);
+	ck_assert_int_eq(owner_of(&c, PUB "/" MC_USAGE, &g, &mode), 0);
+	ck_assert(g == 0 && mode == 0755);
+	ck_assert_int_eq(as_user(60002, mc_path(&c, "allocs/" A
+	    "/db/volumes/ro/f"), false), EROFS);
+	c.group = 60002;
+	ck_assert_int_eq(mc_bind(&c, T, P, A, "v1", "web", "data", false), 0);
+	ck_assert_int_eq(owner_of(&c, PUB "/" MC_USAGE, &g, &mode), 0);
+	ck_assert_msg(g == 60002 && mode == 02775, "gid %u mode %o",
+	    (unsigned)g, (unsigned)mode);
+	ck_assert_int_eq(as_user(60002, mc_path(&c, "allocs/" A
+	    "/web/volumes/data/f"), false), 0);
+	ck_assert_int_eq(owner_of(&c, "allocs/" A "/web/volumes/data/f", &g,
+	    NULL), 60002);
+	ck_assert_int_eq(g, 60002);
+	ck_assert_int_eq(mc_unbind(&c, A, "web", "data"), 0);
+	ck_assert_int_eq(mc_unbind(&c, A, "db", "ro"), 0);
+	ck_assert_int_eq(umount2(mc_path(&c, PUB "/" MC_USAGE), 0), 0);
+	ck_assert_int_eq(rmdir(mc_path(&c, PUB "/" MC_USAGE)), 0);
+	ck_assert_int_eq(mc_cleanup(&c, A), 0);
+	ck_assert_int_eq(mc_cleanup(&c, "task-pl"), 0);
+	ck_assert_int_eq(mc_cleanup_plugin(&c, "root-pl", T, P), 0);
+	ck_assert(access(mc_path(&c, "csi/" T "/" P), F_OK) < 0);
 	ck_assert_msg(!mounts_added(before, what, sizeof(what)),
 	    "left behind: %s", what);
 	free(before);
@@ -317,6 +445,7 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_unchecked_fixture(tc, mc_track_init, mc_track_cleanup);
 	tcase_add_test(tc, prepare_bind_unbind_cleanup);
+	tcase_add_test(tc, the_plugins_user_owns_its_parents_and_the_group_writes);
 	tcase_add_test(tc, plugin_start_signal_adopt);
 	tcase_add_test(tc, plugin_table_full_refuses_before_launch);
 	return harness_run("mounter", tc);

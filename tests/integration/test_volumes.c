@@ -1560,6 +1560,46 @@ START_TEST(usage_not_reported_is_said_so)
 }
 END_TEST
 
+/*
+ * A plugin that makes its volumes root:root 0755 and takes no mount group
+ * (strict, without VOLUME_MOUNT_GROUP): berth-mounter makes the volume's
+ * root the group's at bind, and the task, whose uid is not root, writes.
+ * The group is named: the alloc's own id, the range's first (ids never
+ * used come first), which the task says it runs as.
+ */
+START_TEST(a_task_not_root_writes_where_the_plugin_made_it_root_0755)
+{
+	struct berth b;
+	char doc[2048];
+
+	berth_setup(&b, "arg --strict\narg --endpoint={csi_endpoint}\n"
+	    "arg --no-mount-group\n");
+	berth_start(&b);
+	plugin_up(&b);
+	create_volume(&b, "own", "single-node-writer");
+	snprintf(doc, sizeof(doc), "{\"id\": \"a\", \"volumes\": {\"data\": "
+	    "{\"type\": \"csi\", \"source\": \"own\", \"access_mode\": "
+	    "\"single-node-writer\", \"attachment_mode\": \"file-system\", "
+	    "\"mount_group\": 61184}}, \"tasks\": [{\"name\": \"t\", "
+	    "\"driver\": \"exec\", \"config\": {\"command\": \"/bin/sh\", "
+	    "\"args\": [\"-c\", \"echo ids $(id -u) $(id -g); if echo x > "
+	    "volumes/data/f; then echo WROTE; else echo REFUSED; fi; "
+	    "stat -c 'root %%u:%%g %%a' volumes/data; sleep 600\"]}, "
+	    "\"kill_timeout\": \"1s\", \"volume_mounts\": [{\"volume\": "
+	    "\"data\", \"destination\": \"data\"}]}]}");
+	put_alloc(&b, "a", doc);
+	wait_event(&b, "Started", "a/t", NULL, 15000);
+	track_tasks(&b);
+	wait_stdout(&b, "a", "ids 61184 61184");
+	wait_stdout(&b, "a", "root 0:61184 2775");
+	wait_stdout(&b, "a", "WROTE");
+	stop_alloc(&b, "a");
+	stop_alloc(&b, "plugin");
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -1578,5 +1618,6 @@ main(void)
 	tcase_add_test(tc, a_volume_waiting_for_its_plugin_is_pending_then_runs);
 	tcase_add_test(tc, usage_and_condition_of_a_published_volume);
 	tcase_add_test(tc, usage_not_reported_is_said_so);
+	tcase_add_test(tc, a_task_not_root_writes_where_the_plugin_made_it_root_0755);
 	return harness_run("volumes", tc);
 }

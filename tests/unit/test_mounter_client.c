@@ -163,7 +163,7 @@ START_TEST(each_verb_carries_its_fields_and_its_typed_reply)
 {
 	struct priv_volume v = { "node", "hp", "ns1", "a1", "vol1", true,
 		BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_FILE_SYSTEM,
-		BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER, false };
+		BERTH__ACCESS_MODE__ACCESS_MODE_SINGLE_NODE_WRITER, false, NULL, 0 };
 	Berth__Envelope rep = BERTH__ENVELOPE__INIT, *req;
 	Berth__PrepareVolumeReply pvr = BERTH__PREPARE_VOLUME_REPLY__INIT;
 	Berth__CleanupReply cr = BERTH__CLEANUP_REPLY__INIT;
