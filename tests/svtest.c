@@ -470,6 +470,24 @@ remove_alloc(struct berth *b, const char *file)
 
 /* berthctl ARGS...: its exit code and what it printed on stdout. */
 int
+berth_mounts(struct berth *b, const char *part)
+{
+	char line[4096], mp[4096], data[600];
+	FILE *f = fopen("/proc/self/mountinfo", "r");
+	int n = 0;
+
+	snprintf(data, sizeof(data), "%s/data/", b->dir);
+	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
+		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
+		    strncmp(mp, data, strlen(data)) == 0 && (part == NULL ||
+		    strstr(mp, part) != NULL))
+			n++;
+	if (f != NULL)
+		fclose(f);
+	return n;
+}
+
+int
 sv_ctl(struct berth *b, char *out, size_t outlen, ...)
 {
 	char *argv[8], outf[600];

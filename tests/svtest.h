@@ -107,6 +107,9 @@ json_t *wait_instance(struct berth *b, const char *id, const char *type,
 /* Write an allocation file, renamed into place as a tool would. */
 void berth_alloc(struct berth *b, const char *file, const char *text);
 void remove_alloc(struct berth *b, const char *file);
+/* Mount points under b's data dir, only those whose path holds part
+ * when part is not NULL (/proc/self/mountinfo). */
+int berth_mounts(struct berth *b, const char *part);
 /* berthctl ARGS... (NULL-ended, at most 6) against b: its exit code, and
  * what it printed on stdout in out. */
 int sv_ctl(struct berth *b, char *out, size_t outlen, ...);

@@ -74,24 +74,6 @@ task(struct berth *b, const char *id, const char *vol, bool ro)
 	submit(b, doc, 200);
 }
 
-/* Mount points under the test's data dir. */
-static int
-mounts(struct berth *b)
-{
-	char line[4096], mp[4096], data[600];
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	int n = 0;
-
-	snprintf(data, sizeof(data), "%s/data/", b->dir);
-	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
-		    strncmp(mp, data, strlen(data)) == 0)
-			n++;
-	if (f != NULL)
-		fclose(f);
-	return n;
-}
-
 START_TEST(a_drain_stops_workloads_then_plugins_and_leaves_nothing)
 {
 	char path[1024], out[8192];
@@ -120,7 +102,7 @@ START_TEST(a_drain_stops_workloads_then_plugins_and_leaves_nothing)
 	wait_alloc(&b, "w", "running", 30000);
 	wait_alloc(&b, "r", "running", 30000);
 	task_pids(&b, NULL);
-	ck_assert_int_gt(mounts(&b), 0);
+	ck_assert_int_gt(berth_mounts(&b, NULL), 0);
 
 	/* The plugin alone is refused, naming the volume; nothing stops. */
 	j = sv_api(&b, "DELETE", "/v1/allocation/plugin", NULL, &status);
@@ -149,7 +131,7 @@ START_TEST(a_drain_stops_workloads_then_plugins_and_leaves_nothing)
 	    (unsigned long long)r, (unsigned long long)p);
 	/* The take-back went to a live plugin: no unpublish failed. */
 	ck_assert_int_eq(count_events(&b, "AllocPending", NULL, NULL), 0);
-	ck_assert_msg(mounts(&b) == 0, "%d mounts left; log:\n%s", mounts(&b),
+	ck_assert_msg(berth_mounts(&b, NULL) == 0, "%d mounts left; log:\n%s", berth_mounts(&b, NULL),
 	    b.sv.log);
 	ck_assert_int_eq(count_events(&b, "Drained", NULL, NULL), 1);
 

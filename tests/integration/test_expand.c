@@ -171,30 +171,12 @@ wait_stdout(struct berth *b, const char *alloc, const char *text)
 	    buf, err, b->sv.log);
 }
 
-/* Mount points under the test's data dir. */
-static int
-mounts(struct berth *b)
-{
-	char line[4096], mp[4096], data[600];
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	int n = 0;
-
-	snprintf(data, sizeof(data), "%s/data/", b->dir);
-	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
-		    strncmp(mp, data, strlen(data)) == 0)
-			n++;
-	if (f != NULL)
-		fclose(f);
-	return n;
-}
-
 static void
 nothing_left(struct berth *b)
 {
 	char path[1024];
 
-	ck_assert_msg(mounts(b) == 0, "%d mounts left; log:\n%s", mounts(b),
+	ck_assert_msg(berth_mounts(b, NULL) == 0, "%d mounts left; log:\n%s", berth_mounts(b, NULL),
 	    b->sv.log);
 	snprintf(path, sizeof(path), "%s/data/" HP, b->dir);
 	ck_assert_msg(access(path, F_OK) < 0, "%s is left", path);

@@ -210,25 +210,6 @@ wait_stdout(struct berth *b, const char *alloc, const char *text)
 	    b->sv.log);
 }
 
-/* Mount points under the test's data dir, and those matching part. */
-static int
-mounts(struct berth *b, const char *part)
-{
-	char line[4096], mp[4096], data[600];
-	FILE *f = fopen("/proc/self/mountinfo", "r");
-	int n = 0;
-
-	snprintf(data, sizeof(data), "%s/data/", b->dir);
-	while (f != NULL && fgets(line, sizeof(line), f) != NULL)
-		if (sscanf(line, "%*s %*s %*s %*s %4095s", mp) == 1 &&
-		    strncmp(mp, data, strlen(data)) == 0 && (part == NULL ||
-		    strstr(mp, part) != NULL))
-			n++;
-	if (f != NULL)
-		fclose(f);
-	return n;
-}
-
 /* The hostpath plugin's root, and a volume's one staging path in it. */
 #define HP "csi/monolith/hp"
 #define STAGING(vol) HP "/staging/default/" vol
@@ -260,8 +241,8 @@ nothing_left(struct berth *b)
 {
 	char path[1024];
 
-	ck_assert_msg(mounts(b, NULL) == 0, "%d mounts left; log:\n%s",
-	    mounts(b, NULL), b->sv.log);
+	ck_assert_msg(berth_mounts(b, NULL) == 0, "%d mounts left; log:\n%s",
+	    berth_mounts(b, NULL), b->sv.log);
 	snprintf(path, sizeof(path), "%s/data/csi/monolith/hp", b->dir);
 	ck_assert_msg(access(path, F_OK) < 0, "%s is left", path);
 	snprintf(path, sizeof(path), "%s/data/csi/plugins/plugin", b->dir);
@@ -326,9 +307,9 @@ START_TEST(writer_readers_and_a_refused_second_writer)
 	track_tasks(&b);
 	/* A writer and read-only readers at once (two usages): staged once
 	 * at the volume's one path, published once per alloc. */
-	ck_assert_int_eq(mounts(&b, "/staging/"), 1);
+	ck_assert_int_eq(berth_mounts(&b, "/staging/"), 1);
 	ck_assert_int_eq(mounts_at(&b, STAGING("shared")), 1);
-	ck_assert_int_eq(mounts(&b, "/per-alloc/"), 3);
+	ck_assert_int_eq(berth_mounts(&b, "/per-alloc/"), 3);
 	/*
 	 * Log wording kept: that the plugin was asked to stage once is seen
 	 * only in the volume manager's log (a second NodeStageVolume on the
@@ -370,7 +351,7 @@ START_TEST(writer_readers_and_a_refused_second_writer)
 	stop_alloc(&b, "w");
 	stop_alloc(&b, "r2");
 	ck_assert_int_eq(claims(&b, "shared"), 0);
-	ck_assert_int_eq(mounts(&b, "/staging/"), 0);
+	ck_assert_int_eq(berth_mounts(&b, "/staging/"), 0);
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "delete",
 	    "shared"), 0);
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "delete", "solo"),
@@ -401,9 +382,9 @@ START_TEST(sigkill_in_the_middle_of_a_publish)
 		usleep(50000);
 	ck_assert_int_eq(mounts_at(&b, STAGING("v")), 1);
 	/* The plugin has published; its answer is 3 s away. */
-	for (int i = 0; i < 50 && mounts(&b, "/per-alloc/a/") == 0; i++)
+	for (int i = 0; i < 50 && berth_mounts(&b, "/per-alloc/a/") == 0; i++)
 		usleep(50000);
-	ck_assert_int_eq(mounts(&b, "/per-alloc/a/"), 1);
+	ck_assert_int_eq(berth_mounts(&b, "/per-alloc/a/"), 1);
 	/* Not in place yet: the alloc waits, its task has not started. */
 	wait_alloc(&b, "a", "pending", 1);
 	ck_assert_int_eq(count_events(&b, "Started", "a/t", NULL), 0);
@@ -424,8 +405,8 @@ START_TEST(sigkill_in_the_middle_of_a_publish)
 	track_tasks(&b);
 	ck_assert_int_eq(count_events(&b, "Started", "a/t", NULL), 1);
 	ck_assert_int_eq(mounts_at(&b, STAGING("v")), 1);
-	ck_assert_int_eq(mounts(&b, "/per-alloc/a/"), 1);
-	ck_assert_int_eq(mounts(&b, "/allocs/a/t/volumes/data"), 1);
+	ck_assert_int_eq(berth_mounts(&b, "/per-alloc/a/"), 1);
+	ck_assert_int_eq(berth_mounts(&b, "/allocs/a/t/volumes/data"), 1);
 	ck_assert_int_eq(claims(&b, "v"), 1);
 	stop_alloc(&b, "a");
 	ck_assert_int_eq(claims(&b, "v"), 0);
@@ -498,9 +479,9 @@ START_TEST(volumes_of_an_alloc_stopped_while_down_are_taken_back)
 		usleep(100000);
 	ck_assert_int_eq(claims(&b, "v"), 0);
 	ck_assert_int_eq(count_events(&b, "Started", "a/t", NULL), 0);
-	ck_assert_int_eq(mounts(&b, "/staging/"), 0);
-	ck_assert_int_eq(mounts(&b, "/per-alloc/"), 0);
-	ck_assert_int_eq(mounts(&b, "/allocs/"), 0);
+	ck_assert_int_eq(berth_mounts(&b, "/staging/"), 0);
+	ck_assert_int_eq(berth_mounts(&b, "/per-alloc/"), 0);
+	ck_assert_int_eq(berth_mounts(&b, "/allocs/"), 0);
 	stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
@@ -662,7 +643,7 @@ START_TEST(a_volume_staged_per_usage_before_an_upgrade_is_kept)
 	 */
 	wait_log(&b, "volume default/v already staged", 1);
 	ck_assert_int_eq(count(&b, "volume default/v staged"), 0);
-	ck_assert_int_eq(mounts(&b, "/staging/"), 1);
+	ck_assert_int_eq(berth_mounts(&b, "/staging/"), 1);
 	ck_assert_int_eq(mounts_at(&b, OLD_STAGING("v")), 1);
 	/* The reader's record names the older path too. */
 	db_sql(&b, "SELECT stage_usage FROM mounts WHERE alloc = 'r'", use,
@@ -671,13 +652,13 @@ START_TEST(a_volume_staged_per_usage_before_an_upgrade_is_kept)
 	stop_alloc(&b, "w");
 	ck_assert_int_eq(mounts_at(&b, OLD_STAGING("v")), 1);
 	stop_alloc(&b, "r");
-	ck_assert_int_eq(mounts(&b, "/staging/"), 0);
+	ck_assert_int_eq(berth_mounts(&b, "/staging/"), 0);
 
 	/* Staged anew: at the volume's one path. */
 	task_alloc(&b, "w2", "v", "multi-node-single-writer", false, WRITER);
 	wait_event(&b, "Started", "w2/t", NULL, 15000);
 	track_tasks(&b);
-	ck_assert_int_eq(mounts(&b, "/staging/"), 1);
+	ck_assert_int_eq(berth_mounts(&b, "/staging/"), 1);
 	ck_assert_int_eq(mounts_at(&b, STAGING("v")), 1);
 	stop_alloc(&b, "w2");
 	stop_alloc(&b, "plugin");
