@@ -7,7 +7,7 @@
  * before has gone: the workloads (every allocation that serves no CSI
  * plugin, those using volumes among them), then the node plugins (node
  * and monolith), then the controllers. An allocation has gone when it is
- * no longer listed, or is listed only as failed with no task. Between
+ * no longer listed. Between
  * waves, nothing is asked of a plugin whose consumers are still being
  * taken back. While the node is draining or drained, new allocations
  * are refused; DELETE makes it eligible again (what was stopped stays
@@ -71,13 +71,6 @@ wave_of(const struct alloc *a)
 	return w;
 }
 
-static bool
-gone(const struct alloc_view *v)
-{
-	return strcmp(v->status, "failed") == 0 && v->ntasks == 0 &&
-	    !v->stopping;
-}
-
 static void
 skip(struct api_drain *dr, const char *id)
 {
@@ -105,8 +98,7 @@ stop_wave(struct api *api, struct api_drain *dr)
 			left++;
 			continue;
 		}
-		if (gone(&v) && v.file == NULL)
-			continue;
+		/* A failed one listed: its file goes, and with it the entry. */
 		r = allocs_stop(api->d.allocs, v.doc->id, why, sizeof(why));
 		if (r == 0) {
 			dr->asked++;

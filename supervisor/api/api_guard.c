@@ -74,12 +74,12 @@ ends_like_page(struct evbuffer *buf)
 }
 
 /*
- * In text (len bytes, NUL-terminated), where the answer whose body is
+ * In text (NUL-terminated), where the answer whose body is
  * evhttp's page starts, or -1: its head says text/html and ends right
  * before the page, and the page runs to the end.
  */
 static ssize_t
-page_answer(const char *text, size_t len)
+page_answer(const char *text)
 {
 	const char *page = NULL, *p, *start, *ct;
 
@@ -97,7 +97,6 @@ page_answer(const char *text, size_t len)
 	ct = strstr(start, "\r\nContent-Type: text/html");
 	if (ct == NULL || ct > page)
 		return -1;
-	(void)len;
 	return start - text;
 }
 
@@ -147,7 +146,7 @@ changed(struct evbuffer *buf, const struct evbuffer_cb_info *info,
 	text[len] = '\0';
 	/* A NUL in what is pending: not evhttp's page, leave it. */
 	if (len > 0 && strlen(text) == len &&
-	    (start = page_answer(text, len)) >= 0) {
+	    (start = page_answer(text)) >= 0) {
 		busy = true;
 		rewrite(buf, text, (size_t)start);
 		busy = false;
