@@ -3,7 +3,8 @@
  * CSI plugin (a privileged monolith): a node plugin is not stopped under
  * the volumes it publishes; `berthctl node drain --wait` stops the
  * workloads before the plugin, refuses new allocations while it holds,
- * and ends with nothing of berth's mounted.
+ * and ends with nothing of berth's mounted; a drain outlives a killed
+ * supervisor, and its end does too.
  */
 #include <errno.h>
 #include <pwd.h>
@@ -159,6 +160,83 @@ START_TEST(a_drain_stops_workloads_then_plugins_and_leaves_nothing)
 }
 END_TEST
 
+/* GET /v1/node/drain's "state". */
+static void
+drain_state(struct berth *b, const char *want, const char *since)
+{
+	json_t *j = sv_get(b, "/v1/node/drain");
+	const char *st;
+
+	ck_assert_ptr_nonnull(j);
+	st = json_string_value(json_object_get(j, "state"));
+	ck_assert_msg(st != NULL && strcmp(st, want) == 0, "drain state %s, "
+	    "not %s", st, want);
+	if (since != NULL)
+		ck_assert_str_eq(json_string_value(json_object_get(j, "since")),
+		    since);
+	json_decref(j);
+}
+
+START_TEST(a_drain_outlives_a_killed_supervisor)
+{
+	char out[8192], since[64];
+	const char *late = "{\"id\": \"late\", \"tasks\": [{\"name\": "
+	    "\"t\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/sleep\", \"args\": [\"600\"]}, \"kill_timeout\": "
+	    "\"1s\"}]}";
+	struct berth b;
+	json_t *j;
+	int status, i;
+
+	setup(&b);
+	berth_start(&b);
+	submit(&b, "{\"id\": \"w\", \"tasks\": [{\"name\": \"t\", "
+	    "\"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/sleep\", \"args\": [\"600\"]}, \"kill_timeout\": "
+	    "\"1s\"}]}", 200);
+	wait_alloc(&b, "w", "running", 30000);
+	task_pids(&b, NULL);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "node", "drain",
+	    "--wait", "--timeout", "60s", NULL), 0);
+	wait_alloc(&b, "w", NULL, 1000);
+	j = sv_get(&b, "/v1/node/drain");
+	snprintf(since, sizeof(since), "%s",
+	    json_string_value(json_object_get(j, "since")));
+	json_decref(j);
+
+	/* Killed while drained: the next supervisor is drained too, from
+	 * its start, with the drain's own start time, and refuses. */
+	berth_kill(&b);
+	berth_start(&b);
+	for (i = 0; i < 100; i++) {
+		json_decref(sv_api(&b, "PUT", "/v1/allocations", late,
+		    &status));
+		if (status != 503)
+			break;
+		usleep(100000);
+	}
+	ck_assert_msg(status == 409, "PUT late after a restart: %d; log:\n%s",
+	    status, b.sv.log);
+	wait_event(&b, "DrainResumed", NULL, NULL, 5000);
+	wait_event(&b, "Drained", NULL, NULL, 10000);
+	drain_state(&b, "drained", since);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "node", "drain",
+	    "--disable", NULL), 0);
+
+	/* Ended, then killed: the next supervisor is not draining. */
+	berth_kill(&b);
+	berth_start(&b);
+	drain_state(&b, "off", NULL);
+	submit(&b, late, 200);
+	wait_alloc(&b, "late", "running", 30000);
+	task_pids(&b, NULL);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "alloc", "stop", "late",
+	    NULL), 0);
+	wait_alloc(&b, "late", NULL, 30000);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -166,5 +244,6 @@ main(void)
 
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, a_drain_stops_workloads_then_plugins_and_leaves_nothing);
+	tcase_add_test(tc, a_drain_outlives_a_killed_supervisor);
 	return harness_run("drain", tc);
 }
