@@ -3,7 +3,8 @@
  * CSI plugin (a privileged monolith): a node plugin is not stopped under
  * the volumes it publishes; `berthctl node drain --wait` stops the
  * workloads before the plugin, refuses new allocations while it holds,
- * and ends with nothing of berth's mounted; a drain outlives a killed
+ * and ends with nothing of berth's mounted (controllers last, for a split
+ * plugin); a drain outlives a killed
  * supervisor, and its end does too.
  */
 #include <errno.h>
@@ -18,11 +19,26 @@
 
 #include "svtest.h"
 
+/* Root's definition name.conf: the sample plugin in mode. */
+static void
+def(struct berth *b, const char *name, const char *mode)
+{
+	char path[1024], text[4096];
+
+	snprintf(path, sizeof(path), "%s/defs/%s.conf", b->dir, name);
+	snprintf(text, sizeof(text), "exec %s\narg --strict\narg --endpoint="
+	    "{csi_endpoint}\narg --node-id\narg n1\narg --state-dir\narg "
+	    "%s/hpstate\narg --mode\narg %s\ncap CAP_SYS_ADMIN\n"
+	    "cap CAP_CHOWN\n", harness_bin("berth-csi-hostpath"), b->dir,
+	    mode);
+	harness_write(path, text);
+}
+
 static void
 setup(struct berth *b)
 {
 	struct passwd *pw = getpwnam("berth");
-	char path[1024], text[4096], extra[1200];
+	char path[1024], extra[1200];
 
 	ck_assert_ptr_nonnull(pw);
 	berth_config(b, "1s", NULL);
@@ -30,12 +46,9 @@ setup(struct berth *b)
 	ck_assert_int_eq(chown(b->allocs, pw->pw_uid, pw->pw_gid), 0);
 	snprintf(path, sizeof(path), "%s/defs", b->dir);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/defs/hostpath.conf", b->dir);
-	snprintf(text, sizeof(text), "exec %s\narg --strict\narg --endpoint="
-	    "{csi_endpoint}\narg --node-id\narg n1\narg --state-dir\narg "
-	    "%s/hpstate\narg --mode\narg monolith\ncap CAP_SYS_ADMIN\ncap CAP_CHOWN\n",
-	    harness_bin("berth-csi-hostpath"), b->dir);
-	harness_write(path, text);
+	def(b, "hostpath", "monolith");
+	def(b, "hp-node", "node");
+	def(b, "hp-controller", "controller");
 	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s/defs\"",
 	    b->dir);
 	berth_reconfig(b, "1s", extra);
@@ -160,6 +173,56 @@ START_TEST(a_drain_stops_workloads_then_plugins_and_leaves_nothing)
 }
 END_TEST
 
+/* A split plugin: the workload, then the node plugin, then the controller. */
+START_TEST(controllers_are_stopped_last)
+{
+	char path[1024], out[8192];
+	struct berth b;
+	uint64_t w, n, c;
+
+	setup(&b);
+	berth_start(&b);
+	submit(&b, "{\"id\": \"ctl\", \"tasks\": [{\"name\": \"c\", "
+	    "\"driver\": \"privileged\", \"config\": {\"plugin\": "
+	    "\"hp-controller\"}, \"csi_plugin\": {\"id\": \"hp\", "
+	    "\"type\": \"controller\"}}]}", 200);
+	submit(&b, "{\"id\": \"node\", \"tasks\": [{\"name\": \"n\", "
+	    "\"driver\": \"privileged\", \"config\": {\"plugin\": "
+	    "\"hp-node\"}, \"csi_plugin\": {\"id\": \"hp\", \"type\": "
+	    "\"node\"}}]}", 200);
+	json_decref(wait_instance(&b, "hp", "node", "node", true, 15000));
+	json_decref(wait_instance(&b, "hp", "controller", "ctl", true, 15000));
+	snprintf(path, sizeof(path), "%s/shared.vol.json", b.dir);
+	harness_write(path, "{\"id\": \"shared\", \"plugin_id\": \"hp\", "
+	    "\"access_mode\": \"multi-node-single-writer\", "
+	    "\"attachment_mode\": \"file-system\"}");
+	ck_assert_msg(sv_ctl(&b, out, sizeof(out), "volume", "create", path,
+	    NULL) == 0, "volume create: %s; log:\n%s", out, b.sv.log);
+	task(&b, "w", "shared", false);
+	wait_alloc(&b, "w", "running", 30000);
+	task_pids(&b, NULL);
+	ck_assert_int_gt(berth_mounts(&b, NULL), 0);
+
+	event_mark(&b);
+	ck_assert_msg(sv_ctl(&b, out, sizeof(out), "node", "drain", "--wait",
+	    "--timeout", "90s", NULL) == 0, "node drain: %s; log:\n%s", out,
+	    b.sv.log);
+	ck_assert_msg(strstr(out, "drained: 3 allocations stopped; 0 volumes "
+	    "staged, 0 published") != NULL, "%s", out);
+	w = event_index(&b, "AllocStopped", "w", NULL);
+	n = event_index(&b, "AllocStopped", "node", NULL);
+	c = event_index(&b, "AllocStopped", "ctl", NULL);
+	ck_assert_msg(w > 0 && n > w && c > n, "stopped: w %llu, node %llu, "
+	    "ctl %llu", (unsigned long long)w, (unsigned long long)n,
+	    (unsigned long long)c);
+	ck_assert_int_eq(count_events(&b, "AllocPending", NULL, NULL), 0);
+	ck_assert_int_eq(berth_mounts(&b, NULL), 0);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "node", "drain",
+	    "--disable", NULL), 0);
+	berth_stop(&b);
+}
+END_TEST
+
 /* GET /v1/node/drain's "state". */
 static void
 drain_state(struct berth *b, const char *want, const char *since)
@@ -244,6 +307,7 @@ main(void)
 
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, a_drain_stops_workloads_then_plugins_and_leaves_nothing);
+	tcase_add_test(tc, controllers_are_stopped_last);
 	tcase_add_test(tc, a_drain_outlives_a_killed_supervisor);
 	return harness_run("drain", tc);
 }
