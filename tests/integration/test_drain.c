@@ -4,8 +4,7 @@
  * the volumes it publishes; `berthctl node drain --wait` stops the
  * workloads before the plugin, refuses new allocations while it holds,
  * and ends with nothing of berth's mounted (controllers last, for a split
- * plugin); a drain outlives a killed
- * supervisor, and its end does too.
+ * plugin); a drain outlives a killed supervisor, and its end does too.
  */
 #include <errno.h>
 #include <pwd.h>
