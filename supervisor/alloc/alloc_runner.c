@@ -203,6 +203,12 @@ allocs_count(const struct allocs *am)
 }
 
 bool
+allocs_ready(const struct allocs *am)
+{
+	return am->ready;
+}
+
+bool
 allocs_get(const struct allocs *am, size_t i, struct alloc_view *v)
 {
 	const struct arun *ar;

@@ -147,6 +147,8 @@ int allocs_submit(struct allocs *am, const struct alloc *a, char *why,
  * from a file the API did not write. */
 int allocs_stop(struct allocs *am, const char *id, char *why, size_t n);
 size_t allocs_count(const struct allocs *am);
+/* Have the allocations from before a restart been read? */
+bool allocs_ready(const struct allocs *am);
 bool allocs_get(const struct allocs *am, size_t i, struct alloc_view *v);
 bool allocs_find(struct allocs *am, const char *id, struct alloc_view *v);
 

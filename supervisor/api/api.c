@@ -563,6 +563,7 @@ api_new(const struct api_deps *d, int fd, gid_t group)
 	api->http = evhttp_new(d->base);
 	xnonnull(api->http, "evhttp_new");
 	api_events_init(api);
+	api_drain_resume(api);
 	api_conns_init(api);
 	evhttp_set_allowed_methods(api->http, EVHTTP_REQ_GET |
 	    EVHTTP_REQ_POST | EVHTTP_REQ_HEAD | EVHTTP_REQ_PUT |

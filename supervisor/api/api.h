@@ -68,6 +68,7 @@ enum { API_HELPER_MOUNTER, API_HELPER_REGISTRY, API_NHELPERS };
 struct api_deps {
 	struct event_base *base;
 	const char *run_dir;		/* the socket's directory */
+	const char *data_dir;		/* where a drain is kept */
 	uid_t uid;			/* served, with root and the group */
 	struct timespec started;	/* CLOCK_MONOTONIC, for the uptime */
 	struct allocs *allocs;		/* list, read, submit, stop */

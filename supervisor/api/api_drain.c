@@ -16,14 +16,22 @@
  * An allocation that runs from a file the API did not write is not the
  * API's to stop: the drain names it and goes on without it.
  *
+ * A drain outlives the supervisor: while it holds, the supervisor's own
+ * data_dir/supervisor/node-drain keeps when it began (written whole, then
+ * renamed). A supervisor that finds it is draining from its start,
+ * refuses new allocations at once, and goes through the waves again once
+ * the allocations from before the restart are read; DELETE removes it.
+ *
  * Must not: stop anything itself; it asks allocs_stop(), as DELETE
  * /v1/allocation/<id> does.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "alloc_runner.h"
 #include "api_int.h"
@@ -32,6 +40,7 @@
 #include "xalloc.h"
 
 #define DRAIN_TICK_MS 200
+#define DRAIN_FILE "supervisor/node-drain"
 
 enum wave { W_OFF, W_WORKLOADS, W_NODES, W_CONTROLLERS, W_DONE };
 
@@ -120,6 +129,11 @@ tick(evutil_socket_t fd, short what, void *arg)
 
 	(void)fd;
 	(void)what;
+	/* After a restart: not before the allocations are known again. */
+	if (!allocs_ready(api->d.allocs)) {
+		evtimer_add(dr->tick, &tv);
+		return;
+	}
 	while (dr->wave != W_DONE && (dr->left = stop_wave(api, dr)) == 0) {
 		dr->wave++;
 		if (dr->wave != W_DONE)
@@ -148,6 +162,73 @@ drain_of(struct api *api)
 		xnonnull(api->drain->tick, "evtimer_new");
 	}
 	return api->drain;
+}
+
+/* data_dir/supervisor/node-drain: written with since (keep), or removed. */
+static void
+keep(const struct api *api, const struct timespec *since, bool on)
+{
+	char path[1024], tmp[1040], text[32];
+	int fd, n, ok;
+
+	if (api->d.data_dir == NULL)
+		return;
+	snprintf(path, sizeof(path), "%s/" DRAIN_FILE, api->d.data_dir);
+	if (!on) {
+		if (unlink(path) < 0 && errno != ENOENT)
+			log_warn("api: removing %s (the node will drain again "
+			    "after a restart)", path);
+		return;
+	}
+	snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+	n = snprintf(text, sizeof(text), "%lld\n", (long long)since->tv_sec);
+	if ((fd = open(tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC |
+	    O_NOFOLLOW, 0644)) < 0) {
+		log_warn("api: keeping the drain in %s (a restarted "
+		    "supervisor will not be draining)", tmp);
+		return;
+	}
+	ok = write(fd, text, n) == n && fsync(fd) == 0;
+	if (close(fd) < 0 || !ok || rename(tmp, path) < 0) {
+		log_warn("api: keeping the drain in %s (a restarted "
+		    "supervisor will not be draining)", path);
+		unlink(tmp);
+	}
+}
+
+void
+api_drain_resume(struct api *api)
+{
+	char path[1024], text[32] = "";
+	struct api_drain *dr;
+	long long since;
+	ssize_t n;
+	int fd;
+
+	if (api->d.data_dir == NULL)
+		return;
+	snprintf(path, sizeof(path), "%s/" DRAIN_FILE, api->d.data_dir);
+	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0) {
+		if (errno != ENOENT)
+			log_warn("api: reading %s; not draining", path);
+		return;
+	}
+	n = read(fd, text, sizeof(text) - 1);
+	close(fd);
+	if (n <= 0 || sscanf(text, "%lld", &since) != 1 || since <= 0) {
+		log_warnx("api: %s does not hold a drain's start; draining "
+		    "from now", path);
+		since = (long long)time(NULL);
+	}
+	dr = drain_of(api);
+	dr->since.tv_sec = (time_t)since;
+	dr->wave = W_WORKLOADS;
+	events_record(api->d.events, "node", "DrainResumed", NULL, NULL,
+	    NULL, "draining again after a restart: new allocations are "
+	    "refused; stopping the workloads");
+	log_info("api: the node was draining before this start; draining "
+	    "again");
+	tick(-1, 0, api);
 }
 
 bool
@@ -200,6 +281,7 @@ api_drain_start(struct api_call *c)
 		dr->asked = dr->left = 0;
 		clock_gettime(CLOCK_REALTIME, &dr->since);
 		dr->wave = W_WORKLOADS;
+		keep(c->api, &dr->since, true);
 		events_record(c->d->events, "node", "DrainStarted", NULL, NULL,
 		    NULL, "draining: new allocations are refused; stopping "
 		    "the workloads");
@@ -217,6 +299,7 @@ api_drain_stop(struct api_call *c)
 	if (dr != NULL && dr->wave != W_OFF) {
 		evtimer_del(dr->tick);
 		dr->wave = W_OFF;
+		keep(c->api, NULL, false);
 		events_record(c->d->events, "node", "DrainEnded", NULL, NULL,
 		    NULL, "eligible again: new allocations are accepted");
 		log_info("api: node drain ended; eligible again");

@@ -143,6 +143,8 @@ void api_drain_start(struct api_call *c);
 void api_drain_get(struct api_call *c);
 void api_drain_stop(struct api_call *c);
 void api_drain_free(struct api *api);
+/* At start: a drain kept from before a restart goes on. */
+void api_drain_resume(struct api *api);
 /* Draining or drained: new allocations are refused. */
 bool api_drain_refuses(const struct api *api);
 /* DELETE /v1/allocation/<id> would leave a node plugin's volumes: 409

@@ -320,7 +320,7 @@ prepare_data_dir(const struct berth_config *cfg, char *err, size_t errlen)
 
 /*
  * A user's own directory (the registry's database, the supervisor's kept
- * logs), made and given away on descriptors beneath the data directory's.
+ * logs and its own state: a drain), made and given away on descriptors beneath the data directory's.
  */
 static int
 prepare_user_dir(int data_fd, const struct berth_config *cfg,
@@ -403,6 +403,8 @@ prepare_dirs(const struct berth_config *cfg, const struct priv_user *ru,
 	    prepare_user_dir(data_fd, cfg, LAYOUT_REGISTRY_DIR, ru, err,
 	    sizeof(err)) < 0 ||
 	    prepare_user_dir(data_fd, cfg, "logs", su, err, sizeof(err)) < 0 ||
+	    prepare_user_dir(data_fd, cfg, "supervisor", su, err,
+	    sizeof(err)) < 0 ||
 	    prepare_run_dir(cfg, su, api_group, err, sizeof(err)) < 0) {
 		log_errx("prepare_dirs: %s", err);
 		if (data_fd >= 0)
@@ -525,6 +527,7 @@ make_api_deps(struct supervisor *sv, struct api_deps *d)
 	memset(d, 0, sizeof(*d));
 	d->base = sv->base;
 	d->run_dir = sv->cfg.run_dir;
+	d->data_dir = sv->cfg.data_dir;
 	d->uid = sv->uid;
 	d->started = sv->started;
 	d->allocs = sv->allocs;

@@ -3,7 +3,8 @@
  * CSI plugin (a privileged monolith): a node plugin is not stopped under
  * the volumes it publishes; `berthctl node drain --wait` stops the
  * workloads before the plugin, refuses new allocations while it holds,
- * and ends with nothing of berth's mounted.
+ * and ends with nothing of berth's mounted (controllers last, for a split
+ * plugin); a drain outlives a killed supervisor, and its end does too.
  */
 #include <errno.h>
 #include <pwd.h>
@@ -17,11 +18,26 @@
 
 #include "svtest.h"
 
+/* Root's definition name.conf: the sample plugin in mode. */
+static void
+def(struct berth *b, const char *name, const char *mode)
+{
+	char path[1024], text[4096];
+
+	snprintf(path, sizeof(path), "%s/defs/%s.conf", b->dir, name);
+	snprintf(text, sizeof(text), "exec %s\narg --strict\narg --endpoint="
+	    "{csi_endpoint}\narg --node-id\narg n1\narg --state-dir\narg "
+	    "%s/hpstate\narg --mode\narg %s\ncap CAP_SYS_ADMIN\n"
+	    "cap CAP_CHOWN\n", harness_bin("berth-csi-hostpath"), b->dir,
+	    mode);
+	harness_write(path, text);
+}
+
 static void
 setup(struct berth *b)
 {
 	struct passwd *pw = getpwnam("berth");
-	char path[1024], text[4096], extra[1200];
+	char path[1024], extra[1200];
 
 	ck_assert_ptr_nonnull(pw);
 	berth_config(b, "1s", NULL);
@@ -29,12 +45,9 @@ setup(struct berth *b)
 	ck_assert_int_eq(chown(b->allocs, pw->pw_uid, pw->pw_gid), 0);
 	snprintf(path, sizeof(path), "%s/defs", b->dir);
 	ck_assert_int_eq(mkdir(path, 0755), 0);
-	snprintf(path, sizeof(path), "%s/defs/hostpath.conf", b->dir);
-	snprintf(text, sizeof(text), "exec %s\narg --strict\narg --endpoint="
-	    "{csi_endpoint}\narg --node-id\narg n1\narg --state-dir\narg "
-	    "%s/hpstate\narg --mode\narg monolith\ncap CAP_SYS_ADMIN\ncap CAP_CHOWN\n",
-	    harness_bin("berth-csi-hostpath"), b->dir);
-	harness_write(path, text);
+	def(b, "hostpath", "monolith");
+	def(b, "hp-node", "node");
+	def(b, "hp-controller", "controller");
 	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s/defs\"",
 	    b->dir);
 	berth_reconfig(b, "1s", extra);
@@ -159,6 +172,133 @@ START_TEST(a_drain_stops_workloads_then_plugins_and_leaves_nothing)
 }
 END_TEST
 
+/* A split plugin: the workload, then the node plugin, then the controller. */
+START_TEST(controllers_are_stopped_last)
+{
+	char path[1024], out[8192];
+	struct berth b;
+	uint64_t w, n, c;
+
+	setup(&b);
+	berth_start(&b);
+	submit(&b, "{\"id\": \"ctl\", \"tasks\": [{\"name\": \"c\", "
+	    "\"driver\": \"privileged\", \"config\": {\"plugin\": "
+	    "\"hp-controller\"}, \"csi_plugin\": {\"id\": \"hp\", "
+	    "\"type\": \"controller\"}}]}", 200);
+	submit(&b, "{\"id\": \"node\", \"tasks\": [{\"name\": \"n\", "
+	    "\"driver\": \"privileged\", \"config\": {\"plugin\": "
+	    "\"hp-node\"}, \"csi_plugin\": {\"id\": \"hp\", \"type\": "
+	    "\"node\"}}]}", 200);
+	json_decref(wait_instance(&b, "hp", "node", "node", true, 15000));
+	json_decref(wait_instance(&b, "hp", "controller", "ctl", true, 15000));
+	snprintf(path, sizeof(path), "%s/shared.vol.json", b.dir);
+	harness_write(path, "{\"id\": \"shared\", \"plugin_id\": \"hp\", "
+	    "\"access_mode\": \"multi-node-single-writer\", "
+	    "\"attachment_mode\": \"file-system\"}");
+	ck_assert_msg(sv_ctl(&b, out, sizeof(out), "volume", "create", path,
+	    NULL) == 0, "volume create: %s; log:\n%s", out, b.sv.log);
+	task(&b, "w", "shared", false);
+	wait_alloc(&b, "w", "running", 30000);
+	task_pids(&b, NULL);
+	ck_assert_int_gt(berth_mounts(&b, NULL), 0);
+
+	event_mark(&b);
+	ck_assert_msg(sv_ctl(&b, out, sizeof(out), "node", "drain", "--wait",
+	    "--timeout", "90s", NULL) == 0, "node drain: %s; log:\n%s", out,
+	    b.sv.log);
+	ck_assert_msg(strstr(out, "drained: 3 allocations stopped; 0 volumes "
+	    "staged, 0 published") != NULL, "%s", out);
+	w = event_index(&b, "AllocStopped", "w", NULL);
+	n = event_index(&b, "AllocStopped", "node", NULL);
+	c = event_index(&b, "AllocStopped", "ctl", NULL);
+	ck_assert_msg(w > 0 && n > w && c > n, "stopped: w %llu, node %llu, "
+	    "ctl %llu", (unsigned long long)w, (unsigned long long)n,
+	    (unsigned long long)c);
+	ck_assert_int_eq(count_events(&b, "AllocPending", NULL, NULL), 0);
+	ck_assert_int_eq(berth_mounts(&b, NULL), 0);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "node", "drain",
+	    "--disable", NULL), 0);
+	berth_stop(&b);
+}
+END_TEST
+
+/* GET /v1/node/drain's "state". */
+static void
+drain_state(struct berth *b, const char *want, const char *since)
+{
+	json_t *j = sv_get(b, "/v1/node/drain");
+	const char *st;
+
+	ck_assert_ptr_nonnull(j);
+	st = json_string_value(json_object_get(j, "state"));
+	ck_assert_msg(st != NULL && strcmp(st, want) == 0, "drain state %s, "
+	    "not %s", st, want);
+	if (since != NULL)
+		ck_assert_str_eq(json_string_value(json_object_get(j, "since")),
+		    since);
+	json_decref(j);
+}
+
+START_TEST(a_drain_outlives_a_killed_supervisor)
+{
+	char out[8192], since[64];
+	const char *late = "{\"id\": \"late\", \"tasks\": [{\"name\": "
+	    "\"t\", \"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/sleep\", \"args\": [\"600\"]}, \"kill_timeout\": "
+	    "\"1s\"}]}";
+	struct berth b;
+	json_t *j;
+	int status, i;
+
+	setup(&b);
+	berth_start(&b);
+	submit(&b, "{\"id\": \"w\", \"tasks\": [{\"name\": \"t\", "
+	    "\"driver\": \"exec\", \"config\": {\"command\": "
+	    "\"/bin/sleep\", \"args\": [\"600\"]}, \"kill_timeout\": "
+	    "\"1s\"}]}", 200);
+	wait_alloc(&b, "w", "running", 30000);
+	task_pids(&b, NULL);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "node", "drain",
+	    "--wait", "--timeout", "60s", NULL), 0);
+	wait_alloc(&b, "w", NULL, 1000);
+	j = sv_get(&b, "/v1/node/drain");
+	snprintf(since, sizeof(since), "%s",
+	    json_string_value(json_object_get(j, "since")));
+	json_decref(j);
+
+	/* Killed while drained: the next supervisor is drained too, from
+	 * its start, with the drain's own start time, and refuses. */
+	berth_kill(&b);
+	berth_start(&b);
+	for (i = 0; i < 100; i++) {
+		json_decref(sv_api(&b, "PUT", "/v1/allocations", late,
+		    &status));
+		if (status != 503)
+			break;
+		usleep(100000);
+	}
+	ck_assert_msg(status == 409, "PUT late after a restart: %d; log:\n%s",
+	    status, b.sv.log);
+	wait_event(&b, "DrainResumed", NULL, NULL, 5000);
+	wait_event(&b, "Drained", NULL, NULL, 10000);
+	drain_state(&b, "drained", since);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "node", "drain",
+	    "--disable", NULL), 0);
+
+	/* Ended, then killed: the next supervisor is not draining. */
+	berth_kill(&b);
+	berth_start(&b);
+	drain_state(&b, "off", NULL);
+	submit(&b, late, 200);
+	wait_alloc(&b, "late", "running", 30000);
+	task_pids(&b, NULL);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "alloc", "stop", "late",
+	    NULL), 0);
+	wait_alloc(&b, "late", NULL, 30000);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -166,5 +306,7 @@ main(void)
 
 	tcase_set_timeout(tc, 240);
 	tcase_add_test(tc, a_drain_stops_workloads_then_plugins_and_leaves_nothing);
+	tcase_add_test(tc, controllers_are_stopped_last);
+	tcase_add_test(tc, a_drain_outlives_a_killed_supervisor);
 	return harness_run("drain", tc);
 }
