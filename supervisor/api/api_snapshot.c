@@ -82,7 +82,7 @@ status_of(enum volmgr_status st, const char *why)
 	if (strstr(why, "ALREADY_EXISTS") != NULL)
 		return 409;
 	if (strstr(why, "not registered") != NULL || strstr(why,
-	    "NOT_FOUND") != NULL)
+	    "NOT_FOUND") != NULL || strstr(why, "no volume ") != NULL)
 		return 404;
 	return 400;
 }
