@@ -13,7 +13,7 @@
  * ListSnapshots pages in name order: next_token is the name the next
  * page starts at. Copies are made by descriptor, never through a
  * symlink (which is copied as a symlink); other special files are left
- * out. Not advertised with --no-snapshots. Must not: mount, or write
+ * out. Strict, a snapshot's optional size_bytes is left out. Not advertised with --no-snapshots. Must not: mount, or write
  * outside the volumes and snapshots directories.
  */
 #include <dirent.h>
@@ -293,13 +293,15 @@ out:
 }
 
 static void
-snap_fill(Csi__V1__Snapshot *out, Csi__V1__Timestamp *ts, struct snap *s)
+snap_fill(const struct hostpath *hp, Csi__V1__Snapshot *out,
+    Csi__V1__Timestamp *ts, struct snap *s)
 {
 	csi__v1__snapshot__init(out);
 	csi__v1__timestamp__init(ts);
 	out->snapshot_id = s->id;
 	out->source_volume_id = s->source;
-	out->size_bytes = s->bytes;
+	if (optional_fields(hp))
+		out->size_bytes = s->bytes;
 	ts->seconds = s->sec;
 	ts->nanos = (int32_t)s->nsec;
 	out->creation_time = ts;
@@ -348,7 +350,7 @@ create_snapshot(struct hostpath *hp, const ProtobufCMessage *msg,
 		    strerror(-rc));
 		return;
 	}
-	snap_fill(&snap, &ts, &s);
+	snap_fill(hp, &snap, &ts, &s);
 	out.snapshot = &snap;
 	reply_ok(r, &out.base);
 }
@@ -435,8 +437,9 @@ list_args_ok(const Csi__V1__ListSnapshotsRequest *req, struct rpc_reply *r)
 
 /* The page: entries of names from starting_token on, filtered. */
 static void
-list_reply(int dir, const Csi__V1__ListSnapshotsRequest *req, char **names,
-    size_t n, struct rpc_reply *r)
+list_reply(const struct hostpath *hp, int dir,
+    const Csi__V1__ListSnapshotsRequest *req, char **names, size_t n,
+    struct rpc_reply *r)
 {
 	Csi__V1__ListSnapshotsResponse out =
 	    CSI__V1__LIST_SNAPSHOTS_RESPONSE__INIT;
@@ -469,7 +472,7 @@ list_reply(int dir, const Csi__V1__ListSnapshotsRequest *req, char **names,
 			break;
 		}
 		csi__v1__list_snapshots_response__entry__init(&ents[k]);
-		snap_fill(&snaps[k], &ts[k], &s[k]);
+		snap_fill(hp, &snaps[k], &ts[k], &s[k]);
 		ents[k].snapshot = &snaps[k];
 		list[k] = &ents[k];
 		k++;
@@ -507,7 +510,7 @@ list_snapshots(struct hostpath *hp, const ProtobufCMessage *msg,
 		    "%s/snapshots: %s", hp->state_dir, strerror(dir < 0 ?
 		    -dir : -err));
 	} else
-		list_reply(dir, req, names, n, r);
+		list_reply(hp, dir, req, names, n, r);
 	if (dir >= 0)
 		close(dir);
 	for (i = 0; i < n; i++)

@@ -2,7 +2,8 @@
  * volmgr_snapshot.c: the operator's snapshots, one unit (U_SNAPSHOT)
  * through enum op_state: create, delete, or list a volume's snapshots
  * (the volume from the registry first: its plugin, its id at the
- * provider, its "snapshot" secret), or list every snapshot of a plugin.
+ * provider, its "snapshot" secret, which all three calls get), or list
+ * every snapshot of a plugin (no secret: no volume names one).
  *
  * CreateSnapshot and DeleteSnapshot only when the plugin's controller
  * advertises CREATE_DELETE_SNAPSHOT, ListSnapshots only with
@@ -142,16 +143,26 @@ list_page(struct unit *u)
 {
 	Csi__V1__ListSnapshotsRequest req =
 	    CSI__V1__LIST_SNAPSHOTS_REQUEST__INIT;
+	struct kv_entry es[CTX_MAX];
+	void *ps[CTX_MAX];
 	struct volmgr_plugin ctl;
+	struct kvs sec;
 
-	if (!able(u, &ctl))
+	/* A plugin's whole list has no volume to name a secret. */
+	if (!able(u, &ctl) || !secrets_load(u, NULL, &u->srefs, "snapshot",
+	    &sec))
 		return;
 	req.max_entries = PAGE_ENTRIES;
 	req.starting_token = u->snap_token != NULL ? u->snap_token : "";
 	if (u->created_id != NULL)
 		req.source_volume_id = u->created_id;
+	req.n_secrets = sec.n;
+	req.secrets = kv_entries(&sec,
+	    &csi__v1__list_snapshots_request__secrets_entry__descriptor, es,
+	    ps);
 	u->st.op = OS_SNAPSHOT;
 	csi_send(u, ctl.conn, CSI_LIST_SNAPSHOTS, &req.base);
+	secrets_wipe(&sec);
 }
 
 static void
