@@ -11,8 +11,9 @@
  * both modes it advertises VOLUME_MOUNT_GROUP and gives a volume's root
  * to the group a stage or publish names (node.c), and ONLINE expansion
  * (OFFLINE with --expand-offline; expand.c), and snapshots as copies
- * (unless --no-snapshots; snapshot.c). It must not be mistaken for storage: it has no capacity accounting, and it
- * trusts whoever can reach its socket, as every CSI plugin does.
+ * (unless --no-snapshots; snapshot.c). It must not be mistaken for
+ * storage: it has no capacity accounting, and it trusts whoever can
+ * reach its socket, as every CSI plugin does.
  */
 #ifndef BERTH_HOSTPATH_H
 #define BERTH_HOSTPATH_H

@@ -13,8 +13,9 @@
  * ListSnapshots pages in name order: next_token is the name the next
  * page starts at. Copies are made by descriptor, never through a
  * symlink (which is copied as a symlink); other special files are left
- * out. Strict, a snapshot's optional size_bytes is left out. Not advertised with --no-snapshots. Must not: mount, or write
- * outside the volumes and snapshots directories.
+ * out. Strict, a snapshot's optional size_bytes is left out. Not
+ * advertised with --no-snapshots. Must not: mount, or write outside the
+ * volumes and snapshots directories.
  */
 #include <dirent.h>
 #include <errno.h>
@@ -151,7 +152,8 @@ copy_file(int from, int to, const char *name, const struct stat *st,
 			break;
 		}
 		for (off = 0; off < n; off += w)
-			if ((w = write(out, buf + off, (size_t)(n - off))) < 0) {
+			if ((w = write(out, buf + off,
+			    (size_t)(n - off))) < 0) {
 				err = -errno;
 				break;
 			}
@@ -219,7 +221,8 @@ copy_tree(int from, int to, int depth, int64_t *bytes)
 	}
 	rewinddir(d);
 	while (err == 0 && (errno = 0, de = readdir(d)) != NULL)
-		if (strcmp(de->d_name, ".") != 0 && strcmp(de->d_name, "..") != 0)
+		if (strcmp(de->d_name, ".") != 0 &&
+		    strcmp(de->d_name, "..") != 0)
 			err = copy_entry(from, to, de->d_name, depth, bytes);
 	if (err == 0 && de == NULL && errno != 0)
 		err = -errno;

@@ -103,8 +103,8 @@ on_done(enum volmgr_status st, const char *why, void *arg)
 	c.req = k->req;
 	c.id = k->vol;
 	if (st != VOLMGR_OK)
-		api_error(&c, status_of(st, why), "%s%s: %s", k->vol[0] != '\0' ?
-		    "volume " : "snapshots", k->vol, why);
+		api_error(&c, status_of(st, why), "%s%s: %s",
+		    k->vol[0] != '\0' ? "volume " : "snapshots", k->vol, why);
 	else if (k->what == SC_CREATE && k->out.n == 1)
 		api_reply(&c, 200, snapshot_json(&k->out.v[0]));
 	else if (k->what == SC_DELETE)
@@ -152,8 +152,8 @@ body_string(struct api_call *c, json_t *doc, const char *key,
 	if (v == NULL && def != NULL)
 		return def;
 	if (v == NULL || !json_is_string(v)) {
-		api_error(c, 400, "no snapshot was taken: %s must be a string%s",
-		    key, v == NULL ? " (it is missing)" : "");
+		api_error(c, 400, "no snapshot was taken: %s must be a "
+		    "string%s", key, v == NULL ? " (it is missing)" : "");
 		return NULL;
 	}
 	if (json_string_value(v)[0] == '\0')
@@ -178,8 +178,8 @@ api_snapshot_create(struct api_call *c)
 	}
 	json_object_foreach(doc, key, v)
 		if (strcmp(key, "namespace") != 0 && strcmp(key, "name") != 0) {
-			api_error(c, 400, "no snapshot was taken: unknown field "
-			    "\"%s\" (namespace, name)", key);
+			api_error(c, 400, "no snapshot was taken: unknown "
+			    "field \"%s\" (namespace, name)", key);
 			json_decref(doc);
 			return;
 		}

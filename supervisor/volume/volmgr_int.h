@@ -8,9 +8,9 @@
  * units: mounting one volume of an alloc and binding it into a task
  * (volmgr_mount.c), taking it back (volmgr_unmount.c), the operator's
  * register, create and delete (volmgr_operator.c), expansion
- * (volmgr_expand.c) and snapshots (volmgr_snapshot.c); what they ask a plugin is built and addressed by
- * volmgr_plugins.c. What an alloc
- * uses is kept in pubs (volmgr_pubs.c), mirrored by the registry's mount
+ * (volmgr_expand.c) and snapshots (volmgr_snapshot.c); what they ask a
+ * plugin is built and addressed by volmgr_plugins.c. What an alloc uses
+ * is kept in pubs (volmgr_pubs.c), mirrored by the registry's mount
  * records (volmgr_records.c). Apart from the units, volmgr_stats.c asks
  * the node plugins how each volume in use is doing. Before a mount
  * records anything, volmgr_admit.c checks what the node's plugin admits;
