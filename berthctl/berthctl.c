@@ -621,6 +621,8 @@ show_volume(json_t *v)
 	table_row(&t, "Capacity", json_integer_value(json_object_get(v,
 	    "capacity_bytes")) > 0 ? num(v, "capacity_bytes", n, sizeof(n)) :
 	    "not known");
+	if (json_object_get(v, "snapshot_id") != NULL)
+		table_row(&t, "From snapshot", str(v, "snapshot_id"));
 	json_object_foreach(json_object_get(v, "context"), key, c) {
 		snprintf(line, sizeof(line), "Context %s", key);
 		table_row(&t, line, json_string_value(c));

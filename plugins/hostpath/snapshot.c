@@ -396,7 +396,8 @@ name_cmp(const void *a, const void *b)
 	return strcmp(*(char *const *)a, *(char *const *)b);
 }
 
-/* The snapshots' names, sorted, into names (LIST_MAX); -errno. */
+/* The snapshots' names, sorted, into names: the first LIST_MAX read,
+ * which bounds what one plugin lists; -errno. */
 static int
 list_names(int dir, char **names, size_t *n)
 {

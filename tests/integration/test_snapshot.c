@@ -317,6 +317,10 @@ START_TEST(a_volume_made_from_a_snapshot_holds_what_was_taken)
 	ck_assert_str_eq(json_string_value(json_object_get(j, "snapshot_id")),
 	    "s1");
 	json_decref(j);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "volume", "status",
+	    "back", NULL), 0);
+	ck_assert_msg(strstr(out, "From snapshot") != NULL && strstr(out,
+	    "s1") != NULL, "%s", out);
 	task_alloc(&b, "r", "back", "echo F=$(cat volumes/data/f) "
 	    "G=$(cat volumes/data/d/g) READ && sleep 600");
 	wait_stdout(&b, "r", "READ");
