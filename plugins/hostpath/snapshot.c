@@ -12,8 +12,9 @@
  * .part-<id> and renamed into place, so a snapshot that exists is whole.
  * ListSnapshots pages in name order: next_token is the name the next
  * page starts at. Copies are made by descriptor, never through a
- * symlink (which is copied as a symlink); other special files are left
- * out. Strict, a snapshot's optional size_bytes is left out. Not
+ * symlink (which is copied as a symlink), never into a mount inside the
+ * volume (the snapshot is refused: FAILED_PRECONDITION); other special
+ * files are left out. Strict, a snapshot's optional size_bytes is left out. Not
  * advertised with --no-snapshots. Must not: mount, or write outside the
  * volumes and snapshots directories.
  */
@@ -128,20 +129,49 @@ snap_read(int dir, const char *id, struct snap *s)
 	return 1;
 }
 
-static int copy_tree(int from, int to, int depth, int64_t *bytes);
+/* A copy under way: the mount it stays on, and the bytes so far. */
+struct copy {
+	uint64_t mnt;
+	int64_t bytes;
+};
+
+static int copy_tree(int from, int to, int depth, struct copy *c);
+
+/* fd is on the copy's mount: a mount inside the volume is not entered
+ * (a task may have stacked one there over root's files). */
+static int
+same_mount(int fd, const struct copy *c)
+{
+	uint64_t id;
+	int err;
+
+	if ((err = tree_mount_id(fd, &id)) < 0)
+		return err;
+	return id == c->mnt ? 0 : -EXDEV;
+}
 
 static int
-copy_file(int from, int to, const char *name, const struct stat *st,
-    int64_t *bytes)
+copy_file(int from, int to, const char *name, struct copy *c)
 {
 	char buf[65536];
+	struct stat st;
 	ssize_t n, w, off;
 	int in, out, err = 0;
 
-	if ((in = openat(from, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC)) < 0)
+	/* Never blocks on a fifo swapped in since it was a file. */
+	if ((in = openat(from, name, O_RDONLY | O_NOFOLLOW | O_NONBLOCK |
+	    O_CLOEXEC)) < 0)
 		return -errno;
+	if (fstat(in, &st) < 0)
+		err = -errno;
+	else if (S_ISREG(st.st_mode))
+		err = same_mount(in, c);
+	if (err < 0 || !S_ISREG(st.st_mode)) {
+		close(in);
+		return err;
+	}
 	if ((out = openat(to, name, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW |
-	    O_CLOEXEC, st->st_mode & 07777)) < 0) {
+	    O_CLOEXEC, st.st_mode & 07777)) < 0) {
 		err = -errno;
 		close(in);
 		return err;
@@ -157,9 +187,9 @@ copy_file(int from, int to, const char *name, const struct stat *st,
 				err = -errno;
 				break;
 			}
-		*bytes += n;
+		c->bytes += n;
 	}
-	if (err == 0 && fchmod(out, st->st_mode & 07777) < 0)
+	if (err == 0 && fchmod(out, st.st_mode & 07777) < 0)
 		err = -errno;
 	close(in);
 	if (close(out) < 0 && err == 0)
@@ -168,44 +198,56 @@ copy_file(int from, int to, const char *name, const struct stat *st,
 }
 
 static int
-copy_entry(int from, int to, const char *name, int depth, int64_t *bytes)
+copy_dir(int from, int to, const char *name, mode_t mode, int depth,
+    struct copy *c)
 {
-	char link[4096];
-	struct stat st;
-	ssize_t n;
 	int a, b, err;
 
-	if (fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
-		return -errno;
-	if (S_ISREG(st.st_mode))
-		return copy_file(from, to, name, &st, bytes);
-	if (S_ISLNK(st.st_mode)) {
-		if ((n = readlinkat(from, name, link, sizeof(link) - 1)) < 0)
-			return -errno;
-		link[n] = '\0';
-		return symlinkat(link, to, name) < 0 ? -errno : 0;
-	}
-	if (!S_ISDIR(st.st_mode))
-		return 0;	/* devices, fifos, sockets: not data */
-	if (mkdirat(to, name, 0700) < 0)
-		return -errno;
 	if ((a = tree_open(from, name, O_RDONLY | O_DIRECTORY, 0)) < 0)
 		return a;
+	if ((err = same_mount(a, c)) == 0 && mkdirat(to, name, 0700) < 0)
+		err = -errno;
+	if (err < 0) {
+		close(a);
+		return err;
+	}
 	if ((b = tree_open(to, name, O_RDONLY | O_DIRECTORY, 0)) < 0) {
 		close(a);
 		return b;
 	}
-	err = copy_tree(a, b, depth + 1, bytes);
-	if (err == 0 && fchmod(b, st.st_mode & 07777) < 0)
+	err = copy_tree(a, b, depth + 1, c);
+	if (err == 0 && fchmod(b, mode & 07777) < 0)
 		err = -errno;
 	close(a);
 	close(b);
 	return err;
 }
 
+static int
+copy_entry(int from, int to, const char *name, int depth, struct copy *c)
+{
+	char link[4096];
+	struct stat st;
+	ssize_t n;
+
+	if (fstatat(from, name, &st, AT_SYMLINK_NOFOLLOW) < 0)
+		return -errno;
+	if (S_ISREG(st.st_mode))
+		return copy_file(from, to, name, c);
+	if (S_ISDIR(st.st_mode))
+		return copy_dir(from, to, name, st.st_mode, depth, c);
+	if (!S_ISLNK(st.st_mode))
+		return 0;	/* devices, fifos, sockets: not data */
+	/* Copied as a link, never followed. */
+	if ((n = readlinkat(from, name, link, sizeof(link) - 1)) < 0)
+		return -errno;
+	link[n] = '\0';
+	return symlinkat(link, to, name) < 0 ? -errno : 0;
+}
+
 /* Everything in directory from (O_RDONLY) into directory to. */
 static int
-copy_tree(int from, int to, int depth, int64_t *bytes)
+copy_tree(int from, int to, int depth, struct copy *c)
 {
 	struct dirent *de;
 	DIR *d;
@@ -223,10 +265,24 @@ copy_tree(int from, int to, int depth, int64_t *bytes)
 	while (err == 0 && (errno = 0, de = readdir(d)) != NULL)
 		if (strcmp(de->d_name, ".") != 0 &&
 		    strcmp(de->d_name, "..") != 0)
-			err = copy_entry(from, to, de->d_name, depth, bytes);
+			err = copy_entry(from, to, de->d_name, depth, c);
 	if (err == 0 && de == NULL && errno != 0)
 		err = -errno;
 	closedir(d);
+	return err;
+}
+
+/* The whole of directory from into to, on from's mount only. */
+static int
+copy_all(int from, int to, int64_t *bytes)
+{
+	struct copy c = { 0, 0 };
+	int err;
+
+	if ((err = tree_mount_id(from, &c.mnt)) < 0)
+		return err;
+	err = copy_tree(from, to, 0, &c);
+	*bytes = c.bytes;
 	return err;
 }
 
@@ -263,7 +319,7 @@ snap_take(struct hostpath *hp, int dir, const char *id, const char *vol,
 		goto out;
 	}
 	memset(s, 0, sizeof(*s));
-	if ((err = copy_tree(vfd, dfd, 0, &s->bytes)) < 0)
+	if ((err = copy_all(vfd, dfd, &s->bytes)) < 0)
 		goto out;
 	clock_gettime(CLOCK_REALTIME, &now);
 	s->sec = now.tv_sec;
@@ -348,9 +404,10 @@ create_snapshot(struct hostpath *hp, const ProtobufCMessage *msg,
 		rc = snap_take(hp, dir, req->name, req->source_volume_id, &s);
 	close(dir);
 	if (rc < 0) {
-		reply_error(r, GRPC_STATUS_INTERNAL, "CreateSnapshot %s of "
-		    "volume %s: %s", req->name, req->source_volume_id,
-		    strerror(-rc));
+		reply_error(r, rc == -EXDEV ? GRPC_STATUS_FAILED_PRECONDITION :
+		    GRPC_STATUS_INTERNAL, "CreateSnapshot %s of volume %s: %s%s",
+		    req->name, req->source_volume_id, strerror(-rc), rc ==
+		    -EXDEV ? " (a mount inside the volume is not copied)" : "");
 		return;
 	}
 	snap_fill(hp, &snap, &ts, &s);
@@ -563,7 +620,7 @@ snapshot_restore(struct hostpath *hp,
 	snprintf(rel, sizeof(rel), "%s/data", id);
 	from = tree_open(dir, rel, O_RDONLY | O_DIRECTORY, 0);
 	to = tree_open(hp->volumes_fd, name, O_RDONLY | O_DIRECTORY, 0);
-	err = from < 0 ? from : to < 0 ? to : copy_tree(from, to, 0, &bytes);
+	err = from < 0 ? from : to < 0 ? to : copy_all(from, to, &bytes);
 	if (from >= 0)
 		close(from);
 	if (to >= 0)
