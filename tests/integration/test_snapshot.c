@@ -395,7 +395,12 @@ START_TEST(a_plugin_without_snapshots_is_refused)
 	    "%s", out);
 	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "volume", "snapshot",
 	    "delete", "v", "s1", NULL), 1);
-	ck_assert_int_eq(create_volume(&b, "w", "s1", out, sizeof(out)), 1);
+	ck_assert_int_eq(api(&b, "PUT", "/v1/volume/w/create",
+	    "{\"plugin_id\": \"hp\", \"access_mode\": "
+	    "\"single-node-writer\", \"snapshot_id\": \"s1\"}", out,
+	    sizeof(out)), 400);
+	ck_assert_msg(strstr(out, "does not advertise CREATE_DELETE_SNAPSHOT")
+	    != NULL, "%s", out);
 	ck_assert_int_eq(api(&b, "GET", "/v1/volume/w", NULL, out,
 	    sizeof(out)), 404);
 	received(&b, "CreateSnapshot", "s1", got, sizeof(got));
