@@ -2,7 +2,8 @@
  * berthctl: the command line over berth's operator API (api.sock).
  *
  * Nouns and verbs, as in nomad's CLI: status; version; plugin
- * list|status; volume list|status|register|create|delete|expand; alloc
+ * list|status|snapshots; volume list|status|register|create|delete|expand,
+ * volume snapshot create|delete|list; alloc
  * run|stop|list|status|logs; driver list; device list; events [-f]. Tables
  * for people by default, the API's JSON with --json for scripts; help
  * for each command on stdout (help NOUN [VERB], or --help, -h).
@@ -620,6 +621,8 @@ show_volume(json_t *v)
 	table_row(&t, "Capacity", json_integer_value(json_object_get(v,
 	    "capacity_bytes")) > 0 ? num(v, "capacity_bytes", n, sizeof(n)) :
 	    "not known");
+	if (json_object_get(v, "snapshot_id") != NULL)
+		table_row(&t, "From snapshot", str(v, "snapshot_id"));
 	json_object_foreach(json_object_get(v, "context"), key, c) {
 		snprintf(line, sizeof(line), "Context %s", key);
 		table_row(&t, line, json_string_value(c));
@@ -765,6 +768,91 @@ cmd_volume_expand(const char *id)
 	printf("volume %s/%s expanded: capacity %lld bytes\n", str(j,
 	    "namespace"), str(j, "id"), (long long)json_integer_value(
 	    json_object_get(j, "capacity_bytes")));
+	json_decref(j);
+}
+
+/* ---- volume snapshot create|delete|list, plugin snapshots ---- */
+
+static void
+snapshot_table(json_t *j)
+{
+	struct table t = { 6, 0, 0, NULL };
+	char n[32];
+	size_t i;
+	json_t *v;
+
+	table_row(&t, "SNAPSHOT", "SOURCE", "PLUGIN", "SIZE", "CREATED",
+	    "READY");
+	json_array_foreach(json_object_get(j, "snapshots"), i, v)
+		table_row(&t, str(v, "snapshot_id"), str(v, "source_volume_id"),
+		    str(v, "plugin_id"), num(v, "size_bytes", n, sizeof(n)),
+		    str(v, "creation_time"), yesno(v, "ready_to_use"));
+	table_print(&t);
+}
+
+static void
+cmd_snapshot_create(const char *id)
+{
+	char path[512], *body;
+	json_t *j;
+
+	volume_subject(id);
+	j = json_pack("{s:s}", "name", arg2);
+	body = json_dumps(j, 0);
+	json_decref(j);
+	j = must("PUT", path_of(path, sizeof(path), "/v1/volume/%s/snapshot",
+	    id), body, strlen(body));
+	free(body);
+	if (json_out)
+		print_json(j);
+	else
+		printf("snapshot %s of volume default/%s created\n", str(j,
+		    "snapshot_id"), id);
+	json_decref(j);
+}
+
+static void
+cmd_snapshot_delete(const char *id)
+{
+	char path[600];
+	json_t *j;
+
+	volume_subject(id);
+	snprintf(path, sizeof(path), "/v1/volume/%s/snapshot?snapshot_id=%s",
+	    id, arg2);
+	j = must("DELETE", path, NULL, 0);
+	if (json_out)
+		print_json(j);
+	else
+		printf("snapshot %s of volume default/%s deleted\n", arg2, id);
+	json_decref(j);
+}
+
+static void
+cmd_snapshot_list(const char *id)
+{
+	char path[512];
+	json_t *j;
+
+	volume_subject(id);
+	if ((j = get_table(path_of(path, sizeof(path),
+	    "/v1/volume/%s/snapshots", id))) == NULL)
+		return;
+	snapshot_table(j);
+	json_decref(j);
+}
+
+static void
+cmd_plugin_snapshots(const char *id)
+{
+	char path[512];
+	json_t *j;
+
+	subject_kind = "plugin";
+	if ((j = get_table(path_of(path, sizeof(path),
+	    "/v1/snapshots?plugin=%s", id))) == NULL)
+		return;
+	snapshot_table(j);
 	json_decref(j);
 }
 
@@ -1326,6 +1414,11 @@ static const struct cmd cmds[] = {
 	"tasks. With --wait-healthy, wait until it is healthy (at most\n"
 	"--timeout, 2m by default) and exit 1 if it is not.\n",
 	cmd_plugin_status },
+	{ "plugin", "snapshots", "ID", NULL, 0,
+	"every snapshot a plugin has",
+	"Every snapshot the controller of plugin ID lists (LIST_SNAPSHOTS),\n"
+	"of any volume, registered here or not.\n",
+	cmd_plugin_snapshots },
 	{ "volume", "list", NULL, NULL, 0,
 	"every registered volume",
 	"Every registered volume: its namespace, plugin, access and\n"
@@ -1364,6 +1457,27 @@ static const struct cmd cmds[] = {
 	"node, and keep the capacity the plugin gives. A plugin that expands\n"
 	"only offline is refused while the volume is claimed.\n",
 	cmd_volume_expand },
+	{ "volume", "snapshot create", "ID NAME", NULL, 0,
+	"take a snapshot of a volume through its plugin",
+	"Ask the controller plugin of volume ID (namespace \"default\") for\n"
+	"a snapshot named NAME, and print the plugin's id for it. Taken again\n"
+	"with the same name it is the same snapshot; a name another volume's\n"
+	"snapshot has is refused. A plugin that does not advertise\n"
+	"CREATE_DELETE_SNAPSHOT is refused. Create a volume from it with\n"
+	"\"snapshot_id\" in the create document (berth-volume(5)).\n",
+	cmd_snapshot_create },
+	{ "volume", "snapshot delete", "ID SNAPSHOT", NULL, 0,
+	"delete a snapshot of a volume",
+	"Delete the snapshot whose plugin id is SNAPSHOT through the\n"
+	"controller plugin of volume ID, with the volume's \"snapshot\"\n"
+	"secret. Volumes created from it stay.\n",
+	cmd_snapshot_delete },
+	{ "volume", "snapshot list", "ID", NULL, 0,
+	"the snapshots of a volume",
+	"The snapshots the controller plugin of volume ID has of it, as the\n"
+	"plugin lists them (LIST_SNAPSHOTS): id, size, creation time (UTC)\n"
+	"and whether it is ready to create a volume from.\n",
+	cmd_snapshot_list },
 	{ "alloc", "run", "FILE", "[--wait [--timeout D]]", O_WAIT | O_TIMEOUT,
 	"submit an allocation; --wait waits until it runs",
 	"Submit the allocation document FILE (JSON; - reads standard\n"
@@ -1554,6 +1668,27 @@ find(const char *noun, const char *verb)
 	return NULL;
 }
 
+/* "volume snapshot create": a verb of two words, joined into p[1] when
+ * one is known; the words after it move up. */
+static void
+join_verb(char **p, int *n)
+{
+	static char verb[64];
+	size_t i;
+
+	if (*n < 3)
+		return;
+	snprintf(verb, sizeof(verb), "%s %s", p[1], p[2]);
+	for (i = 0; i < NCMDS; i++)
+		if (strcmp(cmds[i].noun, p[0]) == 0 && cmds[i].verb != NULL &&
+		    strcmp(cmds[i].verb, verb) == 0) {
+			p[1] = verb;
+			memmove(&p[2], &p[3], (size_t)(*n - 3) * sizeof(*p));
+			(*n)--;
+			return;
+		}
+}
+
 static void __attribute__((noreturn))
 unknown_verb(const char *noun, const char *verb)
 {
@@ -1579,6 +1714,7 @@ help(char **p, int n)
 
 	if (n == 0)
 		help_all();
+	join_verb(p, &n);
 	if (!noun_known(p[0]))
 		usage_error(NULL, "help: no command \"%s\"", p[0]);
 	c = find(p[0], n > 1 ? p[1] : NULL);
@@ -1632,11 +1768,14 @@ check(const struct cmd *c, char **rest, int nrest, int given)
 	    ident_problem(rest[0], strlen(rest[0]))) != NULL)
 		usage_error(c->noun, "%s: \"%s\" is not an id: it %s", cmd,
 		    rest[0], why);
-	if (second != NULL && strcmp(second, "TASK") == 0 &&
+	if (second != NULL && (strcmp(second, "TASK") == 0 ||
+	    strcmp(second, "NAME") == 0 || strcmp(second, "SNAPSHOT") == 0) &&
 	    (why = ident_problem(rest[1],
 	    strlen(rest[1]))) != NULL)
-		usage_error(c->noun, "%s: \"%s\" is not a task name: it %s",
-		    cmd, rest[1], why);
+		usage_error(c->noun, "%s: \"%s\" is not a %s: it %s",
+		    cmd, rest[1], strcmp(second, "TASK") == 0 ? "task name" :
+		    strcmp(second, "NAME") == 0 ? "snapshot name" :
+		    "snapshot id", why);
 }
 
 static void
@@ -1724,6 +1863,7 @@ main(int argc, char **argv)
 		return 0;
 	if (strcmp(p[0], "help") == 0)
 		help(p + 1, n - 1);
+	join_verb(p, &n);
 	if (!noun_known(p[0]))
 		usage_error(NULL, "unknown command \"%s\"", p[0]);
 	if ((c = find(p[0], n > 1 ? p[1] : NULL)) == NULL) {

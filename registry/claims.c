@@ -75,6 +75,7 @@ row_volume(struct arena *a, sqlite3_stmt *st)
 		v->n_accessible_topology = spec->n_accessible_topology;
 		v->accessible_topology = spec->accessible_topology;
 		v->capacity_bytes = spec->capacity_bytes;
+		v->snapshot_id = spec->snapshot_id;
 	} else {
 		log_warnx("row_volume: volume %s/%s has an unreadable spec",
 		    v->namespace_, v->id);
@@ -186,6 +187,7 @@ claims_put_volume(struct registry *r, struct op *op)
 	spec.n_accessible_topology = in->n_accessible_topology;
 	spec.accessible_topology = in->accessible_topology;
 	spec.capacity_bytes = in->capacity_bytes;
+	spec.snapshot_id = in->snapshot_id;
 	if (external_taken(r, op, in) != 0)
 		return -1;
 	/* A put that says no capacity (a register again) keeps the one an

@@ -221,6 +221,8 @@ check_volume(struct check *ck, const Berth__Volume *v)
 	if (v->capacity_bytes < 0)
 		return bad(ck, "capacity_bytes %lld is negative",
 		    (long long)v->capacity_bytes);
+	if (!text(ck, "snapshot_id", v->snapshot_id, REG_TEXT_MAX, true))
+		return false;
 	/* With its claims, a volume must still fit one reply. */
 	if (berth__volume__get_packed_size(v) > REG_BLOB_MAX)
 		return bad(ck, "the volume record is %zu bytes, over the "

@@ -134,7 +134,10 @@ create_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	Csi__V1__Volume vol = CSI__V1__VOLUME__INIT;
 	Csi__V1__Topology topo, *topos[1] = { &topo };
 	Csi__V1__Topology__SegmentsEntry seg, *segs[1];
+	char gone[256];
+	struct stat st;
 	const char *why;
+	bool existed;
 	size_t i;
 
 	if (req->name == NULL || *req->name == '\0') {
@@ -153,13 +156,24 @@ create_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 			    "CreateVolume %s: %s", req->name, why);
 			return;
 		}
-	if (!volume_id_ok(req->name, r) || !topology_create_ok(hp, req, r) ||
-	    !volume_mkdir(hp, req->name, r))
+	if (!volume_id_ok(req->name, r) || !topology_create_ok(hp, req, r))
 		return;
+	existed = fstatat(hp->volumes_fd, req->name, &st,
+	    AT_SYMLINK_NOFOLLOW) == 0;
+	if (!volume_mkdir(hp, req->name, r))
+		return;
+	/* Created again by name: its content is there already. */
+	if (!existed && !snapshot_restore(hp, req->volume_content_source,
+	    req->name, r)) {
+		tree_remove(hp->volumes_fd, req->name, gone, sizeof(gone));
+		return;
+	}
 
 	vol.volume_id = req->name;
 	if (optional_fields(hp) && req->capacity_range != NULL)
 		vol.capacity_bytes = req->capacity_range->required_bytes;
+	if (optional_fields(hp))
+		vol.content_source = req->volume_content_source;
 	if (topology_own(hp, &topo, &seg, segs)) {
 		vol.n_accessible_topology = 1;
 		vol.accessible_topology = topos;
@@ -249,11 +263,11 @@ controller_get_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 {
 	Csi__V1__ControllerGetCapabilitiesResponse out =
 	    CSI__V1__CONTROLLER_GET_CAPABILITIES_RESPONSE__INIT;
-	Csi__V1__ControllerServiceCapability caps[4], *list[4];
-	Csi__V1__ControllerServiceCapability__RPC rpc[4];
+	Csi__V1__ControllerServiceCapability caps[6], *list[6];
+	Csi__V1__ControllerServiceCapability__RPC rpc[6];
 	size_t i;
 
-	for (i = 0; i < 4; i++) {
+	for (i = 0; i < 6; i++) {
 		csi__v1__controller_service_capability__init(&caps[i]);
 		csi__v1__controller_service_capability__rpc__init(&rpc[i]);
 		caps[i].type_case =
@@ -266,11 +280,17 @@ controller_get_capabilities(struct hostpath *hp, const ProtobufCMessage *msg,
 	rpc[1].type =
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME;
 	out.n_capabilities = 2;
+	if (!hp->no_snapshots) {
+		rpc[out.n_capabilities++].type =
+		    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_SNAPSHOT;
+		rpc[out.n_capabilities++].type =
+		    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__LIST_SNAPSHOTS;
+	}
 	if (hp->fault_unknown_caps) {
-		rpc[2].type = HOSTPATH_UNKNOWN_CAP;
-		caps[3].type_case =
+		rpc[out.n_capabilities].type = HOSTPATH_UNKNOWN_CAP;
+		caps[out.n_capabilities + 1].type_case =
 		    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__TYPE__NOT_SET;
-		out.n_capabilities = 4;
+		out.n_capabilities += 2;
 	}
 	out.capabilities = list;
 	reply_ok(r, &out.base);

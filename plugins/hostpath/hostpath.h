@@ -10,9 +10,10 @@
  * user, its endpoint from --endpoint only, no optional reply field. In
  * both modes it advertises VOLUME_MOUNT_GROUP and gives a volume's root
  * to the group a stage or publish names (node.c), and ONLINE expansion
- * (OFFLINE with --expand-offline; expand.c). It
- * must not be mistaken for storage: it has no capacity accounting, and it
- * trusts whoever can reach its socket, as every CSI plugin does.
+ * (OFFLINE with --expand-offline; expand.c), and snapshots as copies
+ * (unless --no-snapshots; snapshot.c). It must not be mistaken for
+ * storage: it has no capacity accounting, and it trusts whoever can
+ * reach its socket, as every CSI plugin does.
  */
 #ifndef BERTH_HOSTPATH_H
 #define BERTH_HOSTPATH_H
@@ -51,6 +52,7 @@ struct hostpath {
 	bool strict;			/* --strict: as plugins of others */
 	bool expand_offline;		/* --expand-offline: not ONLINE */
 	bool no_mount_group;		/* --no-mount-group: not advertised */
+	bool no_snapshots;		/* --no-snapshots: not advertised */
 
 	/* Mount targets this process created, removed again on undo. */
 	char *created[HOSTPATH_MAX_CREATED];
@@ -131,6 +133,13 @@ extern const struct rpc_method identity_methods[];
 extern const struct rpc_method node_methods[];
 extern const struct rpc_method controller_methods[];
 extern const struct rpc_method expand_methods[];
+extern const struct rpc_method snapshot_methods[];
+
+/* snapshot.c: CreateVolume's content source (a snapshot) copied into
+ * the volume name, made just now; false with r filled. */
+bool snapshot_restore(struct hostpath *,
+    const Csi__V1__VolumeContentSource *src, const char *name,
+    struct rpc_reply *r);
 
 /* Shared checks (controller.c). */
 bool volume_id_ok(const char *id, struct rpc_reply *);

@@ -26,7 +26,7 @@ usage(void)
 	fprintf(stderr, "usage: berth-csi-hostpath --node-id ID "
 	    "--state-dir DIR [--endpoint unix:///PATH] [--strict]\n"
 	    "    [--no-mount-group] [--mode node|controller|monolith]\n"
-	    "    [--expand-offline] [-v]\n"
+	    "    [--expand-offline] [--no-snapshots] [-v]\n"
 	    "    [--fault-slow-start-ms N] [--fault-probe-fail-after N]\n"
 	    "    [--fault-probe-no-ready] [--fault-validate-no-confirmed]\n"
 	    "    [--fault-unknown-capabilities] [--fault-exit-in RPCNAME]\n"
@@ -103,6 +103,7 @@ enum {
 	OPT_UNKNOWN_CAPS, OPT_EXIT_IN, OPT_MINIMAL, OPT_SLOW_PROBE, OPT_SLOW_REPLY,
 	OPT_ENDPOINT, OPT_STRICT, OPT_TOPOLOGY, OPT_MAX_VOLUMES, OPT_NO_SNMW,
 	OPT_EXPAND_OFFLINE, OPT_NO_MOUNT_GROUP,
+	OPT_NO_SNAPSHOTS,
 };
 
 static const struct option options[] = {
@@ -127,6 +128,7 @@ static const struct option options[] = {
 	{ "topology", required_argument, NULL, OPT_TOPOLOGY },
 	{ "max-volumes", required_argument, NULL, OPT_MAX_VOLUMES },
 	{ "no-single-node-multi-writer", no_argument, NULL, OPT_NO_SNMW },
+	{ "no-snapshots", no_argument, NULL, OPT_NO_SNAPSHOTS },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -230,6 +232,9 @@ main(int argc, char *argv[])
 			break;
 		case OPT_NO_SNMW:
 			hp.no_single_node_multi_writer = true;
+			break;
+		case OPT_NO_SNAPSHOTS:
+			hp.no_snapshots = true;
 			break;
 		case 'v':
 			verbose++;

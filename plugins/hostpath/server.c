@@ -106,7 +106,7 @@ static const struct rpc_method *
 method_find(grpc_slice path)
 {
 	const struct rpc_method *tables[] = { identity_methods, node_methods,
-		controller_methods, expand_methods };
+		controller_methods, expand_methods, snapshot_methods };
 	const struct rpc_method *m;
 	size_t i;
 
@@ -121,7 +121,7 @@ static bool
 method_known(const char *name)
 {
 	const struct rpc_method *tables[] = { identity_methods, node_methods,
-		controller_methods, expand_methods };
+		controller_methods, expand_methods, snapshot_methods };
 	const struct rpc_method *m;
 	size_t i;
 

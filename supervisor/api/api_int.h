@@ -122,6 +122,10 @@ void api_volume_register(struct api_call *c);
 void api_volume_create(struct api_call *c);
 void api_volume_delete(struct api_call *c);
 void api_volume_expand(struct api_call *c);
+/* api_snapshot.c */
+void api_snapshot_create(struct api_call *c);
+void api_snapshot_delete(struct api_call *c);
+void api_snapshots(struct api_call *c);
 
 /* api_volstats.c: usage and condition; the volume's "stats" or NULL */
 json_t *api_volume_stats(struct volmgr *vm, const char *ns, const char *id);

@@ -13,6 +13,8 @@
  *	 "secrets": {"stage": "ceph-user", "create": "ceph-admin"},
  *						(or one name for every call)
  *	 "capacity_min": 1048576,		(create, bytes)
+ *	 "snapshot_id": "snap-1",		(create: from the plugin's
+ *					 snapshot; api_snapshot.c)
  *	 "parameters": {"key": "value"},	(create)
  *	 "topology_request": {"required": [{"segments": {"zone": "a"}}],
  *	     "preferred": [...]}}		(create: CSI's requisite, preferred;
@@ -215,6 +217,8 @@ volume_json(const Berth__VolumeReply *vr, struct volmgr *vm)
 	if (o != NULL)
 		api_set(o, "capacity_bytes", api_pack("I",
 		    (json_int_t)v->capacity_bytes));
+	if (o != NULL && v->snapshot_id != NULL && v->snapshot_id[0] != '\0')
+		api_set(o, "snapshot_id", api_pack("s", v->snapshot_id));
 	if (o != NULL)
 		api_set(o, "mount_options", mount_options_json(v));
 	if (o != NULL && v->n_secrets > 0)
@@ -427,6 +431,7 @@ put_volume(struct api_call *c, bool create)
 	s.flags = as->vol.mount_flags;
 	s.nflags = as->vol.nflags;
 	s.capacity_min = as->capacity_min;
+	s.snapshot_id = as->snapshot_id;
 	for (i = 0; i < as->nparams; i++) {
 		params[i].key = as->params[i].key;
 		params[i].value = as->params[i].value;

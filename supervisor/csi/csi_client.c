@@ -107,6 +107,13 @@ static const struct csi_method_desc methods[CSI_METHOD_COUNT] = {
 	    controller_expand_volume, controller_expand_volume, true),
 	M(CSI_NODE_EXPAND_VOLUME, "Node", NodeExpandVolume,
 	    node_expand_volume, node_expand_volume, true),
+	/* The snapshot's name is its idempotency key, as the spec asks. */
+	M(CSI_CREATE_SNAPSHOT, "Controller", CreateSnapshot, create_snapshot,
+	    create_snapshot, true),
+	M(CSI_DELETE_SNAPSHOT, "Controller", DeleteSnapshot, delete_snapshot,
+	    delete_snapshot, true),
+	M(CSI_LIST_SNAPSHOTS, "Controller", ListSnapshots, list_snapshots,
+	    list_snapshots, true),
 };
 
 #undef M

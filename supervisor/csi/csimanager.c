@@ -271,6 +271,10 @@ on_ctrl_caps(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__PUBLISH_UNPUBLISH_VOLUME);
 	in->fp.expand = csi_controller_has_rpc(r,
 	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__EXPAND_VOLUME);
+	in->fp.snapshots = csi_controller_has_rpc(r,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__CREATE_DELETE_SNAPSHOT);
+	in->fp.list_snapshots = csi_controller_has_rpc(r,
+	    CSI__V1__CONTROLLER_SERVICE_CAPABILITY__RPC__TYPE__LIST_SNAPSHOTS);
 	protobuf_c_message_free_unpacked(reply, NULL);
 	fp_done(in);
 }

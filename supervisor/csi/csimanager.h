@@ -54,6 +54,8 @@ struct csi_fingerprint {
 	 * none) */
 	bool expand;
 	int expansion;
+	/* controller: CREATE_DELETE_SNAPSHOT, LIST_SNAPSHOTS */
+	bool snapshots, list_snapshots;
 };
 
 /*

@@ -1651,7 +1651,7 @@ spec_params(struct walk *w, json_t *v, void *dst)
 
 const char *const alloc_secret_calls[ALLOC_SECRET_CALLS + 1] = { "create",
 	"delete", "validate", "controller_publish", "controller_unpublish",
-	"stage", "publish", "expand", NULL };
+	"stage", "publish", "expand", "snapshot", NULL };
 
 static void
 spec_secret(struct walk *w, const char *key, json_t *v, size_t i, void *ctx)
@@ -1666,7 +1666,7 @@ spec_secret(struct walk *w, const char *key, json_t *v, size_t i, void *ctx)
 	if (c == ALLOC_SECRET_CALLS) {
 		problem(w, "is not a call that takes secrets (create, delete, "
 		    "validate, controller_publish, controller_unpublish, "
-		    "stage, publish, expand)");
+		    "stage, publish, expand, snapshot)");
 		return;
 	}
 	s->secrets[c] = take_ident(w, v);
@@ -1812,6 +1812,7 @@ static const struct field create_fields[] = {
 	SPEC_COMMON,
 	FN("capacity_min", false, spec_capacity_min),
 	FN("parameters", false, spec_params),
+	IDENT("snapshot_id", false, struct alloc_volume_spec, snapshot_id),
 	FN("topology_request", false, spec_topology_request),
 };
 
@@ -1840,6 +1841,7 @@ alloc_volume_spec_free(struct alloc_volume_spec *s)
 	free(s->ns);
 	free(s->plugin);
 	free(s->external_id);
+	free(s->snapshot_id);
 	for (i = 0; s->params != NULL && i < s->nparams; i++) {
 		free(s->params[i].key);
 		free(s->params[i].value);

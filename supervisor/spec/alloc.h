@@ -80,8 +80,8 @@
 #define ALLOC_MAX_SEGMENTS	8	/* key = value pairs per topology */
 /* The plugin calls a volume's secrets are named for: "create",
  * "delete", "validate", "controller_publish", "controller_unpublish",
- * "stage", "publish", "expand"; NULL-terminated. */
-#define ALLOC_SECRET_CALLS	8
+ * "stage", "publish", "expand", "snapshot"; NULL-terminated. */
+#define ALLOC_SECRET_CALLS	9
 extern const char *const alloc_secret_calls[ALLOC_SECRET_CALLS + 1];
 #define ALLOC_PARAM_KEY_MAX_LEN		128	/* bytes */
 #define ALLOC_PARAM_VALUE_MAX_LEN	1024	/* bytes */
@@ -246,6 +246,7 @@ struct alloc_volume_spec {
 	char *plugin;
 	char *external_id;	/* register only; NULL when absent */
 	int64_t capacity_min;	/* create only, bytes; 0 when absent */
+	char *snapshot_id;	/* create only: the content; NULL none */
 	struct alloc_param *params;	/* create only, in document order */
 	size_t nparams;
 	struct alloc_param *context;	/* register only, document order */

@@ -82,6 +82,8 @@ unit_free(struct unit *u)
 	if (u->call != NULL)
 		volmgr_call_orphan(u->call);
 	free(u->created_id);
+	free(u->snap_name);
+	free(u->snap_token);
 	kvs_clear(&u->created_ctx);
 	kvs_clear(&u->srefs);
 	spec_free(&u->spec);
@@ -152,6 +154,9 @@ unit_step(struct unit *u, const struct vreply *r)
 		break;
 	case U_EXPAND:
 		expand_step(u, r);
+		break;
+	case U_SNAPSHOT:
+		snapshot_step(u, r);
 		break;
 	}
 }
@@ -394,13 +399,28 @@ operator_job(struct volmgr *vm, enum unit_kind kind,
     const struct volmgr_spec *s, const char *ns, const char *id,
     volmgr_cb cb, void *arg)
 {
+	operator_unit(vm, kind, s, ns, id, cb, arg);
+	/* Not queued behind the records: operator units need none. */
+	pump(vm);
+}
+
+struct unit *
+operator_unit(struct volmgr *vm, enum unit_kind kind,
+    const struct volmgr_spec *s, const char *ns, const char *id,
+    volmgr_cb cb, void *arg)
+{
 	struct job *j = job_new(vm, "-", NULL, false, cb, arg);
 	struct unit *u = unit_new(j, kind, ns, id);
 
 	if (s != NULL)
 		spec_copy(&u->spec, s);
 	j->single = u;
-	/* Not queued behind the records: operator units need none. */
+	return u;
+}
+
+void
+units_pump(struct volmgr *vm)
+{
 	pump(vm);
 }
 

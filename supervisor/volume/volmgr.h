@@ -211,6 +211,9 @@ struct volmgr_spec {
 	 * accessible, where the volume can be reached; none: anywhere. */
 	const struct volmgr_topology *requisite, *preferred, *accessible;
 	size_t nrequisite, npreferred, naccessible;
+	/* create: the plugin's snapshot to make the volume from (CSI's
+	 * volume_content_source), kept with the volume; NULL: none */
+	const char *snapshot_id;
 };
 
 /*
@@ -233,5 +236,33 @@ void volmgr_delete(struct volmgr *vm, const char *ns, const char *id,
  * expands only offline. */
 void volmgr_expand(struct volmgr *vm, const char *ns, const char *id,
     int64_t min_bytes, int64_t max_bytes, volmgr_cb cb, void *arg);
+
+/* One snapshot, as its plugin said it: ids are the plugin's. */
+struct volmgr_snapshot {
+	char *id, *source, *plugin;
+	int64_t size_bytes;		/* 0: not said */
+	int64_t created_sec;		/* creation_time, Unix */
+	int32_t created_nsec;
+	bool ready;			/* usable as a content source */
+};
+/* Filled by the calls below before their cb runs; the caller's to
+ * free with volmgr_snapshots_free() (it must outlive the call). */
+struct volmgr_snapshots {
+	struct volmgr_snapshot *v;
+	size_t n;
+};
+void volmgr_snapshots_free(struct volmgr_snapshots *s);
+/* Snapshots through the volume's plugin's controller (volmgr_snapshot.c
+ * says how): a snapshot of volume ns/vol named name (out: it), one
+ * deleted by its id, or the volume's listed; with vol NULL, every
+ * snapshot of plugin. */
+void volmgr_snapshot_create(struct volmgr *vm, const char *ns,
+    const char *vol, const char *name, struct volmgr_snapshots *out,
+    volmgr_cb cb, void *arg);
+void volmgr_snapshot_delete(struct volmgr *vm, const char *ns,
+    const char *vol, const char *snapshot_id, volmgr_cb cb, void *arg);
+void volmgr_snapshot_list(struct volmgr *vm, const char *ns,
+    const char *vol, const char *plugin, struct volmgr_snapshots *out,
+    volmgr_cb cb, void *arg);
 
 #endif

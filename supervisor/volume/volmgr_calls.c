@@ -239,7 +239,11 @@ on_csi(const struct csi_result *res, ProtobufCMessage *reply, void *arg)
 	u->job->rpcs++;
 	if (res->code != CSI_OK && !(u->kind == U_UNMOUNT && res->code ==
 	    CSI_NOT_FOUND)) {
-		unit_fail(u, csi_status(res), "%s", res->message);
+		/* A snapshot's operator is answered by the code (409, 404). */
+		unit_fail(u, csi_status(res), "%s%s%s%s", res->message,
+		    u->kind == U_SNAPSHOT ? " (" : "", u->kind == U_SNAPSHOT ?
+		    csi_code_name(res->code) : "", u->kind == U_SNAPSHOT ?
+		    ")" : "");
 		unit_end(u);
 	} else {
 		r.csi = reply;

@@ -7,10 +7,10 @@
  * back to the unit's step function as an argument (struct vreply). The
  * units: mounting one volume of an alloc and binding it into a task
  * (volmgr_mount.c), taking it back (volmgr_unmount.c), the operator's
- * register, create and delete (volmgr_operator.c) and expansion
- * (volmgr_expand.c); what they ask a plugin is built and addressed by
- * volmgr_plugins.c. What an alloc
- * uses is kept in pubs (volmgr_pubs.c), mirrored by the registry's mount
+ * register, create and delete (volmgr_operator.c), expansion
+ * (volmgr_expand.c) and snapshots (volmgr_snapshot.c); what they ask a
+ * plugin is built and addressed by volmgr_plugins.c. What an alloc uses
+ * is kept in pubs (volmgr_pubs.c), mirrored by the registry's mount
  * records (volmgr_records.c). Apart from the units, volmgr_stats.c asks
  * the node plugins how each volume in use is doing. Before a mount
  * records anything, volmgr_admit.c checks what the node's plugin admits;
@@ -77,7 +77,7 @@ struct vpub {
 TAILQ_HEAD(vpub_list, vpub);
 
 enum unit_kind { U_MOUNT, U_UNMOUNT, U_BIND, U_UNBIND, U_REGISTER,
-	U_CREATE, U_DELETE, U_EXPAND };
+	U_CREATE, U_DELETE, U_EXPAND, U_SNAPSHOT };
 
 /* Mounting one volume: each state names the call the unit waits on. */
 enum mount_state {
@@ -123,7 +123,11 @@ enum op_state {
 	OS_CEXPAND,		/* ControllerExpandVolume */
 	OS_NEXPAND,		/* NodeExpandVolume, one path at a time */
 	OS_REREAD,		/* GetVolume, to keep the new capacity */
+	OS_SNAPSHOT,		/* Create-, Delete- or ListSnapshots */
 };
+
+/* What a U_SNAPSHOT unit does (volmgr_snapshot.c). */
+enum snap_op { SNAP_CREATE, SNAP_DELETE, SNAP_LIST };
 
 /*
  * A reply as the step that asked receives it: the member for the call
@@ -171,6 +175,13 @@ struct unit {
 	bool expand_ctl;		/* the controller expanded it */
 	bool expand_node;		/* NodeExpandVolume next */
 	char expand_plugin[BERTH_IDENT_MAX + 1];
+	/* U_SNAPSHOT (volmgr_snapshot.c) */
+	enum snap_op snap_op;
+	char *snap_name;		/* create: the name; delete: the id */
+	char *snap_token;		/* list: the next page's */
+	int snap_pages;
+	struct volmgr_snapshots *snap_out;	/* the caller's, or NULL */
+	char snap_plugin[BERTH_IDENT_MAX + 1];
 };
 
 struct job {
@@ -208,6 +219,12 @@ struct volmgr {
 void operator_job(struct volmgr *vm, enum unit_kind kind,
     const struct volmgr_spec *s, const char *ns, const char *id,
     volmgr_cb cb, void *arg);
+/* The same, its unit made but not started: set it up, then
+ * units_pump(). */
+struct unit *operator_unit(struct volmgr *vm, enum unit_kind kind,
+    const struct volmgr_spec *s, const char *ns, const char *id,
+    volmgr_cb cb, void *arg);
+void units_pump(struct volmgr *vm);
 /* Start the job, or queue it until the records are read. */
 void volmgr_job_go(struct job *j);
 void unit_step(struct unit *u, const struct vreply *r);
@@ -358,6 +375,7 @@ void register_step(struct unit *u, const struct vreply *r);
 void create_step(struct unit *u, const struct vreply *r);
 void delete_step(struct unit *u, const struct vreply *r);
 void expand_step(struct unit *u, const struct vreply *r);
+void snapshot_step(struct unit *u, const struct vreply *r);
 void spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s);
 void spec_free(struct volmgr_spec *s);
 

@@ -52,6 +52,7 @@ put_volume(struct unit *u, const char *external_id, const struct kvs *ctx)
 	v.secrets = skp;
 	volume_topologies(&v, s);
 	v.capacity_bytes = u->capacity;	/* 0: the registry keeps its own */
+	v.snapshot_id = (char *)(s->snapshot_id != NULL ? s->snapshot_id : "");
 	u->st.op = OS_PUT;
 	call_registry(u, regclient_put_volume(u->job->vm->d.registry, &v,
 	    on_registry, reg_ticket(u)));
@@ -184,6 +185,9 @@ create(struct unit *u)
 	Csi__V1__VolumeCapability *caps[1];
 	struct kv_entry e[CTX_MAX], es[CTX_MAX];
 	void *ptrs[CTX_MAX], *ps[CTX_MAX];
+	Csi__V1__VolumeContentSource src = CSI__V1__VOLUME_CONTENT_SOURCE__INIT;
+	Csi__V1__VolumeContentSource__SnapshotSource snap =
+	    CSI__V1__VOLUME_CONTENT_SOURCE__SNAPSHOT_SOURCE__INIT;
 	struct kvs params = { 0 }, sec;
 	struct volmgr_plugin ctl;
 	struct capbuf cb;
@@ -199,6 +203,13 @@ create(struct unit *u)
 	if (!ctl.fp->create_delete) {
 		unit_fail(u, VOLMGR_FAILED, "plugin %s's controller does not "
 		    "advertise CREATE_DELETE_VOLUME", s->plugin);
+		unit_end(u);
+		return;
+	}
+	if (s->snapshot_id != NULL && !ctl.fp->snapshots) {
+		unit_fail(u, VOLMGR_FAILED, "plugin %s's controller does not "
+		    "advertise CREATE_DELETE_SNAPSHOT: it cannot create a "
+		    "volume from snapshot %s", s->plugin, s->snapshot_id);
 		unit_end(u);
 		return;
 	}
@@ -224,6 +235,12 @@ create(struct unit *u)
 	    &csi__v1__create_volume_request__secrets_entry__descriptor, es,
 	    ps);
 	req.accessibility_requirements = csi_requirement(s);
+	if (s->snapshot_id != NULL) {
+		snap.snapshot_id = (char *)s->snapshot_id;
+		src.type_case = CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT;
+		src.snapshot = &snap;
+		req.volume_content_source = &src;
+	}
 	u->st.op = OS_CREATE;
 	csi_send(u, ctl.conn, CSI_CREATE_VOLUME, &req.base);
 	csi_requirement_free(req.accessibility_requirements);
@@ -393,6 +410,8 @@ spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s)
 	d->plugin = dup_or_empty(s->plugin);
 	d->external_id = dup_or_empty(s->external_id);
 	d->fs_type = s->fs_type != NULL ? xstrdup(s->fs_type) : NULL;
+	d->snapshot_id = s->snapshot_id != NULL ? xstrdup(s->snapshot_id) :
+	    NULL;
 	d->flags = strv_copy(s->flags, s->nflags);
 	d->params = params_copy(s->params, s->nparams);
 	d->context = params_copy(s->context, s->ncontext);
@@ -410,6 +429,7 @@ spec_free(struct volmgr_spec *s)
 	free((char *)s->plugin);
 	free((char *)s->external_id);
 	free((char *)s->fs_type);
+	free((char *)s->snapshot_id);
 	for (size_t i = 0; i < s->nflags; i++)
 		free(s->flags[i]);
 	for (size_t i = 0; i < s->nparams; i++) {

@@ -5,7 +5,8 @@
  * volume with a symlink to root's files while DeleteVolume walks it,
  * stacks mounts inside a volume, plants symlinks where a volume is to be
  * published or swaps one in there while it is, and builds a tree deeper
- * than a path can name. Root's files
+ * than a path can name, and leaves links, fifos and mounts in a volume
+ * that is snapshotted. Root's files
  * must survive every round, and the plugin must stay within its memory.
  *
  * Each test starts the real plugin as root in a private mount namespace
@@ -714,6 +715,101 @@ START_TEST(expand_paths_are_not_followed)
 }
 END_TEST
 
+/* CreateSnapshot of "vol" named name (from source): its code. */
+static enum csi_code
+snapshot_of(const char *source, const char *name, struct csi_result *res)
+{
+	Csi__V1__CreateSnapshotRequest req =
+	    CSI__V1__CREATE_SNAPSHOT_REQUEST__INIT;
+
+	req.source_volume_id = (char *)source;
+	req.name = (char *)name;
+	return call(CSI_CREATE_SNAPSHOT, &req.base, res);
+}
+
+/*
+ * A task leaves in its volume a symlink to root's files, a fifo, and a
+ * bind mount of root's directory; a snapshot (a copy) must copy the
+ * symlink as a symlink, skip the fifo without blocking on it, and refuse
+ * to copy through the mount; names and sources that leave the plugin's
+ * directories are refused. A volume created from the snapshot holds the
+ * link, never root's files.
+ */
+START_TEST(snapshot_copies_follow_no_link_and_cross_no_mount)
+{
+	Csi__V1__CreateVolumeRequest create =
+	    CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+	Csi__V1__VolumeContentSource src = CSI__V1__VOLUME_CONTENT_SOURCE__INIT;
+	Csi__V1__VolumeContentSource__SnapshotSource snap =
+	    CSI__V1__VOLUME_CONTENT_SOURCE__SNAPSHOT_SOURCE__INIT;
+	Csi__V1__VolumeCapability cap, *caps[1] = { &cap };
+	Csi__V1__VolumeCapability__MountVolume mnt;
+	Csi__V1__VolumeCapability__AccessMode mode;
+	char path[600], bind[400];
+	struct csi_result res;
+	struct stat st;
+
+	create_volume();
+	snprintf(path, sizeof(path), "%s/leak", fx.voldir);
+	ck_assert_int_eq(symlink(fx.victim, path), 0);
+	snprintf(path, sizeof(path), "%s/pipe", fx.voldir);
+	ck_assert_int_eq(mkfifo(path, 0666), 0);
+	snprintf(path, sizeof(path), "%s/ok", fx.voldir);
+	harness_write(path, "data\n");
+
+	ck_assert_msg(snapshot_of("vol", "s1", &res) == CSI_OK,
+	    "CreateSnapshot: %s", res.message);
+	snprintf(path, sizeof(path), "%s/snapshots/s1/data/leak", fx.state);
+	ck_assert_int_eq(lstat(path, &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	snprintf(path, sizeof(path), "%s/snapshots/s1/data/pipe", fx.state);
+	ck_assert_int_lt(lstat(path, &st), 0);
+	snprintf(path, sizeof(path), "%s/snapshots/s1/data/ok", fx.state);
+	ck_assert_int_eq(lstat(path, &st), 0);
+	ck_assert(S_ISREG(st.st_mode) && st.st_size == 5);
+
+	/* Root's directory bound inside the volume: not copied. */
+	snprintf(bind, sizeof(bind), "%s/bind", fx.voldir);
+	ck_assert_int_eq(mkdir(bind, 0755), 0);
+	ck_assert_int_eq(mount(fx.victim, bind, NULL, MS_BIND, NULL), 0);
+	ck_assert_int_eq(snapshot_of("vol", "s2", &res),
+	    CSI_FAILED_PRECONDITION);
+	fprintf(stderr, "refused: %s: %s\n", csi_code_name(res.code),
+	    res.message);
+	snprintf(path, sizeof(path), "%s/snapshots/s2", fx.state);
+	ck_assert_int_lt(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/snapshots/.part-s2", fx.state);
+	ck_assert_int_lt(access(path, F_OK), 0);
+	ck_assert_int_eq(umount2(bind, 0), 0);
+	ck_assert_int_eq(rmdir(bind), 0);
+
+	ck_assert_int_eq(snapshot_of("../victim", "s3", &res),
+	    CSI_INVALID_ARGUMENT);
+	ck_assert_int_eq(snapshot_of("vol", "../s3", &res),
+	    CSI_INVALID_ARGUMENT);
+	ck_assert_int_eq(snapshot_of("vol", ".part-s1", &res),
+	    CSI_INVALID_ARGUMENT);
+
+	capability(&cap, &mnt, &mode);
+	create.name = "vol2";
+	create.n_volume_capabilities = 1;
+	create.volume_capabilities = caps;
+	snap.snapshot_id = "../../victim";
+	src.type_case = CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT;
+	src.snapshot = &snap;
+	create.volume_content_source = &src;
+	ck_assert_int_eq(call(CSI_CREATE_VOLUME, &create.base, &res),
+	    CSI_INVALID_ARGUMENT);
+	snap.snapshot_id = "s1";
+	ck_assert_msg(call(CSI_CREATE_VOLUME, &create.base, &res) == CSI_OK,
+	    "CreateVolume from s1: %s", res.message);
+	snprintf(path, sizeof(path), "%s/volumes/vol2/leak", fx.state);
+	ck_assert_int_eq(lstat(path, &st), 0);
+	ck_assert(S_ISLNK(st.st_mode));
+	ck_assert_int_eq(victim_losses(), 0);
+}
+END_TEST
+
 static long
 hwm_kb(pid_t pid)
 {
@@ -1170,6 +1266,7 @@ main(void)
 	tcase_add_test(tc, mounts_inside_a_volume_are_not_crossed);
 	tcase_add_test(tc, symlink_at_publish_target);
 	tcase_add_test(tc, expand_paths_are_not_followed);
+	tcase_add_test(tc, snapshot_copies_follow_no_link_and_cross_no_mount);
 	tcase_add_test(tc, publish_target_parent_swapped_for_symlink);
 	tcase_add_test(tc, deep_and_wide_tree_in_bounded_memory);
 	return harness_run_attacks("attack_hostpath", tc, strict_failed);

@@ -92,6 +92,7 @@ static struct {
 	/* The fake registry's state. */
 	bool registered, claimed;
 	char external_id[64];
+	char snapshot_id[64];		/* the last PutVolume's */
 	bool rec_staged, rec_published;
 	char rec_stage_usage[160];	/* the last record's */
 	int records;			/* mount records held */
@@ -241,6 +242,8 @@ reg_answer(struct fake_peer *fp, struct fake_req *req)
 		if (req->env->body_case == B(PUT_VOLUME)) {
 			snprintf(fx.external_id, sizeof(fx.external_id), "%s",
 			    req->env->put_volume->volume->external_id);
+			snprintf(fx.snapshot_id, sizeof(fx.snapshot_id), "%s",
+			    req->env->put_volume->volume->snapshot_id);
 			fx.registered = true;
 		} else
 			id = req->env->get_volume->key->id;
@@ -2365,6 +2368,147 @@ START_TEST(test_expand_offline_refused_while_claimed)
 }
 END_TEST
 
+/* ---- snapshots (volmgr_snapshot.c) ---- */
+
+static void
+snapshot_setup(void)
+{
+	char path[700];
+
+	snprintf(path, sizeof(path), "%s/received", fx.state);
+	mkdirs(path);
+	fx.ctl_fp.snapshots = fx.ctl_fp.list_snapshots = true;
+}
+
+/* Job i: a snapshot of VOL named name; its status. */
+static enum volmgr_status
+snap(const char *name, struct volmgr_snapshots *out, int i)
+{
+	fx.done[i] = 0;
+	volmgr_snapshot_create(fx.vm, NS, VOL, name, out, done,
+	    (void *)(intptr_t)i);
+	return wait_job(i);
+}
+
+/*
+ * Taken (an event, the plugin's answer kept), listed past the plugin's
+ * first page (berth asks 100 at a time), deleted (an event); a plugin's
+ * every snapshot listed without a volume.
+ */
+START_TEST(test_snapshot_create_list_delete)
+{
+	struct volmgr_snapshots out = { 0 };
+	char name[32];
+	uint64_t from;
+	int i;
+
+	snapshot_setup();
+	start(NULL, NULL);
+	from = events_last(fx.events);
+	ck_assert_msg(snap("s000", &out, 0) == VOLMGR_OK, "%s", fx.why[0]);
+	ck_assert_uint_eq(out.n, 1);
+	ck_assert_str_eq(out.v[0].id, "s000");
+	ck_assert_str_eq(out.v[0].source, VOL);
+	ck_assert_str_eq(out.v[0].plugin, PLUGIN);
+	ck_assert(out.v[0].ready && out.v[0].created_sec > 0);
+	ck_assert_str_eq(volume_events(from), "SnapshotCreated::" PLUGIN
+	    ":volume " NS "/" VOL " snapshot s000 created ");
+	volmgr_snapshots_free(&out);
+	for (i = 1; i <= 104; i++) {
+		snprintf(name, sizeof(name), "s%03d", i);
+		ck_assert_msg(snap(name, NULL, 1) == VOLMGR_OK, "%s",
+		    fx.why[1]);
+	}
+	volmgr_snapshot_list(fx.vm, NS, VOL, NULL, &out, done, (void *)2);
+	ck_assert_msg(wait_job(2) == VOLMGR_OK, "%s", fx.why[2]);
+	ck_assert_uint_eq(out.n, 105);
+	ck_assert_str_eq(out.v[0].id, "s000");
+	ck_assert_str_eq(out.v[104].id, "s104");
+	volmgr_snapshots_free(&out);
+
+	from = events_last(fx.events);
+	volmgr_snapshot_delete(fx.vm, NS, VOL, "s000", done, (void *)3);
+	ck_assert_msg(wait_job(3) == VOLMGR_OK, "%s", fx.why[3]);
+	ck_assert_str_eq(volume_events(from), "SnapshotDeleted::" PLUGIN
+	    ":volume " NS "/" VOL " snapshot s000 deleted ");
+	volmgr_snapshot_list(fx.vm, NULL, NULL, PLUGIN, &out, done,
+	    (void *)4);
+	ck_assert_msg(wait_job(4) == VOLMGR_OK, "%s", fx.why[4]);
+	ck_assert_uint_eq(out.n, 104);
+	ck_assert_str_eq(out.v[0].id, "s001");
+	volmgr_snapshots_free(&out);
+}
+END_TEST
+
+/* Without the capabilities: refused, naming them, and nothing asked. */
+START_TEST(test_snapshot_not_advertised)
+{
+	struct volmgr_snapshots out = { 0 };
+	struct volmgr_spec s = spec();
+	uint64_t from;
+
+	snapshot_setup();
+	fx.ctl_fp.snapshots = fx.ctl_fp.list_snapshots = false;
+	start(NULL, NULL);
+	from = events_last(fx.events);
+	ck_assert_int_eq(snap("s1", &out, 0), VOLMGR_FAILED);
+	ck_assert_msg(strstr(fx.why[0], "does not advertise "
+	    "CREATE_DELETE_SNAPSHOT") != NULL, "%s", fx.why[0]);
+	ck_assert_uint_eq(out.n, 0);
+	volmgr_snapshot_list(fx.vm, NS, VOL, NULL, &out, done, (void *)1);
+	ck_assert_int_eq(wait_job(1), VOLMGR_FAILED);
+	ck_assert_msg(strstr(fx.why[1], "does not advertise LIST_SNAPSHOTS")
+	    != NULL, "%s", fx.why[1]);
+	volmgr_snapshot_delete(fx.vm, NS, VOL, "s1", done, (void *)2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_FAILED);
+	s.id = "vol2";
+	s.snapshot_id = "s1";
+	fx.registered = false;
+	volmgr_create(fx.vm, &s, done, (void *)3);
+	ck_assert_int_eq(wait_job(3), VOLMGR_FAILED);
+	ck_assert_msg(strstr(fx.why[3], "CREATE_DELETE_SNAPSHOT") != NULL,
+	    "%s", fx.why[3]);
+	ck_assert(!fx.registered);
+	ck_assert_str_eq(volume_events(from), "");
+}
+END_TEST
+
+/* A volume from a snapshot: the plugin gets it as the content source,
+ * the registry keeps which one, and the copy is what was taken. */
+START_TEST(test_create_from_snapshot)
+{
+	struct volmgr_spec s = spec();
+	char path[700], got[64];
+	ssize_t n;
+	int fd;
+
+	snapshot_setup();
+	start(NULL, NULL);
+	snprintf(path, sizeof(path), "%s/volumes/%s/f", fx.state, VOL);
+	harness_write(path, "taken\n");
+	ck_assert_msg(snap("s1", NULL, 0) == VOLMGR_OK, "%s", fx.why[0]);
+	harness_write(path, "later\n");
+	s.id = s.external_id = "vol2";
+	s.snapshot_id = "s1";
+	volmgr_create(fx.vm, &s, done, (void *)1);
+	ck_assert_msg(wait_job(1) == VOLMGR_OK, "%s", fx.why[1]);
+	ck_assert_str_eq(fx.snapshot_id, "s1");
+	snprintf(path, sizeof(path), "%s/volumes/vol2/f", fx.state);
+	ck_assert_int_ge(fd = open(path, O_RDONLY | O_CLOEXEC), 0);
+	n = read(fd, got, sizeof(got) - 1);
+	close(fd);
+	got[n > 0 ? n : 0] = '\0';
+	ck_assert_str_eq(got, "taken\n");
+	/* One the plugin does not have: its NOT_FOUND. */
+	s.id = s.external_id = "vol3";
+	s.snapshot_id = "nope";
+	volmgr_create(fx.vm, &s, done, (void *)2);
+	ck_assert_int_eq(wait_job(2), VOLMGR_FAILED);
+	ck_assert_msg(strstr(fx.why[2], "no snapshot nope") != NULL, "%s",
+	    fx.why[2]);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -2373,6 +2517,9 @@ main(void)
 	tcase_add_checked_fixture(tc, setup, teardown);
 	tcase_set_timeout(tc, 60);
 	tcase_add_test(tc, test_mount_then_unmount);
+	tcase_add_test(tc, test_snapshot_create_list_delete);
+	tcase_add_test(tc, test_snapshot_not_advertised);
+	tcase_add_test(tc, test_create_from_snapshot);
 	tcase_add_test(tc, test_mount_twice_is_idempotent);
 	tcase_add_test(tc, test_shared_stage);
 	tcase_add_test(tc, test_writer_and_reader_staged_once);

@@ -765,11 +765,17 @@ START_TEST(unknown_capabilities_are_tolerated)
 
 	cc = (void *)call(CSI_CONTROLLER_GET_CAPABILITIES, &ccaps.base, CSI_OK,
 	    NULL);
-	ck_assert_uint_eq(cc->n_capabilities, 4);
+	/* Its four (create and delete, expand, the two of snapshots), an
+	 * unknown rpc and a type not set. */
+	ck_assert_uint_eq(cc->n_capabilities, 6);
 	ck_assert(csi_controller_has_rpc(cc,
 	    CTL(CREATE_DELETE_VOLUME)));
 	ck_assert(csi_controller_has_rpc(cc,
 	    CTL(EXPAND_VOLUME)));
+	ck_assert(csi_controller_has_rpc(cc,
+	    CTL(CREATE_DELETE_SNAPSHOT)));
+	ck_assert(csi_controller_has_rpc(cc,
+	    CTL(LIST_SNAPSHOTS)));
 	protobuf_c_message_free_unpacked(&cc->base, NULL);
 }
 END_TEST
@@ -891,6 +897,147 @@ suite_teardown(void)
 	free(suite_dir);
 }
 
+/* A snapshot of volume vol named name: its id (the name), or the code. */
+static void
+snapshot(const char *vol, const char *name, enum csi_code want)
+{
+	Csi__V1__CreateSnapshotRequest req =
+	    CSI__V1__CREATE_SNAPSHOT_REQUEST__INIT;
+	Csi__V1__CreateSnapshotResponse *r;
+
+	req.source_volume_id = (char *)vol;
+	req.name = (char *)name;
+	r = (void *)call(CSI_CREATE_SNAPSHOT, &req.base, want, NULL);
+	if (want != CSI_OK)
+		return;
+	ck_assert_ptr_nonnull(r->snapshot);
+	ck_assert_str_eq(r->snapshot->snapshot_id, name);
+	ck_assert_str_eq(r->snapshot->source_volume_id, vol);
+	ck_assert(r->snapshot->ready_to_use);
+	ck_assert_ptr_nonnull(r->snapshot->creation_time);
+	ck_assert_int_gt(r->snapshot->creation_time->seconds, 0);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+}
+
+/* One page: its ids joined by ' ' into ids, its next_token into next. */
+static void
+list_page(int max, const char *token, const char *vol, char *ids, size_t n,
+    char *next, size_t nn)
+{
+	Csi__V1__ListSnapshotsRequest req =
+	    CSI__V1__LIST_SNAPSHOTS_REQUEST__INIT;
+	Csi__V1__ListSnapshotsResponse *r;
+
+	req.max_entries = max;
+	req.starting_token = (char *)token;
+	req.source_volume_id = (char *)vol;
+	r = (void *)call(CSI_LIST_SNAPSHOTS, &req.base, CSI_OK, NULL);
+	ids[0] = '\0';
+	for (size_t i = 0; i < r->n_entries; i++)
+		snprintf(ids + strlen(ids), n - strlen(ids), "%s%s", i > 0 ?
+		    " " : "", r->entries[i]->snapshot->snapshot_id);
+	snprintf(next, nn, "%s", r->next_token);
+	protobuf_c_message_free_unpacked(&r->base, NULL);
+}
+
+static void
+create_plain(const char *name, const char *from_snapshot, enum csi_code want)
+{
+	Csi__V1__CreateVolumeRequest create = CSI__V1__CREATE_VOLUME_REQUEST__INIT;
+	Csi__V1__VolumeContentSource src = CSI__V1__VOLUME_CONTENT_SOURCE__INIT;
+	Csi__V1__VolumeContentSource__SnapshotSource snap =
+	    CSI__V1__VOLUME_CONTENT_SOURCE__SNAPSHOT_SOURCE__INIT;
+	Csi__V1__VolumeCapability cap, *caps[1] = { &cap };
+	Csi__V1__VolumeCapability__MountVolume mnt;
+	Csi__V1__VolumeCapability__AccessMode mode;
+
+	mount_capability(&cap, &mnt, &mode);
+	create.name = (char *)name;
+	create.n_volume_capabilities = 1;
+	create.volume_capabilities = caps;
+	if (from_snapshot != NULL) {
+		snap.snapshot_id = (char *)from_snapshot;
+		src.type_case = CSI__V1__VOLUME_CONTENT_SOURCE__TYPE_SNAPSHOT;
+		src.snapshot = &snap;
+		create.volume_content_source = &src;
+	}
+	expect(CSI_CREATE_VOLUME, &create.base, want, NULL);
+}
+
+/*
+ * Snapshots as the sample plugin keeps them: copies that outlive the
+ * plugin's process, one per name (again with the same source: the same;
+ * with another: ALREADY_EXISTS), listed a page at a time in name order
+ * with next_token, filtered by source; a volume created from one holds
+ * what the volume held when it was taken, not what it held later.
+ */
+START_TEST(snapshots_page_and_outlive_the_plugin)
+{
+	const char *strict[] = { "--strict", "--endpoint", fx.endpoint, NULL };
+	Csi__V1__DeleteSnapshotRequest del =
+	    CSI__V1__DELETE_SNAPSHOT_REQUEST__INIT;
+	Csi__V1__ListSnapshotsRequest bad =
+	    CSI__V1__LIST_SNAPSHOTS_REQUEST__INIT;
+	char path[600], ids[256], next[256], buf[64];
+	int fd;
+	ssize_t n;
+
+	plugin_start(strict);
+	create_plain("a", NULL, CSI_OK);
+	create_plain("b", NULL, CSI_OK);
+	snprintf(path, sizeof(path), "%s/volumes/a/f", fx.state);
+	harness_write(path, "then\n");
+	snapshot("a", "s1", CSI_OK);
+	snapshot("a", "s1", CSI_OK);		/* the same one */
+	snapshot("b", "s1", CSI_ALREADY_EXISTS);
+	snapshot("a", "s2", CSI_OK);
+	snapshot("b", "s3", CSI_OK);
+	snapshot("nope", "s4", CSI_NOT_FOUND);
+	snapshot("a", ".part-x", CSI_INVALID_ARGUMENT);
+	harness_write(path, "later\n");
+
+	list_page(2, "", "", ids, sizeof(ids), next, sizeof(next));
+	ck_assert_str_eq(ids, "s1 s2");
+	ck_assert_str_eq(next, "s3");
+	list_page(2, next, "", ids, sizeof(ids), next, sizeof(next));
+	ck_assert_str_eq(ids, "s3");
+	ck_assert_str_eq(next, "");
+	list_page(0, "", "a", ids, sizeof(ids), next, sizeof(next));
+	ck_assert_str_eq(ids, "s1 s2");
+	bad.max_entries = -1;
+	expect(CSI_LIST_SNAPSHOTS, &bad.base, CSI_INVALID_ARGUMENT, NULL);
+	bad.max_entries = 0;
+	bad.starting_token = "../x";
+	expect(CSI_LIST_SNAPSHOTS, &bad.base, CSI_ABORTED, NULL);
+
+	/* Restarted, the plugin still has them. */
+	plugin_stop();
+	plugin_start(strict);
+	list_page(0, "", "", ids, sizeof(ids), next, sizeof(next));
+	ck_assert_str_eq(ids, "s1 s2 s3");
+
+	create_plain("c", "s1", CSI_OK);
+	create_plain("d", "none", CSI_NOT_FOUND);
+	snprintf(path, sizeof(path), "%s/volumes/c/f", fx.state);
+	ck_assert_int_ge(fd = open(path, O_RDONLY), 0);
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	ck_assert_str_eq(buf, "then\n");
+
+	del.snapshot_id = "s1";
+	expect(CSI_DELETE_SNAPSHOT, &del.base, CSI_OK, NULL);
+	expect(CSI_DELETE_SNAPSHOT, &del.base, CSI_OK, NULL);	/* gone */
+	list_page(0, "", "", ids, sizeof(ids), next, sizeof(next));
+	ck_assert_str_eq(ids, "s2 s3");
+	snprintf(path, sizeof(path), "%s/snapshots/s1", fx.state);
+	ck_assert_int_lt(access(path, F_OK), 0);
+	/* The volume made from it keeps its copy. */
+	snprintf(path, sizeof(path), "%s/volumes/c/f", fx.state);
+	ck_assert_int_eq(access(path, F_OK), 0);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -913,5 +1060,6 @@ main(void)
 	tcase_add_test(tc, probe_failure_and_exit_mid_call);
 	tcase_add_test(tc, close_cancels_calls_and_sigterm_removes_socket);
 	tcase_add_test(tc, malformed_endpoints_are_refused);
+	tcase_add_test(tc, snapshots_page_and_outlive_the_plugin);
 	return harness_run("csi_client", tc);
 }

@@ -1198,6 +1198,18 @@ START_TEST(volume_spec_read_back)
 	alloc_volume_spec_free(s);
 	alloc_problems_free(&p);
 
+	/* Create from a snapshot; its "snapshot" secret by name. */
+	s = spec_parse("{'plugin_id':'hp','access_mode':'single-node-writer',"
+	    "'snapshot_id':'snap-1','secrets':{'snapshot':'snapkey'}}", true,
+	    &p);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(s->snapshot_id, "snap-1");
+	for (size_t i = 0; i < ALLOC_SECRET_CALLS; i++)
+		if (strcmp(alloc_secret_calls[i], "snapshot") == 0)
+			ck_assert_str_eq(s->secrets[i], "snapkey");
+	alloc_volume_spec_free(s);
+	alloc_problems_free(&p);
+
 	s = spec_parse("{'namespace':'prod','plugin_id':'hp',"
 	    "'external_id':'disk-7','access_mode':'multi-node-reader-only',"
 	    "'attachment_mode':'block-device'}", false, &p);
@@ -1258,6 +1270,14 @@ START_TEST(volume_spec_refusals)
 	ck_assert_ptr_null(spec_parse("{'plugin_id':'hp','access_mode':"
 	    "'single-node-writer','parameters':{}}", false, &p));
 	ck_assert(has_problem(&p, "parameters: unknown field; remove it"));
+	alloc_problems_free(&p);
+	ck_assert_ptr_null(spec_parse("{'plugin_id':'hp','access_mode':"
+	    "'single-node-writer','snapshot_id':'s1'}", false, &p));
+	ck_assert(has_problem(&p, "snapshot_id: unknown field; remove it"));
+	alloc_problems_free(&p);
+	ck_assert_ptr_null(spec_parse("{'plugin_id':'hp','access_mode':"
+	    "'single-node-writer','snapshot_id':'../s1'}", true, &p));
+	ck_assert_uint_eq(p.n, 1);
 	alloc_problems_free(&p);
 
 	ck_assert_ptr_null(spec_parse("[1]", true, &p));
