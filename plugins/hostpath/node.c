@@ -556,6 +556,7 @@ node_unstage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 		return;
 	if (hp->strict)
 		stage_release(hp, req->volume_id, req->staging_target_path);
+	block_detach_all(hp, req->volume_id);
 	reply_ok(r, &out.base);
 }
 
@@ -611,7 +612,8 @@ node_publish_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	    req->volume_capability, req->n_volume_context,
 	    (void *const *)req->volume_context, req->n_secrets,
 	    (void *const *)req->secrets);
-	if ((vol = volume_open(hp, req->volume_id, "NodePublishVolume",
+	if (block_publish(hp, req, r) ||
+	    (vol = volume_open(hp, req->volume_id, "NodePublishVolume",
 	    r)) < 0)
 		return;
 	if (!mount_group("NodePublishVolume", req->volume_id, vol,
@@ -639,7 +641,8 @@ node_unpublish_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	    CSI__V1__NODE_UNPUBLISH_VOLUME_RESPONSE__INIT;
 
 	if (!path_arg("NodeUnpublishVolume", "target_path", req->target_path,
-	    r) || !unbind_at(hp, "NodeUnpublishVolume", req->volume_id,
+	    r) || block_unpublish(hp, req->volume_id, req->target_path, r) ||
+	    !unbind_at(hp, "NodeUnpublishVolume", req->volume_id,
 	    req->target_path, r))
 		return;
 	reply_ok(r, &out.base);
