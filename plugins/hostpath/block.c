@@ -67,19 +67,21 @@ static int
 backing(struct hostpath *hp, const char *volume, bool create)
 {
 	struct stat st;
-	int dir, fd;
+	int dir, fd, err = 0;
 
 	if ((dir = blocks_dir(hp)) < 0)
 		return dir;
 	if ((fd = tree_open(dir, volume, O_RDWR | (create ? O_CREAT : 0),
 	    0600)) < 0)
 		return fd;
-	if (fstat(fd, &st) < 0 || !S_ISREG(st.st_mode) || (st.st_size == 0 &&
-	    ftruncate(fd, BLOCK_BYTES) < 0)) {
+	if (fstat(fd, &st) < 0 || (st.st_size == 0 && ftruncate(fd,
+	    BLOCK_BYTES) < 0))
+		err = -errno;
+	else if (!S_ISREG(st.st_mode))
+		err = -EINVAL;
+	if (err < 0)
 		close(fd);
-		return errno != 0 ? -errno : -EINVAL;
-	}
-	return fd;
+	return err < 0 ? err : fd;
 }
 
 /* The loop device rdev, open, if it is attached to back; -errno. */
@@ -89,23 +91,21 @@ loop_of(dev_t rdev, const struct stat *back)
 	struct loop_info64 li;
 	struct stat st;
 	char path[64];
-	int fd;
+	int fd, err = 0;
 
 	if (major(rdev) != LOOP_MAJOR_NR)
 		return -EPERM;
 	snprintf(path, sizeof(path), "/dev/loop%u", minor(rdev));
 	if ((fd = open(path, O_RDONLY | O_CLOEXEC | O_NOFOLLOW)) < 0)
 		return -errno;
-	if (fstat(fd, &st) < 0 || st.st_rdev != rdev ||
-	    ioctl(fd, LOOP_GET_STATUS64, &li) < 0) {
+	if (fstat(fd, &st) < 0 || ioctl(fd, LOOP_GET_STATUS64, &li) < 0)
+		err = -errno;
+	else if (st.st_rdev != rdev || li.lo_device != back->st_dev ||
+	    li.lo_inode != back->st_ino)
+		err = -EPERM;
+	if (err < 0)
 		close(fd);
-		return errno != 0 ? -errno : -EPERM;
-	}
-	if (li.lo_device != back->st_dev || li.lo_inode != back->st_ino) {
-		close(fd);
-		return -EPERM;
-	}
-	return fd;
+	return err < 0 ? err : fd;
 }
 
 /* Detach the loop device rdev if back is its file: 1, 0 (not), -errno. */
