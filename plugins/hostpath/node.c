@@ -350,7 +350,9 @@ note_received(struct hostpath *hp, const char *rpc, const char *volume,
     const Csi__V1__VolumeCapability *cap, size_t nctx, void *const *ctx,
     size_t nsec, void *const *sec)
 {
-	const Csi__V1__VolumeCapability__MountVolume *m = cap->mount;
+	/* mount and block share a union: only a mount access has one. */
+	const Csi__V1__VolumeCapability__MountVolume *m =
+	    block_capability(cap) ? NULL : cap->mount;
 	char path[4200];
 	size_t i;
 	int fd;
@@ -387,8 +389,8 @@ static bool
 mount_group(const char *rpc, const char *volume, int vol,
     const Csi__V1__VolumeCapability *cap, struct rpc_reply *r)
 {
-	const char *g = cap->mount != NULL ? cap->mount->volume_mount_group :
-	    NULL;
+	const char *g = !block_capability(cap) && cap->mount != NULL ?
+	    cap->mount->volume_mount_group : NULL;
 	unsigned long n;
 	struct stat st;
 	char *end;

@@ -138,8 +138,11 @@ wait_stdout(struct berth *b, const char *alloc, const char *text,
 	snprintf(path, sizeof(path), "/v1/allocation/%s", alloc);
 	j = sv_get(b, path);
 	state = j != NULL ? json_dumps(j, 0) : NULL;
+	snprintf(path, sizeof(path), "%s", state != NULL ? state : "?");
+	free(state);
+	json_decref(j);
 	ck_abort_msg("no \"%s\" in \"%s\"; stderr \"%s\"; alloc %s; log:\n%s",
-	    text, buf, err, state != NULL ? state : "?", b->sv.log);
+	    text, buf, err, path, b->sv.log);
 }
 
 /* The value after "key " on its own line of out, into v. */
