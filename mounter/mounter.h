@@ -79,7 +79,7 @@ struct mreq {
 	char ns[MREQ_IDENT], vol[MREQ_IDENT], usage[MREQ_IDENT];
 	char task[MREQ_IDENT], name[MREQ_IDENT], def[MREQ_IDENT];
 	char user[MREQ_IDENT], palloc[MREQ_IDENT];	/* plugin's alloc */
-	bool staging, read_only, network_none;
+	bool staging, read_only, network_none, block;
 	uint64_t memory, memory_max;
 	uint32_t cpu_shares, pids_max;
 	pid_t pid;

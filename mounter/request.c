@@ -65,6 +65,7 @@ usage(struct mreq *rq, const Berth__VolumeUsage *u, char *why)
 	    attach[a], access[c]) < 0)
 		return fail(why, BAD, "usage does not make a path component");
 	rq->read_only = u->read_only;
+	rq->block = a == 2;
 	return OK;
 }
 

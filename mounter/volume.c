@@ -239,19 +239,28 @@ bind_target(struct mounter *m, const char *rel, bool dir)
 /*
  * A read-write volume's root directory, if root's, for the task's group
  * (a task's gid): group rwx and setgid, others at most r-x (give()'s
- * order keeps S_ISGID). Only the root, never what is in it.
+ * order keeps S_ISGID). Only the root, never what is in it. A block
+ * device asked for as one: the one bind without nodev; read-write, the
+ * node, if the plugin published it root:root with group rw, the group's.
  */
 static Berth__ErrorCode
 group_root(struct mounter *m, const struct mreq *rq, int fd,
-    const struct stat *st, char *why)
+    const struct stat *st, struct mount_attr *attr, char *why)
 {
+	bool dev = rq->block && S_ISBLK(st->st_mode);
 	Berth__ErrorCode code;
 
-	if (rq->gid == 0 || rq->read_only || !S_ISDIR(st->st_mode) ||
-	    st->st_uid != 0)
+	if (dev)
+		attr->attr_set &= ~MOUNT_ATTR_NODEV;
+	if (rq->gid == 0 || rq->read_only || st->st_uid != 0 || (dev ?
+	    st->st_gid != 0 || (st->st_mode & 060) != 060 :
+	    !S_ISDIR(st->st_mode)))
 		return OK;
 	if ((code = task_ids(m, rq->gid, rq->gid, "", why)) != OK)
 		return code;
+	if (dev)
+		return fchownat(fd, "", (uid_t)-1, rq->gid, AT_EMPTY_PATH) < 0 ?
+		    fail_errno(why, errno, "giving its group", rq->path) : OK;
 	if ((fd = fcntl(fd, F_DUPFD_CLOEXEC, 0)) < 0)
 		return fail_errno(why, errno, "opening", rq->path);
 	return give(fd, rq->path, NULL, 0, rq->gid, (st->st_mode & 05) == 05 ?
@@ -297,7 +306,7 @@ volume_bind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		    fail(why, BERTH__ERROR_CODE__ERROR_CONFLICT, "%s is "
 		    "already a mount point: unbind it first", rq->path2);
 	/* A detached copy, its flags set before anyone can see it. */
-	else if ((code = group_root(m, rq, sfd, &st, why)) == OK &&
+	else if ((code = group_root(m, rq, sfd, &st, &attr, why)) == OK &&
 	    (r = attach(sfd, tfd, &attr)) < 0)
 		code = fail_errno(why, -r, "binding into", rq->path2);
 	if (tfd >= 0)

@@ -64,12 +64,12 @@ capability_supported(const Csi__V1__VolumeCapability *cap, const char **why)
 		*why = "volume capability is missing";
 		return false;
 	}
-	if (cap->access_type_case ==
-	    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_BLOCK) {
-		*why = "block access is not supported: volumes are directories";
+	if (block_capability(cap) && !hostpath_block) {
+		*why = "block access is not supported: volumes are directories "
+		    "(--block serves it)";
 		return false;
 	}
-	if (cap->access_type_case !=
+	if (!block_capability(cap) && cap->access_type_case !=
 	    CSI__V1__VOLUME_CAPABILITY__ACCESS_TYPE_MOUNT) {
 		*why = "volume capability names neither block nor mount access";
 		return false;
@@ -198,6 +198,7 @@ delete_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	 * by descriptor (tree.c), never by path. Gone already is success:
 	 * DeleteVolume is idempotent.
 	 */
+	block_delete(hp, req->volume_id);
 	if ((err = tree_remove(hp->volumes_fd, req->volume_id, why,
 	    sizeof(why))) < 0) {
 		reply_error(r, err == -EBUSY ? GRPC_STATUS_FAILED_PRECONDITION :

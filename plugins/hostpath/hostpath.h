@@ -105,6 +105,18 @@ optional_fields(const struct hostpath *hp)
 	return !hp->strict && !hp->fault_minimal;
 }
 
+/* block.c: --block, block access over loop devices. */
+extern bool hostpath_block;
+bool block_capability(const Csi__V1__VolumeCapability *);
+/* Each true when the call was block.c's, answered in r. */
+bool block_publish(struct hostpath *,
+    const Csi__V1__NodePublishVolumeRequest *, struct rpc_reply *);
+bool block_unpublish(struct hostpath *, const char *volume,
+    const char *target, struct rpc_reply *);
+/* Detach every loop device of the volume; with its backing file. */
+void block_detach_all(struct hostpath *, const char *volume);
+void block_delete(struct hostpath *, const char *volume);
+
 /* topology.c */
 void topology_flag(struct hostpath *, char *arg);
 /* The plugin's topology into topo (seg, segs[1] its storage): whether a

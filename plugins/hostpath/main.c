@@ -33,7 +33,7 @@ usage(void)
 	    "    [--fault-minimal] [--fault-slow-probe N:MS]\n"
 	    "    [--fault-slow-reply RPCNAME:MS]\n"
 	    "    [--topology KEY=VALUE] [--max-volumes N]\n"
-	    "    [--no-single-node-multi-writer]\n"
+	    "    [--no-single-node-multi-writer] [--block]\n"
 	    "Without --endpoint, CSI_ENDPOINT=unix:///path/csi.sock in the "
 	    "environment\nnames the socket; --strict reads --endpoint only.\n");
 	exit(EX_USAGE);
@@ -104,6 +104,7 @@ enum {
 	OPT_ENDPOINT, OPT_STRICT, OPT_TOPOLOGY, OPT_MAX_VOLUMES, OPT_NO_SNMW,
 	OPT_EXPAND_OFFLINE, OPT_NO_MOUNT_GROUP,
 	OPT_NO_SNAPSHOTS,
+	OPT_BLOCK,	/* block.c */
 };
 
 static const struct option options[] = {
@@ -129,6 +130,7 @@ static const struct option options[] = {
 	{ "max-volumes", required_argument, NULL, OPT_MAX_VOLUMES },
 	{ "no-single-node-multi-writer", no_argument, NULL, OPT_NO_SNMW },
 	{ "no-snapshots", no_argument, NULL, OPT_NO_SNAPSHOTS },
+	{ "block", no_argument, NULL, OPT_BLOCK },
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -235,6 +237,9 @@ main(int argc, char *argv[])
 			break;
 		case OPT_NO_SNAPSHOTS:
 			hp.no_snapshots = true;
+			break;
+		case OPT_BLOCK:
+			hostpath_block = true;
 			break;
 		case 'v':
 			verbose++;

@@ -350,7 +350,9 @@ note_received(struct hostpath *hp, const char *rpc, const char *volume,
     const Csi__V1__VolumeCapability *cap, size_t nctx, void *const *ctx,
     size_t nsec, void *const *sec)
 {
-	const Csi__V1__VolumeCapability__MountVolume *m = cap->mount;
+	/* mount and block share a union: only a mount access has one. */
+	const Csi__V1__VolumeCapability__MountVolume *m =
+	    block_capability(cap) ? NULL : cap->mount;
 	char path[4200];
 	size_t i;
 	int fd;
@@ -387,8 +389,8 @@ static bool
 mount_group(const char *rpc, const char *volume, int vol,
     const Csi__V1__VolumeCapability *cap, struct rpc_reply *r)
 {
-	const char *g = cap->mount != NULL ? cap->mount->volume_mount_group :
-	    NULL;
+	const char *g = !block_capability(cap) && cap->mount != NULL ?
+	    cap->mount->volume_mount_group : NULL;
 	unsigned long n;
 	struct stat st;
 	char *end;
@@ -556,6 +558,7 @@ node_unstage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 		return;
 	if (hp->strict)
 		stage_release(hp, req->volume_id, req->staging_target_path);
+	block_detach_all(hp, req->volume_id);
 	reply_ok(r, &out.base);
 }
 
@@ -611,7 +614,8 @@ node_publish_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	    req->volume_capability, req->n_volume_context,
 	    (void *const *)req->volume_context, req->n_secrets,
 	    (void *const *)req->secrets);
-	if ((vol = volume_open(hp, req->volume_id, "NodePublishVolume",
+	if (block_publish(hp, req, r) ||
+	    (vol = volume_open(hp, req->volume_id, "NodePublishVolume",
 	    r)) < 0)
 		return;
 	if (!mount_group("NodePublishVolume", req->volume_id, vol,
@@ -639,7 +643,8 @@ node_unpublish_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 	    CSI__V1__NODE_UNPUBLISH_VOLUME_RESPONSE__INIT;
 
 	if (!path_arg("NodeUnpublishVolume", "target_path", req->target_path,
-	    r) || !unbind_at(hp, "NodeUnpublishVolume", req->volume_id,
+	    r) || block_unpublish(hp, req->volume_id, req->target_path, r) ||
+	    !unbind_at(hp, "NodeUnpublishVolume", req->volume_id,
 	    req->target_path, r))
 		return;
 	reply_ok(r, &out.base);

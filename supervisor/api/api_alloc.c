@@ -7,8 +7,9 @@
  * A good one is handed to the alloc runner, which writes it to alloc_dir
  * where its watch starts it; one this node cannot run (a driver the
  * config does not allow, a plugin definition that is not there, a volume
- * the registry does not have, or one this node's plugin cannot take: an
- * access mode it does not advertise, a topology it does not match) is
+ * the registry does not have, or one this node's plugin cannot take: a
+ * block device of a volume not made or registered as one, an access
+ * mode it does not advertise, a topology it does not match) is
  * refused with 400 and why. Its volumes
  * are looked up first, so the request is kept until the registry answers
  * (and dropped quietly if the client has gone); a registry that cannot
@@ -275,6 +276,33 @@ resume(struct submit *s, struct api_call *c)
 	return true;
 }
 
+/*
+ * A block device asked of a volume not made or registered as one: the
+ * plugin accepted (CreateVolume) or confirmed (ValidateVolumeCapabilities,
+ * at register) only the volume's capabilities, so why into why: true.
+ * A volume that lists none is left to the claim.
+ */
+static bool
+block_refused(const struct alloc_volume *av, const Berth__Volume *v,
+    char *why, size_t n)
+{
+	size_t i;
+
+	if (av->attachment_mode !=
+	    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_BLOCK_DEVICE ||
+	    v->n_capabilities == 0)
+		return false;
+	for (i = 0; i < v->n_capabilities; i++)
+		if (v->capabilities[i]->attachment_mode ==
+		    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_BLOCK_DEVICE)
+			return false;
+	snprintf(why, n, "volume %s/%s is not a block device: it was created "
+	    "or registered for file-system attachment only, and plugin %s "
+	    "was never asked to serve it as one", v->namespace_, v->id,
+	    v->plugin_id);
+	return true;
+}
+
 static void
 on_volume(const struct regclient_result *res, void *arg)
 {
@@ -293,11 +321,12 @@ on_volume(const struct regclient_result *res, void *arg)
 		submit_free(s);
 		return;
 	}
-	/* One this node's plugin cannot take (mode, topology). */
+	/* One this node's plugin cannot take (block, mode, topology). */
 	if (res->code == BERTH__ERROR_CODE__ERROR_NONE &&
-	    c.d->volmgr != NULL && volmgr_refuses(
+	    (block_refused(v, res->reply->volume_reply->volume, why,
+	    sizeof(why)) || (c.d->volmgr != NULL && volmgr_refuses(
 	    c.d->volmgr, res->reply->volume_reply->volume, v->access_mode,
-	    why, sizeof(why))) {
+	    why, sizeof(why))))) {
 		api_error(&c, 400, "volumes.%s: %s; nothing started", v->name,
 		    why);
 		submit_free(s);

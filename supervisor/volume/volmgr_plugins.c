@@ -268,8 +268,11 @@ priv_volume_of(const struct vpub *p)
 	    .plugin_id = p->plugin, .volume_ns = p->ns, .alloc_id = p->alloc,
 	    .volume_id = p->vol, .read_only = p->read_only,
 	    .attachment = p->attachment, .access = path_access(p->access),
-	    /* A plugin without VOLUME_MOUNT_GROUP: the mounter's part. */
-	    .group = p->foreign_owner && !p->read_only ? p->group : 0 };
+	    /* A plugin without VOLUME_MOUNT_GROUP, or a block device (CSI
+	     * names no group for one): the mounter's part. */
+	    .group = (p->foreign_owner || p->attachment ==
+	    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_BLOCK_DEVICE) &&
+	    !p->read_only ? p->group : 0 };
 }
 
 struct priv_volume
