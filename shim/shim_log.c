@@ -168,6 +168,28 @@ mkdirs(const char *dir)
 	return mkdir(buf, 0750) < 0 && errno != EEXIST ? -1 : 0;
 }
 
+/* DIR's "limits" file, if it holds sound ones, overrides -s and -n. */
+static void
+read_limits(void)
+{
+	char buf[64];
+	long long b;
+	ssize_t n;
+	int fd, f;
+
+	if ((fd = openat(dfd, SHIM_LOG_LIMITS, O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC)) < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if (sscanf(buf, "%lld %d", &b, &f) == 2 && b >= 1 && f >= 1 &&
+	    f <= SHIM_MAX_FILES) {
+		max_bytes = b;
+		max_files = f;
+	}
+}
+
 int
 shim_log_main(const char *dir)
 {
@@ -183,6 +205,7 @@ shim_log_main(const char *dir)
 		    dir : "(none)", strerror(errno));
 		return 1;
 	}
+	read_limits();
 	/* Its life is the plugin's: only the pipes' end ends it. */
 	for (i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
 		signal(quiet[i], SIG_IGN);

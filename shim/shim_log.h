@@ -10,7 +10,9 @@
  * DIR, relative to the working directory, is made if missing; the
  * plugin's stdout is read on SHIM_LOG_OUT_FD and its stderr on
  * SHIM_LOG_ERR_FD, into DIR's stdout.log and stderr.log, rotated as a
- * task's. The first process exits 0 once DIR is open (1 if it cannot
+ * task's: by -s and -n, or by DIR's file "limits" ("MAX_BYTES MAX_FILES",
+ * which the supervisor writes from the task's "logs" block) if it holds
+ * sound ones. The first process exits 0 once DIR is open (1 if it cannot
  * be); a second one, in a session of its own, copies until both pipes
  * end, that is until the plugin and whatever inherited its output have
  * ended or closed them, and exits.
@@ -46,6 +48,7 @@ void log_pump(struct stream *s, bool drain);
 
 #define SHIM_LOG_OUT_FD 3
 #define SHIM_LOG_ERR_FD 4
+#define SHIM_LOG_LIMITS "limits"
 /* Log mode (above); what main() returns. */
 int shim_log_main(const char *dir);
 

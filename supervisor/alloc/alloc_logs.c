@@ -77,6 +77,34 @@ allocs_log(struct allocs *am, const char *alloc, const char *task,
 	return 0;
 }
 
+int
+logs_plugin_limits(const char *data_dir, const char *alloc,
+    const char *definition, long long max_bytes, int max_files)
+{
+	char path[BERTH_PATH_BUF], *p, line[64];
+	int fd, len, r = 0;
+
+	snprintf(path, sizeof(path), "%s/%s/%s/%s", data_dir,
+	    LAYOUT_PLUGIN_LOGS_DIR, alloc, definition);
+	for (p = path + strlen(data_dir) + 1; (p = strchr(p, '/')) != NULL;
+	    *p++ = '/') {
+		*p = '\0';
+		if (mkdir(path, 0750) < 0 && errno != EEXIST)
+			return -errno;
+	}
+	if (mkdir(path, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	len = snprintf(line, sizeof(line), "%lld %d\n", max_bytes, max_files);
+	strncat(path, "/" ALLOC_LOG_LIMITS, sizeof(path) - strlen(path) - 1);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC, 0640)) < 0)
+		return -errno;
+	if (write(fd, line, (size_t)len) != len)
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
 /* from_dir/from into to_dir/to, a regular file only; 0 or -1. */
 static int
 copy_file(int from_dir, const char *from, int to_dir, const char *to)
