@@ -12,7 +12,6 @@
 #include <poll.h>
 #include <signal.h>
 #include <stdio.h>
-#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
@@ -151,7 +150,6 @@ log_pump(struct stream *s, bool drain)
 	}
 }
 
-
 /* Each component of the relative path dir, made when missing. */
 static int
 mkdirs(const char *dir)
@@ -198,6 +196,7 @@ shim_log_main(const char *dir)
 	struct pollfd fds[2];
 	size_t i;
 	pid_t pid;
+	int x;
 
 	if (dir == NULL || dir[0] == '/' || mkdirs(dir) < 0 || (dfd =
 	    open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
@@ -217,10 +216,10 @@ shim_log_main(const char *dir)
 	(void)setsid();
 	out.in = SHIM_LOG_OUT_FD;
 	err.in = SHIM_LOG_ERR_FD;
-	if (log_open(&out, false) < 0)
-		log_lost(&out, errno);
-	if (log_open(&err, false) < 0)
-		log_lost(&err, errno);
+	if ((x = log_open(&out, false)) < 0)
+		log_lost(&out, -x);
+	if ((x = log_open(&err, false)) < 0)
+		log_lost(&err, -x);
 	if (fcntl(out.in, F_SETFL, O_NONBLOCK) < 0 ||
 	    fcntl(err.in, F_SETFL, O_NONBLOCK) < 0)
 		log_lost(&out, errno);
