@@ -17,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "alloc_int.h"
 #include "alloc_logs.h"
@@ -110,7 +111,7 @@ static int
 copy_file(int from_dir, const char *from, int to_dir, const char *to)
 {
 	struct stat st;
-	char buf[65536];
+	char buf[65536], id[32];
 	ssize_t r;
 	int in, out, rc = 0;
 
@@ -128,6 +129,9 @@ copy_file(int from_dir, const char *from, int to_dir, const char *to)
 			rc = -1;
 			break;
 		}
+	/* Best effort: without it, a follower starts over (api_logs.c). */
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)st.st_ino);
+	(void)fsetxattr(out, ALLOC_LOG_ID_XATTR, id, strlen(id), 0);
 	if (r < 0 || close(out) < 0)
 		rc = -1;
 	close(in);

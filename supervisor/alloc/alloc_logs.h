@@ -33,6 +33,11 @@ struct alloc_log {
 	bool running;			/* the allocation runs: more may come */
 };
 
+/*
+ * A kept copy's identity: the inode of the file it was copied from, in
+ * decimal, so that a reader who named that file finds its copy.
+ */
+#define ALLOC_LOG_ID_XATTR "user.berth.log-file"
 /* A privileged plugin's log limits, for berth-shim -L (SHIM_LOG_LIMITS). */
 #define ALLOC_LOG_LIMITS "limits"
 

@@ -33,6 +33,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include <event2/buffer.h>
 
@@ -47,7 +48,8 @@
 /* One file of a stream, newest first: the current one is [0]. */
 struct lfile {
 	int fd;
-	unsigned long long id;	/* its inode: renaming keeps it */
+	unsigned long long id;	/* its inode: renaming keeps it; copying
+				 * keeps it too (ALLOC_LOG_ID_XATTR) */
 	long long size;
 };
 
@@ -74,6 +76,19 @@ parse_number(const char *s)
 	if (*s < '0' || *s > '9' || *end != '\0' || errno != 0)
 		return -1;
 	return v;
+}
+
+/* A file's identity: its inode, or a kept copy's original's. */
+static unsigned long long
+file_id(int fd, const struct stat *st)
+{
+	char v[32];
+	ssize_t n;
+
+	if ((n = fgetxattr(fd, ALLOC_LOG_ID_XATTR, v, sizeof(v) - 1)) <= 0)
+		return (unsigned long long)st->st_ino;
+	v[n] = '\0';
+	return strtoull(v, NULL, 10);
 }
 
 /*
@@ -105,15 +120,14 @@ open_files(const char *path, struct lfile *f)
 			return -1;
 		}
 		missing = 0;
-		for (j = 0; j < n && f[j].id != (unsigned long long)st.st_ino;
-		    j++)
+		f[n].id = file_id(fd, &st);
+		for (j = 0; j < n && f[j].id != f[n].id; j++)
 			;
 		if (j < n) {
 			close(fd);
 			continue;
 		}
 		f[n].fd = fd;
-		f[n].id = (unsigned long long)st.st_ino;
 		f[n++].size = st.st_size;
 	}
 	return n;

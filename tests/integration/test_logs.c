@@ -142,6 +142,18 @@ START_TEST(a_running_task_is_read_and_followed)
 	    "13");
 	ck_assert_str_eq(http_header(&r, "X-Berth-Log-Running", v, sizeof(v)),
 	    "0");
+	ck_assert_str_eq(http_header(&r, "X-Berth-Log-Current", v, sizeof(v)),
+	    "1");
+	http_response_free(&r);
+	/* A file no longer there (inode 1 is no log): the oldest kept, from
+	 * its start, and the reader is told. */
+	ck_assert_int_eq(http_request(b.sock, "GET", "/v1/allocation/talk/"
+	    "logs?task=t&file=1&offset=6", NULL, 0, 5000, &r, why,
+	    sizeof(why)), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.body, "first\nsecond\n");
+	ck_assert_str_eq(http_header(&r, "X-Berth-Log-Lost", v, sizeof(v)),
+	    "1");
 	http_response_free(&r);
 	/* Bad requests: JSON errors. */
 	ck_assert_int_eq(http_request(b.sock, "GET", "/v1/allocation/talk/"
@@ -160,6 +172,10 @@ START_TEST(a_running_task_is_read_and_followed)
 	    sizeof(why)), 0);
 	ck_assert_int_eq(r.status, 400);
 	http_response_free(&r);
+	ck_assert_int_eq(http_request(b.sock, "GET", "/v1/allocation/talk/"
+	    "logs?task=t&file=x", NULL, 0, 5000, &r, why, sizeof(why)), 0);
+	ck_assert_int_eq(r.status, 400);
+	http_response_free(&r);
 	/* berthctl checks the task's name before any request. */
 	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "alloc", "logs", "talk",
 	    "a/b", NULL), 2);
@@ -169,11 +185,28 @@ START_TEST(a_running_task_is_read_and_followed)
 }
 END_TEST
 
+/* GET the plugin's stderr (from file, when not NULL, and offset). */
+static void
+get_stderr(struct berth *b, const char *alloc, const char *file,
+    long long offset, struct http_response *r)
+{
+	char path[300], why[600];
+
+	snprintf(path, sizeof(path), "/v1/allocation/%s/logs?task=plugin&"
+	    "stream=stderr&offset=%lld%s%s", alloc, offset, file ? "&file=" :
+	    "", file ? file : "");
+	ck_assert_int_eq(http_request(b->sock, "GET", path, NULL, 0, 5000, r,
+	    why, sizeof(why)), 0);
+	ck_assert_int_eq(r->status, 200);
+}
+
 START_TEST(a_crashed_plugin_is_read_then_expires)
 {
 	struct berth b;
 	struct stat st;
-	char text[2048], out[8192], path[700];
+	struct http_response r;
+	char text[2048], out[8192], path[700], file[32], v[32];
+	long long next;
 	int i;
 
 	berth_config(&b, "1s", ", \"log_retention\": \"10s\"");
@@ -191,11 +224,31 @@ START_TEST(a_crashed_plugin_is_read_then_expires)
 	wait_alloc(&b, "crashy", "failed", 20000);
 	logs_hold(&b, "crashy", "plugin", true, "exiting in NodeGetInfo", out,
 	    sizeof(out));
+	/* Where a reader got to in the file the shim wrote. */
+	get_stderr(&b, "crashy", NULL, 0, &r);
+	ck_assert_ptr_nonnull(http_header(&r, "X-Berth-Log-File", file,
+	    sizeof(file)));
+	next = atoll(http_header(&r, "X-Berth-Log-Next", v, sizeof(v)));
+	ck_assert_int_gt(next, 0);
+	http_response_free(&r);
 	/* Stopped: its logs are kept, and outlive a supervisor restart. */
 	remove_alloc(&b, "crashy.json");
 	wait_alloc(&b, "crashy", NULL, 10000);
 	logs_hold(&b, "crashy", "plugin", true, "exiting in NodeGetInfo", out,
 	    sizeof(out));
+	/* The kept copy is the same file to that reader: it goes on where
+	 * it was, neither lost nor starting over. */
+	get_stderr(&b, "crashy", file, next, &r);
+	ck_assert_uint_eq(r.len, 0);
+	ck_assert_str_eq(http_header(&r, "X-Berth-Log-File", v, sizeof(v)),
+	    file);
+	ck_assert_ptr_null(http_header(&r, "X-Berth-Log-Lost", v, sizeof(v)));
+	http_response_free(&r);
+	get_stderr(&b, "crashy", file, 0, &r);
+	ck_assert_ptr_nonnull(strstr(r.body, "exiting in NodeGetInfo"));
+	ck_assert_int_eq(atoll(http_header(&r, "X-Berth-Log-Next", v,
+	    sizeof(v))), next);
+	http_response_free(&r);
 	snprintf(path, sizeof(path), "%s/data/logs/crashy", b.dir);
 	ck_assert_int_eq(stat(path, &st), 0);
 	berth_kill(&b);
