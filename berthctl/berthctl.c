@@ -1342,16 +1342,29 @@ cmd_node_drain(const char *arg)
 	json_decref(j);
 }
 
+/* A number header of a, or dflt without it. */
+static long long
+header_ll(const struct answer *a, const char *name, long long dflt)
+{
+	char v[32];
+
+	return answer_header(a, name, v, sizeof(v)) ? atoll(v) : dflt;
+}
+
 /*
- * A task's log, from the start of its current file; with -f, what comes
- * next too, asked for every POLL_INTERVAL_MS until the allocation stops
- * running (then what is left is printed) or the user interrupts.
+ * A task's log, from the start of its oldest file kept through its
+ * current one; with -f, what comes next too, asked for every
+ * POLL_INTERVAL_MS until the allocation stops running (then what is left
+ * is printed) or the user interrupts. Each request names the file and
+ * offset the last answer gave, so that a rotation in between neither
+ * loses nor repeats a line (api_logs.c).
  */
 static void
 cmd_alloc_logs(const char *id)
 {
-	long long offset = 0, next, size;
-	char path[700], why[600], v[32];
+	long long offset = 0, file = -1, next, size;
+	char path[700], why[600];
+	bool at_end, told = false;
 	struct answer a;
 	json_t *j;
 
@@ -1359,6 +1372,9 @@ cmd_alloc_logs(const char *id)
 		snprintf(path, sizeof(path), "/v1/allocation/%s/logs?task=%s&"
 		    "stream=%s&offset=%lld", id, arg2, opt_stderr ? "stderr" :
 		    "stdout", offset);
+		if (file >= 0)
+			snprintf(path + strlen(path), sizeof(path) -
+			    strlen(path), "&file=%lld", file);
 		if (request(sock_path, "GET", path, NULL, 0,
 		    REQUEST_TIMEOUT_MS, &a, why, sizeof(why)) < 0)
 			die(EXIT_UNREACHABLE, "%s (%s)", why, socket_hint());
@@ -1369,23 +1385,28 @@ cmd_alloc_logs(const char *id)
 			answer_free(&a);
 			api_failed(a.status, j);	/* says task or alloc */
 		}
+		if (header_ll(&a, "X-Berth-Log-Lost", 0) == 1 && !told) {
+			fprintf(stderr, "berthctl: the log was rotated past what "
+			    "was read; going on from its oldest file kept\n");
+			told = true;
+		}
 		fwrite(a.body, 1, a.len, stdout);
 		fflush(stdout);
-		next = answer_header(&a, "X-Berth-Log-Next", v, sizeof(v)) ?
-		    atoll(v) : offset + (long long)a.len;
-		size = answer_header(&a, "X-Berth-Log-Size", v, sizeof(v)) ?
-		    atoll(v) : next;
+		file = header_ll(&a, "X-Berth-Log-File", file);
+		next = header_ll(&a, "X-Berth-Log-Next", offset +
+		    (long long)a.len);
+		size = header_ll(&a, "X-Berth-Log-Size", next);
 		offset = next;
-		if (a.len == 0 && (!opt_follow || !answer_header(&a,
-		    "X-Berth-Log-Running", v, sizeof(v)) || strcmp(v, "1"))) {
+		at_end = next >= size && header_ll(&a, "X-Berth-Log-Current",
+		    1) == 1;
+		if (at_end && (!opt_follow || (a.len == 0 && header_ll(&a,
+		    "X-Berth-Log-Running", 0) != 1))) {
 			answer_free(&a);
 			return;
 		}
 		answer_free(&a);
-		if (next >= size && opt_follow)
+		if (at_end)
 			sleep_ms(POLL_INTERVAL_MS);
-		else if (next >= size)
-			return;
 	}
 }
 
@@ -1510,7 +1531,8 @@ static const struct cmd cmds[] = {
 	{ "alloc", "logs", "ID TASK", "[-f] [--stderr]", O_FOLLOW | O_STDERR,
 	"a task's stdout or stderr; -f follows it",
 	"What task TASK of allocation ID wrote on its standard output (with\n"
-	"--stderr, its standard error): the current file, from its start.\n"
+	"--stderr, its standard error): its rotated files, oldest first,\n"
+	"then the current one, as long as they are kept (the \"logs\" block).\n"
 	"With -f (--follow), what it writes next too, until the allocation\n"
 	"stops running or you interrupt. A privileged plugin's task is read\n"
 	"the same way. Once the allocation has stopped, its logs are kept for\n"

@@ -34,6 +34,8 @@
 #define LAYOUT_ALLOCS_DIR "allocs"
 /* shim/<alloc>/<task>/: a task's status and logs (berth-mounter(8)). */
 #define LAYOUT_SHIM_DIR "shim"
+/* logs/+live/<alloc>/<definition>/: a root plugin's logs (berth-shim -L). */
+#define LAYOUT_PLUGIN_LOGS_DIR "logs/+live"
 
 int layout_usage(char *buf, size_t n, bool read_only, const char *attachment,
     const char *access);

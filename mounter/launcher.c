@@ -8,7 +8,9 @@
  * how it ends); a plugin in a new mount namespace (a slave copy of the
  * host but for its mount root and socket directory, which stay in the
  * host's peer groups) and, unless root's definition keeps the host's, new
- * UTS, IPC and cgroup namespaces; with only the granted capabilities.
+ * UTS, IPC and cgroup namespaces; with only the granted capabilities;
+ * its stdout and stderr pipes to its log writer, berth-shim -L, started
+ * first as the user the mounter named, with no capability.
  * Must not: read anything else, or decide anything.
  */
 #include <errno.h>
@@ -25,6 +27,8 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
+#include <grp.h>
 
 #include "mounter.h"
 #include "privdrop.h"
@@ -161,6 +165,44 @@ crun_stdio(int dir)
 }
 
 /*
+ * A plugin's log writer: berth-shim (fds[1]) -L, in the data directory,
+ * as log_uid and log_gid with no capability, reading the read ends of
+ * two new pipes (as its 3 and 4); their write ends into io[1] and io[2].
+ * Its first process exits once its directory is open. 0 or errno.
+ */
+static int
+log_writer(const struct launch_req *rq, const int fds[3], int io[3])
+{
+	char *argv[] = { "berth-shim", "-L", "-d", (char *)rq->logdir, NULL },
+	    *envp[] = { NULL };
+	int o[2] = { -1, -1 }, e[2] = { -1, -1 }, status = 0, r = 0;
+	cap_t none;
+	pid_t pid;
+
+	if (pipe2(o, O_CLOEXEC) < 0 || pipe2(e, O_CLOEXEC) < 0 ||
+	    (pid = fork()) < 0)
+		r = errno;
+	else if (pid == 0) {
+		if (fchdir(DATA_FD) < 0 || dup2(o[0], 3) < 0 ||
+		    dup2(e[0], 4) < 0 || setgroups(0, NULL) < 0 ||
+		    setresgid(rq->log_gid, rq->log_gid, rq->log_gid) < 0 ||
+		    setresuid(rq->log_uid, rq->log_uid, rq->log_uid) < 0 ||
+		    (none = cap_init()) == NULL || cap_set_proc(none) < 0)
+			_exit(126);
+		fexecve(fds[1], argv, envp);
+		_exit(127);
+	} else if (waitpid(pid, &status, 0) != pid || status != 0)
+		r = EIO;
+	io[1] = o[1];
+	io[2] = e[1];
+	if (o[0] >= 0)
+		close(o[0]);
+	if (e[0] >= 0)
+		close(e[0]);
+	return r;
+}
+
+/*
  * In the child: exec fds[0] with fds[1] and fds[2] as a plugin's stdout
  * and stderr, or as crun's 3 and 4 (a task's status dir and channel; crun
  * in the mounter's mount namespace, with the launcher's capabilities).
@@ -196,11 +238,15 @@ static void
 launch(const struct launch_req *rq, const int fds[3])
 {
 	struct launch_msg msg = { 0 };
-	const char *what = "clone";
-	int ep[2], pidfd = -1;
+	const char *what = "starting its log writer";
+	int ep[2], pidfd = -1, io[3] = { fds[0], fds[1], fds[2] }, i;
 	ssize_t n;
 	pid_t pid;
 
+	/* No writer, no plugin: it would write into a pipe nobody reads. */
+	if (!rq->task && (msg.err = log_writer(rq, fds, io)) != 0)
+		goto out;
+	what = "clone";
 	/* The mounter's child (it reaps and reports), pinned by a pidfd. */
 	if (pipe2(ep, O_CLOEXEC) < 0 || (pid = (pid_t)syscall(SYS_clone,
 	    CLONE_PARENT | CLONE_PIDFD | SIGCHLD, NULL, &pidfd, NULL,
@@ -210,7 +256,7 @@ launch(const struct launch_req *rq, const int fds[3])
 	}
 	if (pid == 0) {
 		close(ep[0]);
-		msg.err = child(rq, fds, &what);
+		msg.err = child(rq, io, &what);
 		snprintf(msg.what, sizeof(msg.what), "%s", what);
 		if (write(ep[1], &msg, sizeof(msg)) < 0)
 			_exit(126);
@@ -227,6 +273,10 @@ launch(const struct launch_req *rq, const int fds[3])
 	}
 	close(ep[0]);
 out:
+	/* Only the plugin (and what it starts) holds the pipes' write ends. */
+	for (i = 1; !rq->task && i < 3; i++)
+		if (io[i] >= 0)
+			close(io[i]);
 	if (what != NULL)
 		snprintf(msg.what, sizeof(msg.what), "%s", what);
 	if (fdmsg_send(SOCK_FD, &msg, sizeof(msg), &pidfd, pidfd >= 0) < 0)
@@ -243,7 +293,7 @@ launcher_main(pid_t mounter)
 	static struct launch_req rq;
 	struct launch_msg msg = { .err = EINVAL,
 	    .what = "a malformed request" };
-	int fds[3], nfd, i;
+	int fds[3] = { -1, -1, -1 }, nfd, i;
 	bool ok;
 
 	prctl(PR_SET_NAME, "berth-launcher", 0, 0, 0);
@@ -258,11 +308,11 @@ launcher_main(pid_t mounter)
 			continue;
 		if (nfd < 0 && nfd != -EBADMSG)
 			_exit(nfd == -EPIPE ? 0 : 1);
-		ok = nfd == 3 && rq.def.nargs >= 1 &&
+		ok = nfd == (rq.task ? 3 : 2) && rq.def.nargs >= 1 &&
 		    rq.def.nargs <= LAUNCH_ARGS &&
 		    (rq.def.hostns & ~(uint32_t)LAUNCH_NS) == 0 &&
 		    TERMINATED(rq.root) && TERMINATED(rq.sockdir) &&
-		    TERMINATED(rq.endpoint);
+		    TERMINATED(rq.endpoint) && TERMINATED(rq.logdir);
 		for (i = 0; ok && i < rq.def.nargs; i++)
 			ok = TERMINATED(rq.def.args[i]);
 		if (ok)
@@ -309,7 +359,8 @@ launcher_run(struct mounter *m, struct launch_req *lr, const int fds[3],
 	struct launch_msg msg;
 	int r, pidfd;
 
-	if ((r = fdmsg_send(m->launcher_fd, lr, sizeof(*lr), fds, 3)) < 0)
+	if ((r = fdmsg_send(m->launcher_fd, lr, sizeof(*lr), fds, lr->task ?
+	    3 : 2)) < 0)
 		return fail_errno(why, -r, "asking the launcher", "");
 	if (poll(&pfd, 1, LAUNCH_TIMEOUT_MS) != 1 || (r = fdmsg_recv(
 	    m->launcher_fd, &msg, sizeof(msg), &pidfd, 1, MSG_DONTWAIT)) < 0)

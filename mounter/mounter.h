@@ -59,7 +59,7 @@ int plugindef_parse(const char *buf, size_t len, const char *ep,
  * launcher.c: fixed-size messages on a SOCK_SEQPACKET socketpair, checked
  * by exact size and NUL termination on receipt. The mounter has already
  * validated everything; the launcher checks that a message is well formed.
- * Mounter to launcher; with three descriptors: exe, stdout, stderr.
+ * Mounter to launcher; with descriptors: exe and berth-shim (a plugin).
  */
 struct launch_req {
 	struct plugindef def;
@@ -67,6 +67,9 @@ struct launch_req {
 	char sockdir[MREQ_PATH];	/* socket dir, under the data dir */
 	char endpoint[LAUNCH_STR];	/* "CSI_ENDPOINT=unix://..." */
 	bool task;	/* crun for a task: fds exe, status dir, channel */
+	char logdir[MREQ_PATH];	/* a plugin's log writer's, as log_uid */
+	uid_t log_uid;
+	gid_t log_gid;
 };
 
 /* Fork the launcher; returns the mounter's end of its socket or -errno. */

@@ -213,41 +213,14 @@ load_def(struct mounter *m, const char *name, const char *ep,
 	return open_exe(d->args[0], exe, why);
 }
 
-/*
- * A plugin's log, appended to, opened so that nothing a peer planted can
- * block the mounter or receive root's writes: the one name in the socket
- * directory dir, already checked to be berth's self-bind, not through a
- * symlink or across a mount (a bind of a FIFO or device onto it),
- * O_NONBLOCK (a FIFO gives ENXIO at once, or opens and is refused); then
- * it must be root's regular file, one link.
- */
-static Berth__ErrorCode
-open_log(int dir, const char *rel, const char *name, int *fd, char *why)
-{
-	struct stat st;
-
-	if ((*fd = res_openat2(dir, name, O_WRONLY | O_CREAT | O_APPEND |
-	    O_NOCTTY | O_NONBLOCK | O_NOFOLLOW, 0640, RESOLVE_NO_XDEV)) < 0)
-		return *fd == -ENXIO ? fail(why,
-		    BERTH__ERROR_CODE__ERROR_PERMISSION, "log %s/%s is a FIFO "
-		    "or a socket; remove it", rel, name) :
-		    fail_errno(why, -*fd, "opening log in", rel);
-	if (fstat(*fd, &st) < 0 || !S_ISREG(st.st_mode) || st.st_uid != 0 ||
-	    st.st_nlink != 1 || fcntl(*fd, F_SETFL, O_APPEND) < 0)
-		return fail(why, BERTH__ERROR_CODE__ERROR_PERMISSION, "log "
-		    "%s/%s is not a regular file of root's with one link; "
-		    "remove it", rel, name);
-	return OK;
-}
-
 Berth__ErrorCode
 plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
     char *why)
 {
 	static struct launch_req lr;
 	Berth__ErrorCode code;
-	char name[MREQ_IDENT + 8], sock[MREQ_PATH], ep[LAUNCH_STR];
-	int fds[3] = { -1, -1, -1 }, i, dir = -1;
+	char sock[MREQ_PATH], ep[LAUNCH_STR];
+	int fds[3] = { -1, -1, -1 }, i;
 
 	/* Refuse before launching: a plugin we cannot watch must not run. */
 	if (!plugin_room(m, false))
@@ -264,17 +237,16 @@ plugin_start(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	snprintf(lr.endpoint, LAUNCH_STR, "CSI_ENDPOINT=%.200s", ep);
 	memcpy(lr.root, rq->path, sizeof(lr.root));
 	memcpy(lr.sockdir, rq->path2, sizeof(lr.sockdir));
-	/* dir: the descriptor checked, so a swap after the check is moot. */
+	/* Its output: berth-shim -L as berth's user (--peer-user, main()). */
+	snprintf(lr.logdir, sizeof(lr.logdir), LAYOUT_PLUGIN_LOGS_DIR "/%s/%s",
+	    rq->alloc, rq->def);
+	lr.log_uid = m->deny_uid[1] != 0 ? m->deny_uid[1] : m->deny_uid[0];
+	lr.log_gid = m->peer_gid;
 	if ((code = load_def(m, rq->def, ep, &lr.def, &fds[0], why)) != OK ||
+	    (code = open_exe(m->shim, &fds[1], why)) != OK ||
 	    (code = volume_shared_root(m, rq->path, NULL, why)) != OK ||
-	    (code = volume_shared_root(m, rq->path2, &dir, why)) != OK)
+	    (code = volume_shared_root(m, rq->path2, NULL, why)) != OK)
 		goto out;
-	for (i = 1; i < 3; i++) {
-		snprintf(name, sizeof(name), "%s.%s", rq->def, i == 1 ?
-		    "stdout" : "stderr");
-		if ((code = open_log(dir, rq->path2, name, &fds[i], why)) != OK)
-			goto out;
-	}
 	if ((code = launcher_run(m, &lr, fds, out, why)) != OK)
 		goto out;
 	if (out->start_time == 0 || record(m, out->pid, out->start_time,
@@ -287,8 +259,6 @@ out:
 	for (i = 0; i < 3; i++)
 		if (fds[i] >= 0)
 			close(fds[i]);
-	if (dir >= 0)
-		close(dir);
 	return code;
 }
 

@@ -15,7 +15,8 @@
  * with umask 022, whatever the supervisor's (UMask=0077 in its unit): a
  * file a task writes is readable by the tasks that share its volume.
  *
- * With -I it is instead a task's init inside its sandbox (shim_init.c).
+ * With -I it is instead a task's init inside its sandbox (shim_init.c);
+ * with -L, a privileged plugin's log writer (shim_log.h).
  *
  * Runs as the supervisor's user and holds no privilege. Must not:
  * outlive its task, write anything outside DIR, or let a full disk block
@@ -130,7 +131,8 @@ static void __attribute__((noreturn))
 usage(void)
 {
 	fprintf(stderr, "usage: berth-shim -d DIR [-s MAX_BYTES] "
-	    "[-n MAX_FILES] -- COMMAND [ARG...]\n");
+	    "[-n MAX_FILES] -- COMMAND [ARG...]\n"
+	    "       berth-shim -L -d DIR [-s MAX_BYTES] [-n MAX_FILES]\n");
 	fail(SHIM_STAGE_SETUP, EINVAL);
 }
 
@@ -142,6 +144,7 @@ main(int argc, char **argv)
 	struct shim_report r = { 0 };
 	struct pollfd fds[3];
 	const char *dir = NULL;
+	bool logs = false;
 	siginfo_t si = { 0 };
 	int ch, po[2], pe[2], px[2], pidfd, x = 0;
 	char *end;
@@ -149,10 +152,11 @@ main(int argc, char **argv)
 	ssize_t n;
 	pid_t pid;
 
-	while ((ch = getopt(argc, argv, "+VId:s:n:")) != -1) {
+	while ((ch = getopt(argc, argv, "+VILd:s:n:")) != -1) {
 		switch (ch) {
 		case 'V': return 0;	/* the exec driver's fingerprint */
 		case 'I': return shim_init_main();	/* in a sandbox */
+		case 'L': logs = true; break;	/* a privileged plugin's */
 		case 'd': dir = optarg; break;
 		case 's': max_bytes = strtoll(optarg, &end, 10);
 			if (*end != '\0' || max_bytes < 1)
@@ -168,6 +172,8 @@ main(int argc, char **argv)
 	}
 	if (argc == 1)
 		return shim_init_main();
+	if (logs)
+		return optind == argc ? shim_log_main(dir) : 1;
 	if (dir == NULL || optind >= argc || argv[optind][0] != '/')
 		usage();
 	/* Its life is its task's: only the task's end ends it. */

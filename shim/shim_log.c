@@ -1,6 +1,6 @@
 /*
  * shim_log.c: a task's output in files that the shim rotates (see
- * shim_log.h).
+ * shim_log.h), and log mode (-L), the same for a privileged plugin.
  *
  * No file grows past max_bytes; a stream keeps max_files of them. Must
  * not: block the task (a full disk or a FIFO planted in place of a file
@@ -9,6 +9,8 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -148,3 +150,92 @@ log_pump(struct stream *s, bool drain)
 	}
 }
 
+/* Each component of the relative path dir, made when missing. */
+static int
+mkdirs(const char *dir)
+{
+	char buf[4096], *p;
+
+	if (snprintf(buf, sizeof(buf), "%s", dir) >= (int)sizeof(buf))
+		return -1;
+	for (p = buf; (p = strchr(p + 1, '/')) != NULL; *p = '/') {
+		*p = '\0';
+		if (mkdir(buf, 0750) < 0 && errno != EEXIST)
+			return -1;
+	}
+	return mkdir(buf, 0750) < 0 && errno != EEXIST ? -1 : 0;
+}
+
+/* DIR's "limits" file, if it holds sound ones, overrides -s and -n. */
+static void
+read_limits(void)
+{
+	char buf[64];
+	long long b;
+	ssize_t n;
+	int fd, f;
+
+	if ((fd = openat(dfd, SHIM_LOG_LIMITS, O_RDONLY | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC)) < 0)
+		return;
+	n = read(fd, buf, sizeof(buf) - 1);
+	close(fd);
+	buf[n > 0 ? n : 0] = '\0';
+	if (sscanf(buf, "%lld %d", &b, &f) == 2 && b >= 1 && f >= 1 &&
+	    f <= SHIM_MAX_FILES) {
+		max_bytes = b;
+		max_files = f;
+	}
+}
+
+int
+shim_log_main(const char *dir)
+{
+	static const int quiet[] = { SIGHUP, SIGINT, SIGQUIT, SIGTERM,
+		SIGPIPE };
+	struct pollfd fds[2];
+	size_t i;
+	pid_t pid;
+	int x;
+
+	if (dir == NULL || dir[0] == '/' || mkdirs(dir) < 0 || (dfd =
+	    open(dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC)) < 0) {
+		fprintf(stderr, "berth-shim: log directory %s: %s\n", dir ?
+		    dir : "(none)", strerror(errno));
+		return 1;
+	}
+	read_limits();
+	/* Its life is the plugin's: only the pipes' end ends it. */
+	for (i = 0; i < sizeof(quiet) / sizeof(quiet[0]); i++)
+		signal(quiet[i], SIG_IGN);
+	/* The launcher reaps this first process at once. */
+	if ((pid = fork()) < 0)
+		return 1;
+	if (pid > 0)
+		_exit(0);
+	(void)setsid();
+	out.in = SHIM_LOG_OUT_FD;
+	err.in = SHIM_LOG_ERR_FD;
+	if ((x = log_open(&out, false)) < 0)
+		log_lost(&out, -x);
+	if ((x = log_open(&err, false)) < 0)
+		log_lost(&err, -x);
+	if (fcntl(out.in, F_SETFL, O_NONBLOCK) < 0 ||
+	    fcntl(err.in, F_SETFL, O_NONBLOCK) < 0)
+		log_lost(&out, errno);
+	while (out.in >= 0 || err.in >= 0) {
+		/* poll() skips a negative descriptor: a stream that ended. */
+		fds[0] = (struct pollfd){ out.in, POLLIN, 0 };
+		fds[1] = (struct pollfd){ err.in, POLLIN, 0 };
+		if (poll(fds, 2, -1) < 0) {
+			if (errno == EINTR)
+				continue;
+			return 1;
+		}
+		if (fds[0].revents != 0)
+			log_pump(&out, false);
+		if (fds[1].revents != 0)
+			log_pump(&err, false);
+	}
+	return 0;
+}

@@ -4,7 +4,9 @@
  * alloc_logs.h).
  *
  * Owns: logs/ beneath the data directory, the copy into it at clean-up
- * and its expiry, checked at start and on a timer. Must not: follow a
+ * and its expiry, checked at start and on a timer; a privileged plugin's
+ * live logs in logs/+live/ (which its writer, berth-shim -L, makes as our
+ * user), moved into logs/<alloc>/ at clean-up. Must not: follow a
  * symlink, or read a file that is not a regular one.
  */
 #include <dirent.h>
@@ -15,6 +17,7 @@
 #include <string.h>
 #include <unistd.h>
 #include <sys/stat.h>
+#include <sys/xattr.h>
 
 #include "alloc_int.h"
 #include "alloc_logs.h"
@@ -53,9 +56,9 @@ allocs_log(struct allocs *am, const char *alloc, const char *task,
 		}
 		l->running = ar->end == AEND_NONE && !arun_stopping(ar);
 		if (t->driver == ALLOC_DRIVER_PRIVILEGED)
-			snprintf(l->path, sizeof(l->path), "%s/%s/%s/%s.%s",
-			    am->d.data_dir, LAYOUT_PLUGIN_SOCKETS_DIR, alloc,
-			    t->plugin, err ? "stderr" : "stdout");
+			snprintf(l->path, sizeof(l->path), "%s/%s/%s/%s/%s",
+			    am->d.data_dir, LAYOUT_PLUGIN_LOGS_DIR, alloc,
+			    t->plugin, name);
 		else
 			snprintf(l->path, sizeof(l->path), "%s/%s/%s/%s/%s",
 			    am->d.data_dir, LAYOUT_SHIM_DIR, alloc, task,
@@ -75,12 +78,40 @@ allocs_log(struct allocs *am, const char *alloc, const char *task,
 	return 0;
 }
 
+int
+logs_plugin_limits(const char *data_dir, const char *alloc,
+    const char *definition, long long max_bytes, int max_files)
+{
+	char path[BERTH_PATH_BUF], *p, line[64];
+	int fd, len, r = 0;
+
+	snprintf(path, sizeof(path), "%s/%s/%s/%s", data_dir,
+	    LAYOUT_PLUGIN_LOGS_DIR, alloc, definition);
+	for (p = path + strlen(data_dir) + 1; (p = strchr(p, '/')) != NULL;
+	    *p++ = '/') {
+		*p = '\0';
+		if (mkdir(path, 0750) < 0 && errno != EEXIST)
+			return -errno;
+	}
+	if (mkdir(path, 0750) < 0 && errno != EEXIST)
+		return -errno;
+	len = snprintf(line, sizeof(line), "%lld %d\n", max_bytes, max_files);
+	strncat(path, "/" ALLOC_LOG_LIMITS, sizeof(path) - strlen(path) - 1);
+	if ((fd = open(path, O_WRONLY | O_CREAT | O_TRUNC | O_NOFOLLOW |
+	    O_NONBLOCK | O_CLOEXEC, 0640)) < 0)
+		return -errno;
+	if (write(fd, line, (size_t)len) != len)
+		r = -EIO;
+	close(fd);
+	return r;
+}
+
 /* from_dir/from into to_dir/to, a regular file only; 0 or -1. */
 static int
 copy_file(int from_dir, const char *from, int to_dir, const char *to)
 {
 	struct stat st;
-	char buf[65536];
+	char buf[65536], id[32];
 	ssize_t r;
 	int in, out, rc = 0;
 
@@ -98,6 +129,9 @@ copy_file(int from_dir, const char *from, int to_dir, const char *to)
 			rc = -1;
 			break;
 		}
+	/* Best effort: without it, a follower starts over (api_logs.c). */
+	snprintf(id, sizeof(id), "%llu", (unsigned long long)st.st_ino);
+	(void)fsetxattr(out, ALLOC_LOG_ID_XATTR, id, strlen(id), 0);
 	if (r < 0 || close(out) < 0)
 		rc = -1;
 	close(in);
@@ -166,52 +200,49 @@ keep_shim(struct allocs *am, const char *alloc, int dst)
 }
 
 /*
- * A privileged plugin's <definition>.stdout and .stderr, into the
- * directory of the task that ran it (its definition's name when the
- * allocation is not known: after a restart); how many.
+ * A privileged plugin's logs, logs/+live/<alloc>/<definition>/, moved
+ * whole (its files keep their identity, for a follower) to the directory
+ * of the task that ran it in dst (its definition's name when the
+ * allocation is not known: after a restart), replacing what an earlier
+ * run kept there; with no dst, removed. How many were moved.
  */
 static int
 keep_plugin(struct allocs *am, const char *alloc, int dst)
 {
 	const struct arun *ar = find_run(am, alloc);
-	const struct alloc_task *t;
-	char path[BERTH_PATH_BUF], prefix[BERTH_IDENT_MAX + 8], *dot;
 	const char *task;
+	char path[BERTH_PATH_BUF];
 	struct dirent *de;
-	int copied = 0, fd, to;
+	int moved = 0, live;
 	size_t i;
 	DIR *d;
 
-	snprintf(path, sizeof(path), "%s/%s/%s", am->d.data_dir,
-	    LAYOUT_PLUGIN_SOCKETS_DIR, alloc);
-	if ((d = opendir(path)) == NULL)
+	snprintf(path, sizeof(path), "%s/%s", am->d.data_dir,
+	    LAYOUT_PLUGIN_LOGS_DIR);
+	if ((live = open(path, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
+	    O_CLOEXEC)) < 0)
 		return 0;
-	while ((de = readdir(d)) != NULL) {
-		if ((dot = strrchr(de->d_name, '.')) == NULL || strcmp(dot,
-		    ".stdout") != 0 || (size_t)(dot - de->d_name) >=
-		    sizeof(prefix))
+	snprintf(path, sizeof(path), "%s/%s/%s", am->d.data_dir,
+	    LAYOUT_PLUGIN_LOGS_DIR, alloc);
+	for (d = dst >= 0 ? opendir(path) : NULL; d != NULL &&
+	    (de = readdir(d)) != NULL;) {
+		if (ident_problem(de->d_name, strlen(de->d_name)) != NULL)
 			continue;
-		snprintf(prefix, sizeof(prefix), "%.*s", (int)(dot -
-		    de->d_name), de->d_name);
-		if (ident_problem(prefix, strlen(prefix)) != NULL)
-			continue;
-		task = prefix;
-		for (i = 0; ar != NULL && i < ar->doc->ntasks; i++) {
-			t = &ar->doc->tasks[i];
-			if (t->driver == ALLOC_DRIVER_PRIVILEGED &&
-			    strcmp(t->plugin, prefix) == 0)
-				task = t->name;
-		}
-		if ((to = subdir(dst, task)) < 0)
-			continue;
-		fd = dirfd(d);
-		copied += copy_stream(fd, de->d_name, to, ALLOC_LOG_STDOUT);
-		snprintf(path, sizeof(path), "%s.stderr", prefix);
-		copied += copy_stream(fd, path, to, ALLOC_LOG_STDERR);
-		close(to);
+		task = de->d_name;
+		for (i = 0; ar != NULL && i < ar->doc->ntasks; i++)
+			if (ar->doc->tasks[i].driver ==
+			    ALLOC_DRIVER_PRIVILEGED && strcmp(ar->doc->tasks[i].
+			    plugin, de->d_name) == 0)
+				task = ar->doc->tasks[i].name;
+		files_remove_tree(dst, task, 0);
+		if (renameat(dirfd(d), de->d_name, dst, task) == 0)
+			moved++;
 	}
-	closedir(d);
-	return copied;
+	if (d != NULL)
+		closedir(d);
+	files_remove_tree(live, alloc, 0);
+	close(live);
+	return moved;
 }
 
 void
@@ -219,9 +250,12 @@ logs_keep(struct allocs *am, const char *alloc)
 {
 	int logs, dst, copied;
 
-	if (am->d.log_retention_ms <= 0 || ident_problem(alloc,
-	    strlen(alloc)) != NULL)
+	if (ident_problem(alloc, strlen(alloc)) != NULL)
 		return;
+	if (am->d.log_retention_ms <= 0) {
+		keep_plugin(am, alloc, -1);
+		return;
+	}
 	if ((logs = open(am->logs_dir, O_RDONLY | O_DIRECTORY | O_NOFOLLOW |
 	    O_CLOEXEC)) < 0 || (dst = subdir(logs, alloc)) < 0) {
 		log_warn("alloc %s: its tasks' logs are not kept: %s", alloc,
@@ -254,7 +288,8 @@ logs_sweep(struct allocs *am)
 		return;
 	clock_gettime(CLOCK_REALTIME, &now);
 	while ((de = readdir(d)) != NULL) {
-		if (de->d_name[0] == '.' || fstatat(dirfd(d), de->d_name, &st,
+		if (ident_problem(de->d_name, strlen(de->d_name)) != NULL ||
+		    fstatat(dirfd(d), de->d_name, &st,
 		    AT_SYMLINK_NOFOLLOW) < 0 || !S_ISDIR(st.st_mode))
 			continue;
 		age_ms = (int64_t)(now.tv_sec - st.st_mtim.tv_sec) * 1000 +

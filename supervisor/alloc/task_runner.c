@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "cgroup.h"
+#include "alloc_logs.h"
 #include "drivermgr.h"
 #include "duration.h"
 #include "events.h"
@@ -557,6 +558,7 @@ launch(struct trun *tr)
 	struct task_spec spec = { 0 };
 	char dir[4096], rel[512], type[16], **args = NULL;
 	size_t i;
+	int r;
 
 	spec.alloc = tr->a->id;
 	spec.task = tr->t->name;
@@ -589,6 +591,12 @@ launch(struct trun *tr)
 	if (tr->t->driver != ALLOC_DRIVER_EXEC) {
 		spec.kind = TASKDRV_PRIVILEGED;
 		spec.definition = tr->t->plugin;
+		/* Its log writer's limits: the "logs" block, as a shim's. */
+		if ((r = logs_plugin_limits(tr->d->data_dir, tr->a->id,
+		    tr->t->plugin, (long long)tr->t->log_max_file_mb << 20,
+		    tr->t->log_max_files)) < 0)
+			tr_warning(tr, "LogLimits", "its logs keep berth-shim's "
+			    "default limits: %s", strerror(-r));
 	}
 	tr->state = TR_STARTING;
 	tr->proc = tr->d->driver->start(tr->d->driver_ctx, &spec, on_started,

@@ -935,12 +935,6 @@ static const struct field logs_fields[] = {
 static void
 task_logs(struct walk *w, json_t *v, void *dst)
 {
-	/* The mounter, not a shim, keeps a privileged plugin's output. */
-	if (w->driver == ALLOC_DRIVER_PRIVILEGED) {
-		problem(w, "is not allowed with the \"privileged\" driver; "
-		    "remove it");
-		return;
-	}
 	if (object_of(w, v))
 		walk_fields(w, v, logs_fields, NFIELDS(logs_fields), dst);
 }

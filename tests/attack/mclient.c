@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <signal.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -128,6 +129,22 @@ drain(evutil_socket_t fd, short ev, void *arg)
 	proc_drain(&c->proc);
 }
 
+/*
+ * logs/, as the supervisor makes it: a root plugin's log writer runs as
+ * berth's user (the mounter's --peer-user), else as the peer.
+ */
+static void
+logs_dir(struct mclient *c)
+{
+	struct passwd *pw = getpwnam("berth");
+	char path[600];
+
+	snprintf(path, sizeof(path), "%s/logs", c->data);
+	ck_assert_int_eq(mkdir(path, 0700), 0);
+	ck_assert_int_eq(chown(path, pw != NULL ? pw->pw_uid : c->peer,
+	    pw != NULL ? pw->pw_gid : c->peer), 0);
+}
+
 static void
 spawn(struct mclient *c)
 {
@@ -149,6 +166,9 @@ spawn(struct mclient *c)
 	argv[n++] = c->data;
 	argv[n++] = "--run-dir";
 	argv[n++] = c->run;
+	/* A root plugin's log writer; a test's own --shim comes later. */
+	argv[n++] = "--shim";
+	argv[n++] = (char *)harness_bin("berth-shim");
 	if (c->plugins != NULL) {
 		argv[n++] = "--plugins-dir";
 		argv[n++] = c->plugins;
@@ -188,6 +208,7 @@ mc_start_opts(struct mclient *c, const char *plugins,
 	c->data = harness_tmpdir("data");
 	c->run = harness_tmpdir("run");
 	c->plugins = plugins ? strdup(plugins) : NULL;
+	logs_dir(c);
 	spawn(c);
 }
 

@@ -3,10 +3,12 @@
  * plugins and answers its peer, each against the real binary, as root in
  * private mount (and, for the hostname, UTS) namespaces:
  *
- * - a compromised supervisor plants a FIFO (with and without a reader),
- *   a symlink, a hard link, another user's file or a bind of a device
- *   where a plugin's log goes: StartPlugin is refused at once, never
- *   blocked, and the mounter still answers;
+ * - a compromised supervisor plants a FIFO (with and without a reader)
+ *   or a symlink to root's file where a plugin's log writer (berth's
+ *   user) writes: the plugin starts at once, nothing blocks, the FIFO's
+ *   reader and root's file get nothing; a symlink from the writer's
+ *   directory to root's socket directory: the writer cannot write there
+ *   and the plugin is refused, at once;
  * - a compromised privileged plugin sets the hostname and tries to setns
  *   into the host's UTS namespace: the host's hostname is unchanged (and
  *   it is changed when root's definition says "hostns uts", which shows
@@ -207,51 +209,83 @@ start_quickly(void)
 	return code;
 }
 
-START_TEST(fifo_symlink_link_or_device_at_a_plugin_log)
+/* path's size and mode, or -1 when it is not there. */
+static long long
+size_mode(const char *path, mode_t *mode)
 {
-	char log[1024], other[1024];
-	int reader, fd;
+	struct stat st;
+
+	if (lstat(path, &st) < 0)
+		return -1;
+	*mode = st.st_mode;
+	return st.st_size;
+}
+
+/* Made by berth's user, who owns logs/ (mclient.c), as it could. */
+static void
+plant(const char *path)
+{
+	struct stat st;
+
+	ck_assert_int_eq(stat(mc_path(&c, "logs"), &st), 0);
+	ck_assert_int_eq(lchown(path, st.st_uid, st.st_gid), 0);
+}
+
+START_TEST(fifo_symlink_or_root_dir_where_a_plugin_logs)
+{
+	char dir[700], log[1024], victim[1024], sockdir[700];
+	mode_t mode;
+	int reader;
 
 	setup();
-	snprintf(log, sizeof(log), "%s", mc_path(&c, "csi/plugins/" A
-	    "/csi.stdout"));
-	/* A FIFO nobody reads: open() would block for ever. */
+	/* What berth's user can plant where the writer, as berth's user,
+	 * writes: logs/+live/<alloc>/<definition>/. */
+	snprintf(dir, sizeof(dir), "%s", mc_path(&c, "logs/+live/" A "/csi"));
+	ck_assert_int_eq(mkdir(mc_path(&c, "logs/+live"), 0750), 0);
+	plant(mc_path(&c, "logs/+live"));
+	ck_assert_int_eq(mkdir(mc_path(&c, "logs/+live/" A), 0750), 0);
+	plant(mc_path(&c, "logs/+live/" A));
+	ck_assert_int_eq(mkdir(dir, 0750), 0);
+	plant(dir);
+	snprintf(log, sizeof(log), "%s/stdout.log", dir);
+	/* A FIFO nobody reads: the writer's open() would block for ever. */
 	ck_assert_int_eq(mkfifo(log, 0666), 0);
-	ck_assert_int_eq(start_quickly(), PERM);
+	plant(log);
+	ck_assert_int_eq(start_quickly(), 0);
 	ck_assert_int_eq(ping(), 0);
-	/* A FIFO with a reader: it opens, and is refused as no file. */
+	/* A FIFO with a reader: it opens, is no file, and gets nothing. */
 	ck_assert_int_ge(reader = open(log, O_RDONLY | O_NONBLOCK), 0);
-	ck_assert_int_eq(start_quickly(), PERM);
+	ck_assert_int_eq(start_quickly(), 0);
+	ck_assert_int_le(read(reader, victim, 1), 0);
 	close(reader);
 	unlink(log);
-	/* A symlink to a file elsewhere. */
-	snprintf(other, sizeof(other), "%s", mc_path(&c, "csi/plugins/" A
-	    "/victim"));
-	harness_write(other, "");
-	ck_assert_int_eq(symlink(other, log), 0);
-	ck_assert_int_eq(start_quickly(), PERM);
-	unlink(log);
-	/* A hard link to another file (root's here; any user's alike). */
-	ck_assert_int_eq(link(other, log), 0);
-	ck_assert_int_eq(start_quickly(), PERM);
-	unlink(log);
-	/* Another user's file. */
-	harness_write(log, "");
-	ck_assert_int_eq(chown(log, 1000, 1000), 0);
-	ck_assert_int_eq(start_quickly(), PERM);
-	unlink(log);
-	/* A bind of a device over the log's name (a plugin could). */
-	harness_write(log, "");
-	ck_assert_int_eq(mount("/dev/null", log, NULL, MS_BIND, NULL), 0);
-	ck_assert_int_eq(start_quickly(), PERM);
-	ck_assert_int_eq(umount2(log, MNT_DETACH), 0);
-	/* The victim got nothing; a plain log works. */
-	ck_assert_int_ge(fd = open(other, O_RDONLY), 0);
-	ck_assert_int_eq(read(fd, log, 1), 0);
-	close(fd);
-	unlink(other);
-	unlink(log);
+	/* A symlink to root's file: not followed, and not berth's to write. */
+	snprintf(victim, sizeof(victim), "%s", mc_path(&c, "victim"));
+	harness_write(victim, "");
+	ck_assert_int_eq(chmod(victim, 0600), 0);
+	ck_assert_int_eq(symlink(victim, log), 0);
+	plant(log);
 	ck_assert_int_eq(start_quickly(), 0);
+	ck_assert_int_eq(size_mode(victim, &mode), 0);
+	unlink(log);
+	/* The directory a symlink to root's socket directory: the writer,
+	 * as berth's user, cannot write there; the plugin is not started. */
+	harness_rmtree(dir);
+	snprintf(sockdir, sizeof(sockdir), "%s", mc_path(&c, "csi/plugins/"
+	    A));
+	ck_assert_int_eq(symlink(sockdir, dir), 0);
+	plant(dir);
+	ck_assert_int_ne(start_quickly(), 0);
+	ck_assert_int_eq(ping(), 0);
+	snprintf(log, sizeof(log), "%s/stdout.log", sockdir);
+	ck_assert_int_eq(size_mode(log, &mode), -1);
+	unlink(dir);
+	/* Nothing planted: the writer makes a regular file of berth's. */
+	ck_assert_int_eq(start_quickly(), 0);
+	snprintf(log, sizeof(log), "%s/stdout.log", dir);
+	ck_assert_int_ge(size_mode(log, &mode), 0);
+	ck_assert(S_ISREG(mode));
+	unlink(victim);
 	teardown();
 }
 END_TEST
@@ -513,7 +547,7 @@ main(void)
 	mc_host_mounts_before();
 	tcase_set_timeout(tc, 120);
 	tcase_add_unchecked_fixture(tc, fixture_init, fixture_cleanup);
-	tcase_add_test(tc, fifo_symlink_link_or_device_at_a_plugin_log);
+	tcase_add_test(tc, fifo_symlink_or_root_dir_where_a_plugin_logs);
 	tcase_add_test(tc, confined_plugin_sets_the_hostname_or_enters_the_hosts);
 	tcase_add_test(tc, flood_without_reading_a_reply);
 	return harness_run_attacks("attack_launcher", tc, mc_host_mounts_gained);

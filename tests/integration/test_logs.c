@@ -7,8 +7,13 @@
  * allocation stops and across a supervisor restart, and are gone, from
  * the API and the disk, once log_retention has passed; so are those of
  * the same plugin run as a privileged task, by the mounter. Bad requests
- * get JSON errors.
+ * get JSON errors. A privileged plugin that writes more than its "logs"
+ * block allows leaves that many files, rotated by its log writer (as
+ * berth's user, with no capability, ended with the plugin); berthctl
+ * reads them oldest first, and follows across a rotation without losing
+ * or repeating a line; a plugin whose writer died does not block.
  */
+#include <dirent.h>
 #include <fcntl.h>
 #include <signal.h>
 #include <stdio.h>
@@ -41,10 +46,10 @@ logs_hold(struct berth *b, const char *alloc, const char *task,
 	    task, err ? " --stderr" : "", rc, want, out);
 }
 
-/* berthctl alloc logs ... -f in the background, stdout into file. */
+/* berthctl alloc logs ... [-f] in the background, stdout into file. */
 static pid_t
-follow(struct berth *b, const char *alloc, const char *task,
-    const char *file)
+ctl_logs(struct berth *b, const char *alloc, const char *task,
+    const char *file, bool f)
 {
 	pid_t pid;
 	int fd;
@@ -56,11 +61,18 @@ follow(struct berth *b, const char *alloc, const char *task,
 		    dup2(fd, 1) < 0)
 			_exit(127);
 		execl(harness_bin("berthctl"), "berthctl", "alloc", "logs",
-		    alloc, task, "-f", (char *)NULL);
+		    alloc, task, f ? "-f" : (char *)NULL, (char *)NULL);
 		_exit(127);
 	}
 	harness_track_pid(pid);
 	return pid;
+}
+
+static pid_t
+follow(struct berth *b, const char *alloc, const char *task,
+    const char *file)
+{
+	return ctl_logs(b, alloc, task, file, true);
 }
 
 /* Its exit status, within ms; fails (and kills it) otherwise. */
@@ -130,6 +142,18 @@ START_TEST(a_running_task_is_read_and_followed)
 	    "13");
 	ck_assert_str_eq(http_header(&r, "X-Berth-Log-Running", v, sizeof(v)),
 	    "0");
+	ck_assert_str_eq(http_header(&r, "X-Berth-Log-Current", v, sizeof(v)),
+	    "1");
+	http_response_free(&r);
+	/* A file no longer there (inode 1 is no log): the oldest kept, from
+	 * its start, and the reader is told. */
+	ck_assert_int_eq(http_request(b.sock, "GET", "/v1/allocation/talk/"
+	    "logs?task=t&file=1&offset=6", NULL, 0, 5000, &r, why,
+	    sizeof(why)), 0);
+	ck_assert_int_eq(r.status, 200);
+	ck_assert_str_eq(r.body, "first\nsecond\n");
+	ck_assert_str_eq(http_header(&r, "X-Berth-Log-Lost", v, sizeof(v)),
+	    "1");
 	http_response_free(&r);
 	/* Bad requests: JSON errors. */
 	ck_assert_int_eq(http_request(b.sock, "GET", "/v1/allocation/talk/"
@@ -148,6 +172,10 @@ START_TEST(a_running_task_is_read_and_followed)
 	    sizeof(why)), 0);
 	ck_assert_int_eq(r.status, 400);
 	http_response_free(&r);
+	ck_assert_int_eq(http_request(b.sock, "GET", "/v1/allocation/talk/"
+	    "logs?task=t&file=x", NULL, 0, 5000, &r, why, sizeof(why)), 0);
+	ck_assert_int_eq(r.status, 400);
+	http_response_free(&r);
 	/* berthctl checks the task's name before any request. */
 	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "alloc", "logs", "talk",
 	    "a/b", NULL), 2);
@@ -157,11 +185,28 @@ START_TEST(a_running_task_is_read_and_followed)
 }
 END_TEST
 
+/* GET the plugin's stderr (from file, when not NULL, and offset). */
+static void
+get_stderr(struct berth *b, const char *alloc, const char *file,
+    long long offset, struct http_response *r)
+{
+	char path[300], why[600];
+
+	snprintf(path, sizeof(path), "/v1/allocation/%s/logs?task=plugin&"
+	    "stream=stderr&offset=%lld%s%s", alloc, offset, file ? "&file=" :
+	    "", file ? file : "");
+	ck_assert_int_eq(http_request(b->sock, "GET", path, NULL, 0, 5000, r,
+	    why, sizeof(why)), 0);
+	ck_assert_int_eq(r->status, 200);
+}
+
 START_TEST(a_crashed_plugin_is_read_then_expires)
 {
 	struct berth b;
 	struct stat st;
-	char text[2048], out[8192], path[700];
+	struct http_response r;
+	char text[2048], out[8192], path[700], file[32], v[32];
+	long long next;
 	int i;
 
 	berth_config(&b, "1s", ", \"log_retention\": \"10s\"");
@@ -179,11 +224,31 @@ START_TEST(a_crashed_plugin_is_read_then_expires)
 	wait_alloc(&b, "crashy", "failed", 20000);
 	logs_hold(&b, "crashy", "plugin", true, "exiting in NodeGetInfo", out,
 	    sizeof(out));
+	/* Where a reader got to in the file the shim wrote. */
+	get_stderr(&b, "crashy", NULL, 0, &r);
+	ck_assert_ptr_nonnull(http_header(&r, "X-Berth-Log-File", file,
+	    sizeof(file)));
+	next = atoll(http_header(&r, "X-Berth-Log-Next", v, sizeof(v)));
+	ck_assert_int_gt(next, 0);
+	http_response_free(&r);
 	/* Stopped: its logs are kept, and outlive a supervisor restart. */
 	remove_alloc(&b, "crashy.json");
 	wait_alloc(&b, "crashy", NULL, 10000);
 	logs_hold(&b, "crashy", "plugin", true, "exiting in NodeGetInfo", out,
 	    sizeof(out));
+	/* The kept copy is the same file to that reader: it goes on where
+	 * it was, neither lost nor starting over. */
+	get_stderr(&b, "crashy", file, next, &r);
+	ck_assert_uint_eq(r.len, 0);
+	ck_assert_str_eq(http_header(&r, "X-Berth-Log-File", v, sizeof(v)),
+	    file);
+	ck_assert_ptr_null(http_header(&r, "X-Berth-Log-Lost", v, sizeof(v)));
+	http_response_free(&r);
+	get_stderr(&b, "crashy", file, 0, &r);
+	ck_assert_ptr_nonnull(strstr(r.body, "exiting in NodeGetInfo"));
+	ck_assert_int_eq(atoll(http_header(&r, "X-Berth-Log-Next", v,
+	    sizeof(v))), next);
+	http_response_free(&r);
 	snprintf(path, sizeof(path), "%s/data/logs/crashy", b.dir);
 	ck_assert_int_eq(stat(path, &st), 0);
 	berth_kill(&b);
@@ -247,6 +312,236 @@ START_TEST(a_crashed_privileged_plugin_is_read_and_kept)
 }
 END_TEST
 
+static long long
+size_of(const char *path)
+{
+	struct stat st;
+
+	return stat(path, &st) == 0 ? (long long)st.st_size : -1;
+}
+
+/* Wait until path is at least size bytes long; fails otherwise. */
+static void
+wait_size(const char *path, long long size, int ms)
+{
+	int i;
+
+	for (i = 0; i < ms / 50 && size_of(path) < size; i++)
+		usleep(50000);
+	ck_assert_msg(size_of(path) >= size, "%s: %lld bytes, not %lld",
+	    path, size_of(path), size);
+}
+
+/* Lines first..last of "%07d\n" are exactly what file holds. */
+static void
+holds_lines(const char *file, int first, int last)
+{
+	size_t n = (size_t)(last - first + 1) * 8, i;
+	char *want = malloc(n + 1), *got = malloc(n + 2);
+	FILE *f = fopen(file, "r");
+
+	ck_assert_ptr_nonnull(want);
+	ck_assert_ptr_nonnull(got);
+	ck_assert_ptr_nonnull(f);
+	for (i = 0; i < n / 8; i++)
+		snprintf(want + i * 8, 9, "%07d\n", first + (int)i);
+	i = fread(got, 1, n + 2, f);
+	fclose(f);
+	ck_assert_msg(i == n && memcmp(got, want, n) == 0, "%s: %zu bytes, "
+	    "not lines %d..%d (%zu bytes); it starts \"%.16s\"", file, i,
+	    first, last, n, got);
+	free(want);
+	free(got);
+}
+
+/* The pid of berth-shim -L writing under dir (a path it was given); 0. */
+static pid_t
+writer_of(const char *dir)
+{
+	char path[300], buf[1024];
+	struct dirent *de;
+	pid_t pid = 0;
+	ssize_t n, i;
+	DIR *d;
+	int fd;
+
+	ck_assert_ptr_nonnull(d = opendir("/proc"));
+	while (pid == 0 && (de = readdir(d)) != NULL) {
+		snprintf(path, sizeof(path), "/proc/%s/cmdline", de->d_name);
+		if (de->d_name[0] < '1' || de->d_name[0] > '9' ||
+		    (fd = open(path, O_RDONLY)) < 0)
+			continue;
+		n = read(fd, buf, sizeof(buf) - 1);
+		close(fd);
+		for (i = 0; i < n; i++)
+			if (buf[i] == '\0')
+				buf[i] = ' ';
+		buf[n > 0 ? n : 0] = '\0';
+		if (strstr(buf, "berth-shim -L -d ") == buf &&
+		    strstr(buf, dir) != NULL)
+			pid = atoi(de->d_name);
+	}
+	closedir(d);
+	return pid;
+}
+
+/* A /proc/<pid>/status line's value, as text. */
+static void
+status_of(pid_t pid, const char *key, char *out, size_t n)
+{
+	char path[64], line[256];
+	FILE *f;
+
+	snprintf(path, sizeof(path), "/proc/%ld/status", (long)pid);
+	ck_assert_ptr_nonnull(f = fopen(path, "r"));
+	out[0] = '\0';
+	while (fgets(line, sizeof(line), f) != NULL)
+		if (strncmp(line, key, strlen(key)) == 0)
+			snprintf(out, n, "%s", line + strlen(key));
+	fclose(f);
+}
+
+/*
+ * A privileged plugin (a shell, defined by root) writes 8-byte lines:
+ * 300,000 (2.4 MB), then, once told, 200,000 more, through a log writer
+ * kept to three files of 1 MiB by the task's "logs" block.
+ */
+START_TEST(a_privileged_plugins_logs_rotate_and_are_read_across)
+{
+	char extra[600], path[1024], text[2048], live[700];
+	char *defs = harness_tmpdir("rotdefs"), v[256];
+	struct berth b;
+	pid_t f, w;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/talky.sh", defs);
+	snprintf(text, sizeof(text), "seq -f %%07g 1 300000\n"
+	    "while [ ! -e %s/go ]; do sleep 0.05; done\n"
+	    "seq -f %%07g 300001 500000\n"
+	    "while [ ! -e %s/go2 ]; do sleep 0.05; done\n"
+	    "seq 1 2000000\ntouch %s/done\nexec sleep 1000\n", defs, defs,
+	    defs);
+	harness_write(path, text);
+	snprintf(text, sizeof(text), "exec /bin/sh\narg %s\n", path);
+	snprintf(path, sizeof(path), "%s/talky.conf", defs);
+	harness_write(path, text);
+	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\", "
+	    "\"log_retention\": \"60s\"", defs);
+	berth_config(&b, "1s", extra);
+	berth_start(&b);
+	berth_alloc(&b, "rot.json", "{\"id\": \"rot\", \"tasks\": [{"
+	    "\"name\": \"node\", \"driver\": \"privileged\", \"config\": "
+	    "{\"plugin\": \"talky\"}, \"csi_plugin\": {\"id\": \"tk\", "
+	    "\"type\": \"node\", \"health_timeout\": \"120s\"}, "
+	    "\"logs\": {\"max_files\": 3, \"max_file_size\": 1}, "
+	    "\"kill_timeout\": \"1s\", \"restart\": {\"attempts\": 0}}]}");
+	/* 2,400,000 bytes: two full files and the current one. */
+	snprintf(live, sizeof(live), "%s/data/logs/+live/rot/talky", b.dir);
+	snprintf(path, sizeof(path), "%s/stdout.log.2", live);
+	wait_size(path, 1048576, 20000);
+	snprintf(path, sizeof(path), "%s/stdout.log", live);
+	wait_size(path, 2400000 - 2 * 1048576, 20000);
+	/* Its writer: berth's user, no capability. */
+	ck_assert_int_gt(w = writer_of("logs/+live/rot/talky"), 0);
+	status_of(w, "Uid:", v, sizeof(v));
+	ck_assert_msg(strtol(v, NULL, 10) != 0, "writer uid: %s", v);
+	status_of(w, "CapEff:", v, sizeof(v));
+	ck_assert_int_eq(strtoull(v, NULL, 16), 0);
+	status_of(w, "CapPrm:", v, sizeof(v));
+	ck_assert_int_eq(strtoull(v, NULL, 16), 0);
+	/* Followed from the oldest file, then across a rotation. */
+	snprintf(path, sizeof(path), "%s/follow.out", b.dir);
+	f = follow(&b, "rot", "node", path);
+	wait_size(path, 2400000, 20000);
+	snprintf(text, sizeof(text), "%s/go", defs);
+	harness_write(text, "");
+	wait_size(path, 4000000, 20000);
+	usleep(600000);		/* two more polls: nothing more comes */
+	kill(f, SIGTERM);
+	waitpid(f, NULL, 0);
+	holds_lines(path, 1, 500000);
+	/* Bounded: 4,000,000 bytes in three files, the oldest dropped. */
+	snprintf(path, sizeof(path), "%s/stdout.log.3", live);
+	ck_assert_int_eq(size_of(path), -1);
+	snprintf(path, sizeof(path), "%s/stdout.log.2", live);
+	ck_assert_int_eq(size_of(path), 1048576);
+	snprintf(path, sizeof(path), "%s/stdout.log.1", live);
+	ck_assert_int_eq(size_of(path), 1048576);
+	snprintf(path, sizeof(path), "%s/stdout.log", live);
+	ck_assert_int_eq(size_of(path), 4000000 - 3 * 1048576);
+	/* A plain read: the rotated files, oldest first, then the current
+	 * one: from line 131,073 (byte 1,048,576) on. */
+	snprintf(path, sizeof(path), "%s/read.out", b.dir);
+	ck_assert_int_eq(wait_exit(ctl_logs(&b, "rot", "node", path, false),
+	    20000), 0);
+	holds_lines(path, 131073, 500000);
+	/* Its writer gone, the plugin's writes fail instead of blocking. */
+	kill(w, SIGKILL);
+	for (i = 0; i < 100 && writer_of("logs/+live/rot/talky") != 0; i++)
+		usleep(50000);
+	snprintf(text, sizeof(text), "%s/go2", defs);
+	harness_write(text, "");
+	snprintf(text, sizeof(text), "%s/done", defs);
+	for (i = 0; i < 200 && size_of(text) < 0; i++)
+		usleep(50000);
+	ck_assert_msg(size_of(text) == 0, "the plugin blocked on its output");
+	/* Stopped: the files are kept whole, under the task's name. */
+	remove_alloc(&b, "rot.json");
+	wait_alloc(&b, "rot", NULL, 20000);
+	ck_assert_int_eq(size_of(live), -1);
+	snprintf(path, sizeof(path), "%s/data/logs/rot/node/stdout.log.2",
+	    b.dir);
+	ck_assert_int_eq(size_of(path), 1048576);
+	snprintf(path, sizeof(path), "%s/read2.out", b.dir);
+	ck_assert_int_eq(wait_exit(ctl_logs(&b, "rot", "node", path, false),
+	    20000), 0);
+	holds_lines(path, 131073, 500000);
+	berth_stop(&b);
+	harness_rmtree(defs);
+	free(defs);
+}
+END_TEST
+
+/* A second plugin ends with its writer: the writer outlives it not. */
+START_TEST(a_privileged_plugins_writer_ends_with_it)
+{
+	char extra[600], path[1024], text[1024];
+	char *defs = harness_tmpdir("wdefs");
+	struct berth b;
+	pid_t w = 0;
+	int i;
+
+	snprintf(path, sizeof(path), "%s/brief.conf", defs);
+	harness_write(path, "exec /bin/sh\narg -c\narg echo said; "
+	    "sleep 2; echo gone >&2\n");
+	snprintf(extra, sizeof(extra), ", \"plugins_dir\": \"%s\"", defs);
+	berth_config(&b, "1s", extra);
+	berth_start(&b);
+	berth_alloc(&b, "brief.json", "{\"id\": \"brief\", \"tasks\": [{"
+	    "\"name\": \"node\", \"driver\": \"privileged\", \"config\": "
+	    "{\"plugin\": \"brief\"}, \"csi_plugin\": {\"id\": \"br\", "
+	    "\"type\": \"node\", \"health_timeout\": \"60s\"}, "
+	    "\"restart\": {\"attempts\": 0}}]}");
+	for (i = 0; i < 200 && (w = writer_of("logs/+live/brief/brief")) == 0;
+	    i++)
+		usleep(50000);
+	ck_assert_int_gt(w, 0);
+	wait_alloc(&b, "brief", "complete", 20000);
+	/* Gone (a zombie has no command line: its reaper may be ours). */
+	for (i = 0; i < 100 && writer_of("logs/+live/brief/brief") != 0; i++)
+		usleep(50000);
+	ck_assert_msg(writer_of("logs/+live/brief/brief") == 0, "the writer "
+	    "outlived its plugin");
+	logs_hold(&b, "brief", "node", true, "gone\n", text, sizeof(text));
+	logs_hold(&b, "brief", "node", false, "said\n", text, sizeof(text));
+	remove_alloc(&b, "brief.json");
+	wait_alloc(&b, "brief", NULL, 10000);
+	berth_stop(&b);
+	harness_rmtree(defs);
+	free(defs);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -256,5 +551,7 @@ main(void)
 	tcase_add_test(tc, a_running_task_is_read_and_followed);
 	tcase_add_test(tc, a_crashed_plugin_is_read_then_expires);
 	tcase_add_test(tc, a_crashed_privileged_plugin_is_read_and_kept);
+	tcase_add_test(tc, a_privileged_plugins_logs_rotate_and_are_read_across);
+	tcase_add_test(tc, a_privileged_plugins_writer_ends_with_it);
 	return harness_run("logs", tc);
 }

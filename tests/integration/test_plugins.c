@@ -582,8 +582,8 @@ START_TEST(restarted_plugin_over_no_leftover_socket)
 	    2);
 	ck_assert_int_eq(task_pids(&b, &second), 2);
 	ck_assert_int_ne(first, second);
-	snprintf(path, sizeof(path), "%s/data/csi/plugins/p/hostpath.stderr",
-	    b.dir);
+	snprintf(path, sizeof(path), "%s/data/logs/+live/p/hostpath/"
+	    "stderr.log", b.dir);
 	read_file(path, log, sizeof(log));
 	ck_assert_msg(strstr(log, "a socket was left") == NULL &&
 	    strstr(log, "start: no socket left") != NULL && strstr(strstr(log,

@@ -431,6 +431,8 @@ END_TEST
 
 START_TEST(env_refusals)
 {
+	struct alloc *a;
+
 	refused(DOC(TASK(",'env':['A=1']"), ""),
 	    "tasks[0].env: must be an object, not an array");
 	refused(DOC(TASK(",'env':{'1A':'x'}"), ""), "tasks[0].env.1A: "
@@ -448,10 +450,12 @@ START_TEST(env_refusals)
 	    "tasks[0].env.A: must be a string, not a number");
 	refused(DOC(TASK(",'env':{'A':'x\\u0000y'}"), ""),
 	    "tasks[0].env.A: contains a NUL byte");
-	refused(DOC("{'name':'t','driver':'privileged','config':{'plugin':"
-	    "'p'},'logs':{'max_files':2},'csi_plugin':{'id':'p','type':"
-	    "'node'}}", ""), "tasks[0].logs: is not allowed with the "
-	    "\"privileged\" driver; remove it");
+	/* A privileged plugin's log writer takes the "logs" block too. */
+	a = parse_ok(DOC("{'name':'t','driver':'privileged','config':{"
+	    "'plugin':'p'},'logs':{'max_files':2},'csi_plugin':{'id':'p',"
+	    "'type':'node'}}", ""));
+	ck_assert_int_eq(a->tasks[0].log_max_files, 2);
+	alloc_free(a);
 	refused(DOC("{'name':'t','driver':'privileged','config':{'plugin':"
 	    "'p'},'env':{'LD_PRELOAD':'/x.so'},'csi_plugin':{'id':'p',"
 	    "'type':'node'}}", ""), "tasks[0].env: is not allowed with the "
