@@ -51,6 +51,7 @@ struct hostpath {
 	bool strict;			/* --strict: as plugins of others */
 	bool expand_offline;		/* --expand-offline: not ONLINE */
 	bool no_mount_group;		/* --no-mount-group: not advertised */
+	bool fuse;			/* --fuse: mounts die with it (fuse.c) */
 
 	/* Mount targets this process created, removed again on undo. */
 	char *created[HOSTPATH_MAX_CREATED];
@@ -102,6 +103,11 @@ optional_fields(const struct hostpath *hp)
 {
 	return !hp->strict && !hp->fault_minimal;
 }
+
+/* fuse.c: --fuse, a stage served by this process; a device it serves. */
+bool fuse_stage(struct hostpath *, int vol, const char *target,
+    struct rpc_reply *);
+bool fuse_ours(dev_t);
 
 /* topology.c */
 void topology_flag(struct hostpath *, char *arg);

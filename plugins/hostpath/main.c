@@ -33,7 +33,7 @@ usage(void)
 	    "    [--fault-minimal] [--fault-slow-probe N:MS]\n"
 	    "    [--fault-slow-reply RPCNAME:MS]\n"
 	    "    [--topology KEY=VALUE] [--max-volumes N]\n"
-	    "    [--no-single-node-multi-writer]\n"
+	    "    [--no-single-node-multi-writer] [--fuse]\n"
 	    "Without --endpoint, CSI_ENDPOINT=unix:///path/csi.sock in the "
 	    "environment\nnames the socket; --strict reads --endpoint only.\n");
 	exit(EX_USAGE);
@@ -103,6 +103,7 @@ enum {
 	OPT_UNKNOWN_CAPS, OPT_EXIT_IN, OPT_MINIMAL, OPT_SLOW_PROBE, OPT_SLOW_REPLY,
 	OPT_ENDPOINT, OPT_STRICT, OPT_TOPOLOGY, OPT_MAX_VOLUMES, OPT_NO_SNMW,
 	OPT_EXPAND_OFFLINE, OPT_NO_MOUNT_GROUP,
+	OPT_FUSE,	/* fuse.c */
 };
 
 static const struct option options[] = {
@@ -127,6 +128,7 @@ static const struct option options[] = {
 	{ "topology", required_argument, NULL, OPT_TOPOLOGY },
 	{ "max-volumes", required_argument, NULL, OPT_MAX_VOLUMES },
 	{ "no-single-node-multi-writer", no_argument, NULL, OPT_NO_SNMW },
+	{ "fuse", no_argument, NULL, OPT_FUSE },		/* fuse.c */
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -230,6 +232,9 @@ main(int argc, char *argv[])
 			break;
 		case OPT_NO_SNMW:
 			hp.no_single_node_multi_writer = true;
+			break;
+		case OPT_FUSE:	/* mounts that die with the plugin (fuse.c) */
+			hp.fuse = true;
 			break;
 		case 'v':
 			verbose++;
