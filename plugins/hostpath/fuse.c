@@ -40,6 +40,10 @@
 #include "hostpath.h"
 #include "log.h"
 
+/* What open(2) took, without the kernel's own bits (openat2 is strict). */
+#define OPEN_FLAGS	(O_ACCMODE | O_APPEND | O_TRUNC | O_EXCL | O_NONBLOCK | \
+	    O_DIRECTORY | O_SYNC | O_DSYNC | O_NOATIME)
+
 struct served {
 	struct fuse *fuse;
 	int vol;			/* the volume's directory, pinned */
@@ -181,7 +185,7 @@ fs_open(const char *path, struct fuse_file_info *fi)
 {
 	int fd;
 
-	if ((fd = tree_open(vol_fd(), rel(path), fi->flags & ~O_CREAT,
+	if ((fd = tree_open(vol_fd(), rel(path), fi->flags & OPEN_FLAGS,
 	    0)) < 0)
 		return fd;
 	fi->fh = (uint64_t)fd;
@@ -193,8 +197,8 @@ fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
 	int fd, r;
 
-	if ((fd = tree_open(vol_fd(), rel(path), fi->flags | O_CREAT,
-	    mode)) < 0)
+	if ((fd = tree_open(vol_fd(), rel(path), (fi->flags & OPEN_FLAGS) |
+	    O_CREAT, mode & 07777)) < 0)
 		return fd;
 	if ((r = own(fd, "")) < 0) {
 		close(fd);
