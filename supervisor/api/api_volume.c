@@ -12,6 +12,7 @@
  *	 "context": {"key": "value"},		(register)
  *	 "secrets": {"stage": "ceph-user", "create": "ceph-admin"},
  *						(or one name for every call)
+ *	 "on_plugin_restart": "remount",	(or "restart_tasks", "none")
  *	 "capacity_min": 1048576,		(create, bytes)
  *	 "parameters": {"key": "value"},	(create)
  *	 "topology_request": {"required": [{"segments": {"zone": "a"}}],
@@ -217,6 +218,10 @@ volume_json(const Berth__VolumeReply *vr, struct volmgr *vm)
 		    (json_int_t)v->capacity_bytes));
 	if (o != NULL)
 		api_set(o, "mount_options", mount_options_json(v));
+	if (o != NULL)
+		api_set(o, "on_plugin_restart", api_pack("s",
+		    v->on_plugin_restart != NULL && v->on_plugin_restart[0] !=
+		    '\0' ? v->on_plugin_restart : "remount"));
 	if (o != NULL && v->n_secrets > 0)
 		api_set(o, "secrets", secrets_json(v));
 	if (o != NULL)
@@ -424,6 +429,7 @@ put_volume(struct api_call *c, bool create)
 	s.access = as->vol.access_mode;
 	s.attachment = as->vol.attachment_mode;
 	s.fs_type = as->vol.fs_type;
+	s.on_plugin_restart = as->on_plugin_restart;
 	s.flags = as->vol.mount_flags;
 	s.nflags = as->vol.nflags;
 	s.capacity_min = as->capacity_min;
