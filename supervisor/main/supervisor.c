@@ -85,6 +85,12 @@ node_plugin_type(void *ctx, const char *alloc, const char *plugin)
 }
 
 /* What the volume manager uses: the helpers, the plugins, the allocs. */
+static void
+node_up(void *volmgr, const char *plugin)
+{
+	volmgr_plugin_up(volmgr, plugin);
+}
+
 static const struct volmgr_deps *
 make_volmgr_deps(struct supervisor *sv, struct volmgr_deps *d)
 {
@@ -828,6 +834,8 @@ unprivileged:
 	    (sv.volmgr = volmgr_new(make_volmgr_deps(&sv, &vd))) == NULL ||
 	    (sv.allocs = make_allocs(&sv)) == NULL)
 		fatalx("main: cannot set up the plugin managers");
+	/* Mounts that died with a node plugin (volmgr_recover.c). */
+	csimgr_on_node_up(sv.csimgr, node_up, sv.volmgr);
 	if ((sv.api = api_new(make_api_deps(&sv, &ad), api_fd,
 	    api_group)) == NULL)
 		fatalx("main: cannot serve the API");

@@ -153,6 +153,9 @@ unit_step(struct unit *u, const struct vreply *r)
 	case U_EXPAND:
 		expand_step(u, r);
 		break;
+	case U_RECOVER:
+		recover_step(u, r);
+		break;
 	}
 }
 
@@ -284,6 +287,7 @@ volmgr_new(const struct volmgr_deps *d)
 	TAILQ_INIT(&vm->units);
 	TAILQ_INIT(&vm->waiting);
 	TAILQ_INIT(&vm->stats);
+	TAILQ_INIT(&vm->recoveries);
 	return vm;
 }
 
@@ -346,6 +350,7 @@ volmgr_free(struct volmgr *vm)
 	while ((p = TAILQ_FIRST(&vm->pubs)) != NULL)
 		pub_free(vm, p);
 	stats_free(vm);
+	recover_free(vm);
 	/* Calls still out come back to call_back(), which frees it. */
 	vm->dying = true;
 	if (vm->inflight == 0) {
@@ -402,6 +407,16 @@ operator_job(struct volmgr *vm, enum unit_kind kind,
 	j->single = u;
 	/* Not queued behind the records: operator units need none. */
 	pump(vm);
+}
+
+struct job *
+recover_job(struct volmgr *vm, struct vpub *p, volmgr_cb cb, void *arg)
+{
+	struct job *j = job_new(vm, p->alloc, NULL, false, cb, arg);
+
+	j->single = unit_new(j, U_RECOVER, p->ns, p->vol);
+	j->single->pub = p;
+	return j;
 }
 
 void
