@@ -84,6 +84,15 @@ node_plugin_type(void *ctx, const char *alloc, const char *plugin)
 	    allocs_node_plugin_type(sv->allocs, alloc, plugin) : NULL;
 }
 
+static void
+restart_tasks(void *ctx, const char *alloc, const char *why)
+{
+	struct supervisor *sv = ctx;
+
+	if (sv->allocs != NULL)
+		allocs_restart_tasks(sv->allocs, alloc, why);
+}
+
 /* What the volume manager uses: the helpers, the plugins, the allocs. */
 static void
 node_up(void *volmgr, const char *plugin)
@@ -99,7 +108,8 @@ make_volmgr_deps(struct supervisor *sv, struct volmgr_deps *d)
 	    .data_dir = sv->cfg.data_dir, .secrets_dir = sv->cfg.secrets_dir,
 	    .find_plugin = volmgr_csimgr_find,
 	    .plugins_ctx = sv->csimgr, .node_plugin_type = node_plugin_type,
-	    .allocs_ctx = sv, .events = sv->events,
+	    .allocs_ctx = sv, .restart_tasks = restart_tasks,
+	    .events = sv->events,
 	    .stats_interval_ms = sv->cfg.volume_stats_interval_ms };
 	return d;
 }

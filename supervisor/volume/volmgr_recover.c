@@ -14,15 +14,18 @@
  * all by the deadline (the child is then killed), is stale.
  *
  * What happens to a stale volume is its on_plugin_restart:
- * - "remount" (the default: it repairs without restarting anything, and
- *   a plugin whose mounts survive it is never stale): each task's bind
- *   of it is unbound (UnbindVolume), the dead target and staging path
- *   are unpublished and unstaged through the new instance (which must
- *   take a dead mount for a mount, as CSI's corrupted-mount handling
- *   does), and the alloc's volumes are set up again by the ordinary
- *   mount job: stage, publish, and a fresh bind (BindVolume) in place;
- * - "restart_tasks": the same, then the allocs' tasks are restarted
- *   (deps.restart_tasks), for workloads that hold files open;
+ * - "remount": each task's bind of it is unbound (UnbindVolume), the
+ *   dead target and staging path are unpublished and unstaged through
+ *   the new instance (which must take a dead mount for a mount, as
+ *   CSI's corrupted-mount handling does), and the alloc's volumes are
+ *   set up again by the ordinary mount job: stage, publish, and a fresh
+ *   bind (BindVolume) in the alloc's directory. A running task's sandbox
+ *   keeps its own copy of the old bind (the template's {task_dir} bind
+ *   receives no mount propagation; the unbind's rmdir detaches that
+ *   copy), so the task sees the fresh bind only once restarted;
+ * - "restart_tasks" (the default, because with berth's sandbox only a
+ *   restarted task sees the fresh bind): the same, then the alloc's
+ *   tasks are restarted (deps.restart_tasks);
  * - "none": nothing, but an event says the volume is stale.
  * Each is an event: VolumeRemounted, VolumeTasksRestarted, VolumeStale,
  * VolumeRecoveryFailed.
@@ -259,7 +262,8 @@ static const char *
 policy_of(const Berth__Volume *v)
 {
 	return v == NULL || v->on_plugin_restart == NULL ||
-	    v->on_plugin_restart[0] == '\0' ? "remount" : v->on_plugin_restart;
+	    v->on_plugin_restart[0] == '\0' ? "restart_tasks" :
+	    v->on_plugin_restart;
 }
 
 /* The next stale pub's turn: its unit (remount, restart_tasks), or its
@@ -364,8 +368,6 @@ act_next(struct recovery *rc)
 {
 	struct volmgr *vm = rc->vm;
 	struct rstep *s;
-	struct job *j;
-	struct unit *u;
 	struct vpub *p;
 
 	while (rc->next < rc->n) {
@@ -392,9 +394,7 @@ act_next(struct recovery *rc)
 		s = xcalloc(1, sizeof(*s));
 		s->rc = rc;
 		s->i = rc->next - 1;
-		j = recover_job(vm, p, on_recover_unit, s);
-		(void)u;
-		volmgr_job_go(j);
+		volmgr_job_go(recover_job(vm, p, on_recover_unit, s));
 		return;
 	}
 	if (remount_next(rc))
@@ -592,8 +592,8 @@ recover_policy(struct vpub *p, const Berth__Volume *v)
 	const char *s = policy_of(v);
 
 	p->on_restart = strcmp(s, "none") == 0 ? RECOVER_NONE :
-	    strcmp(s, "restart_tasks") == 0 ? RECOVER_RESTART_TASKS :
-	    RECOVER_REMOUNT;
+	    strcmp(s, "remount") == 0 ? RECOVER_REMOUNT :
+	    RECOVER_RESTART_TASKS;
 }
 
 void

@@ -4,10 +4,12 @@
  * are served by the plugin process and die with it). A writer and a
  * reader task each use a volume; the plugin is killed with SIGKILL and
  * berth restarts it; then each volume's on_plugin_restart decides:
- * "remount" gives the tasks their data back without restarting them
- * (their pids stay), "restart_tasks" restarts them, "none" leaves them,
- * and an event says which. Nothing of berth's is left mounted, even when
- * a check fails (the mount namespace is the test's own).
+ * "restart_tasks" (the default) remounts it and restarts the tasks,
+ * which read and write again; "remount" stages, publishes and binds it
+ * again without restarting them (the fresh bind works from the host;
+ * their sandboxes keep their copy of the old one); "none" leaves them,
+ * and an event says so. Nothing of berth's is left mounted afterwards
+ * (and when a check fails, the test's mount namespace goes with it).
  */
 #include <dirent.h>
 #include <errno.h>
@@ -295,6 +297,67 @@ START_TEST(none_leaves_the_tasks_and_says_so)
 }
 END_TEST
 
+/*
+ * remount: each volume staged, published and bound again in the alloc's
+ * directory, and no task restarted; the fresh bind works (written
+ * through from here, it reaches the volume). The running task's sandbox
+ * keeps its copy of the old bind, so it is not asked to read again.
+ */
+START_TEST(remount_binds_again_without_restarting)
+{
+	char path[1024];
+	struct berth b;
+
+	kill_under_tasks(&b, "remount");
+	wait_event(&b, "VolumeRemounted", NULL, "default/w", 20000);
+	wait_event(&b, "VolumeRemounted", NULL, "default/r", 20000);
+	ck_assert_int_eq(count_events(&b, "Started", "writer/t", NULL), 0);
+	ck_assert_int_eq(count_events(&b, "Started", "reader/t", NULL), 0);
+	ck_assert_int_eq(count_events(&b, "VolumeRecoveryFailed", NULL, NULL),
+	    0);
+	ck_assert_int_eq(berth_mounts(&b, "/allocs/writer/t/volumes/data"), 1);
+	snprintf(path, sizeof(path), "%s/data/allocs/writer/t/volumes/data/"
+	    "fresh", b.dir);
+	harness_write(path, "fresh\n");
+	snprintf(path, sizeof(path), "%s/hpstate/volumes/w/fresh", b.dir);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	snprintf(path, sizeof(path), "%s/data/allocs/reader/t/volumes/data/r",
+	    b.dir);
+	ck_assert_int_eq(access(path, R_OK), 0);
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
+/*
+ * The default, restart_tasks: remounted, then each alloc's task
+ * restarted once, and both read and write their volume again.
+ */
+START_TEST(restart_tasks_gives_the_tasks_their_data_back)
+{
+	char path[1024];
+	struct berth b;
+
+	kill_under_tasks(&b, NULL);
+	wait_event(&b, "VolumeTasksRestarted", NULL, "default/w", 20000);
+	wait_event(&b, "VolumeTasksRestarted", NULL, "default/r", 20000);
+	wait_event(&b, "Started", "writer/t", NULL, 20000);
+	wait_event(&b, "Started", "reader/t", NULL, 20000);
+	snprintf(path, sizeof(path), "%s/hpstate/volumes/w/w", b.dir);
+	ck_assert_int_eq(unlink(path), 0);
+	wait_out(&b, "writer", "OK\n", 10000);
+	wait_out(&b, "reader", "OK\n", 10000);
+	usleep(300000);
+	ck_assert_int_eq(access(path, F_OK), 0);
+	ck_assert_int_eq(count_events(&b, "Started", "writer/t", NULL), 1);
+	ck_assert_int_eq(count_events(&b, "Started", "reader/t", NULL), 1);
+	ck_assert_int_eq(count_events(&b, "VolumeRecoveryFailed", NULL, NULL),
+	    0);
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -302,5 +365,7 @@ main(void)
 
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, none_leaves_the_tasks_and_says_so);
+	tcase_add_test(tc, remount_binds_again_without_restarting);
+	tcase_add_test(tc, restart_tasks_gives_the_tasks_their_data_back);
 	return harness_run("recover", tc);
 }
