@@ -506,12 +506,32 @@ recover_unbind(struct unit *u)
 	    mounter_ticket(u)));
 }
 
+/* The pub is still there (an unmount before this unit may have gone). */
+static bool
+pub_alive(struct volmgr *vm, const struct vpub *p)
+{
+	const struct vpub *q;
+
+	TAILQ_FOREACH(q, &vm->pubs, entry)
+		if (q == p)
+			return true;
+	return false;
+}
+
 void
 recover_step(struct unit *u, const struct vreply *r)
 {
 	(void)r;
 	switch (u->st.recover) {
 	case RS_START:
+		if (!pub_alive(u->job->vm, u->pub)) {
+			u->pub = NULL;
+			unit_fail(u, VOLMGR_FAILED, "recover: the volume was "
+			    "taken back meanwhile");
+			unit_end(u);
+			break;
+		}
+		/* FALLTHROUGH */
 	case RS_UNBIND:
 		recover_unbind(u);
 		break;

@@ -221,12 +221,17 @@ kill_under_tasks(struct berth *b, const char *policy)
 {
 	char path[1024];
 	pid_t pid;
+	json_t *j;
 
 	berth_setup(b);
 	berth_start(b);
 	plugin_up(b);
 	create_volume(b, "w", policy);
 	create_volume(b, "r", policy);
+	ck_assert_ptr_nonnull(j = sv_get(b, "/v1/volume/w"));
+	ck_assert_str_eq(json_string_value(json_object_get(j,
+	    "on_plugin_restart")), policy != NULL ? policy : "restart_tasks");
+	json_decref(j);
 	snprintf(path, sizeof(path), "%s/hpstate/volumes/r/r", b->dir);
 	harness_write(path, "hello\n");
 	task_alloc(b, "writer", "w", true);
