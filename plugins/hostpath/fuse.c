@@ -14,10 +14,13 @@
  * libfuse as /dev/fd/N. Every path the kernel sends is looked up beneath
  * the volume's pinned directory (tree.c), never through a symlink (there
  * is no readlink: a symlink in the volume is shown and not followed).
- * allow_other and default_permissions: the kernel checks each access
- * against the attributes shown, and what a caller creates is given to
- * its uid and gid. A loop ends when the last mount of its file system is
- * gone (ENODEV); its thread then frees it.
+ * allow_other, and no default_permissions: every user of the mount acts
+ * with the plugin's own rights in the volume, and what it creates is
+ * the plugin's (as in a FUSE file system that checks nothing itself),
+ * because the plugin (root with CAP_SYS_ADMIN and CAP_CHOWN, no
+ * CAP_DAC_OVERRIDE) could not open again a file it had given away. A
+ * loop ends when the last mount of its file system is gone (ENODEV); its
+ * thread then frees it.
  * Must not: unmount anything (libfuse's unmount would name a path).
  */
 #define FUSE_USE_VERSION 31
@@ -68,16 +71,6 @@ rel(const char *path)
 	return *path ? path : ".";
 }
 
-/* What a caller creates is its own. */
-static int
-own(int dir, const char *name)
-{
-	struct fuse_context *c = fuse_get_context();
-
-	return fchownat(dir, name, c->uid, c->gid, AT_SYMLINK_NOFOLLOW |
-	    (*name ? 0 : AT_EMPTY_PATH)) < 0 ? -errno : 0;
-}
-
 static int
 fs_getattr(const char *path, struct stat *st, struct fuse_file_info *fi)
 {
@@ -113,9 +106,7 @@ fs_readdir(const char *path, void *buf, fuse_fill_dir_t fill, off_t off,
 static int
 fs_mkdir(const char *path, mode_t mode)
 {
-	if (mkdirat(vol_fd(), rel(path), mode) < 0)
-		return -errno;
-	return own(vol_fd(), rel(path));
+	return mkdirat(vol_fd(), rel(path), mode) < 0 ? -errno : 0;
 }
 
 static int
@@ -195,15 +186,11 @@ fs_open(const char *path, struct fuse_file_info *fi)
 static int
 fs_create(const char *path, mode_t mode, struct fuse_file_info *fi)
 {
-	int fd, r;
+	int fd;
 
 	if ((fd = tree_open(vol_fd(), rel(path), (fi->flags & OPEN_FLAGS) |
 	    O_CREAT, mode & 07777)) < 0)
 		return fd;
-	if ((r = own(fd, "")) < 0) {
-		close(fd);
-		return r;
-	}
 	fi->fh = (uint64_t)fd;
 	return 0;
 }
@@ -311,8 +298,7 @@ fuse_attach(int dev, int dst)
 	    fsconfig(fs, FSCONFIG_SET_STRING, "user_id", "0", 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_STRING, "group_id", "0", 0) < 0 ||
 	    fsconfig(fs, FSCONFIG_SET_FLAG, "allow_other", NULL, 0) < 0 ||
-	    fsconfig(fs, FSCONFIG_SET_FLAG, "default_permissions", NULL,
-	    0) < 0 || fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
+	    fsconfig(fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0 ||
 	    (mnt = fsmount(fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID |
 	    MOUNT_ATTR_NODEV)) < 0 || move_mount(mnt, "", dst, "",
 	    MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0) {

@@ -19,10 +19,12 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <sys/stat.h>
 
 #include <check.h>
 
+#include "http.h"
 #include "svtest.h"
 
 #define HP "csi/monolith/hp"
@@ -185,20 +187,31 @@ log_tail(struct berth *b)
 	return n > 2500 ? b->sv.log + n - 2500 : b->sv.log;
 }
 
-/* Wait until the task's stdout.log ends with text. */
+static bool
+ends_with(const char *s, const char *text)
+{
+	size_t n = strlen(s), t = strlen(text);
+
+	return n >= t && strcmp(s + n - t, text) == 0;
+}
+
+/* Wait until the task's stdout.log ends with text, and still does half
+ * a second later (the task tries every 0.1 s). */
 static void
 wait_out(struct berth *b, const char *alloc, const char *text, int ms)
 {
 	char buf[4096], err[4096], path[1024];
-	size_t n, t = strlen(text);
 	ssize_t got = -1;
 	int i, fd;
 
 	for (i = 0; i < ms / 100; i++) {
 		task_out(b, alloc, buf, sizeof(buf));
-		n = strlen(buf);
-		if (n >= t && strcmp(buf + n - t, text) == 0)
-			return;
+		if (ends_with(buf, text)) {
+			usleep(500000);
+			task_out(b, alloc, buf, sizeof(buf));
+			if (ends_with(buf, text))
+				return;
+		}
 		usleep(100000);
 	}
 	snprintf(path, sizeof(path), "%s/data/shim/%s/t/stderr.log", b->dir,
@@ -217,7 +230,8 @@ wait_out(struct berth *b, const char *alloc, const char *text, int ms)
  * both tasks see their volume dead, and the plugin is back.
  */
 static void
-kill_under_tasks(struct berth *b, const char *policy)
+kill_under_tasks(struct berth *b, const char *policy,
+    void (*before_kill)(struct berth *))
 {
 	char path[1024];
 	pid_t pid;
@@ -242,6 +256,8 @@ kill_under_tasks(struct berth *b, const char *policy)
 	ck_assert_int_eq(access(path, F_OK), 0);
 	task_pids(b, NULL);
 
+	if (before_kill != NULL)
+		before_kill(b);
 	ck_assert_int_gt(pid = plugin_pid(b), 0);
 	event_mark(b);
 	ck_assert_int_eq(kill(pid, SIGKILL), 0);
@@ -290,7 +306,7 @@ START_TEST(none_leaves_the_tasks_and_says_so)
 {
 	struct berth b;
 
-	kill_under_tasks(&b, "none");
+	kill_under_tasks(&b, "none", NULL);
 	wait_event(&b, "VolumeStale", NULL, "default/w", 20000);
 	wait_event(&b, "VolumeStale", NULL, "default/r", 20000);
 	ck_assert_int_eq(count_events(&b, "Started", "writer/t", NULL), 0);
@@ -313,7 +329,7 @@ START_TEST(remount_binds_again_without_restarting)
 	char path[1024];
 	struct berth b;
 
-	kill_under_tasks(&b, "remount");
+	kill_under_tasks(&b, "remount", NULL);
 	wait_event(&b, "VolumeRemounted", NULL, "default/w", 20000);
 	wait_event(&b, "VolumeRemounted", NULL, "default/r", 20000);
 	ck_assert_int_eq(count_events(&b, "Started", "writer/t", NULL), 0);
@@ -343,7 +359,7 @@ START_TEST(restart_tasks_gives_the_tasks_their_data_back)
 	char path[1024];
 	struct berth b;
 
-	kill_under_tasks(&b, NULL);
+	kill_under_tasks(&b, NULL, NULL);
 	wait_event(&b, "VolumeTasksRestarted", NULL, "default/w", 20000);
 	wait_event(&b, "VolumeTasksRestarted", NULL, "default/r", 20000);
 	wait_event(&b, "Started", "writer/t", NULL, 20000);
@@ -363,6 +379,50 @@ START_TEST(restart_tasks_gives_the_tasks_their_data_back)
 }
 END_TEST
 
+/* A FUSE connection on the writer's publish target that never answers:
+ * every access to it waits until hung_fd is closed. */
+static int hung_fd = -1;
+
+static void
+hang_writer_target(struct berth *b)
+{
+	char path[1024], opts[128];
+
+	snprintf(path, sizeof(path), "%s/data/" HP "/per-alloc/writer/w/"
+	    "rw-file-system-single-node-writer", b->dir);
+	ck_assert_int_ge(hung_fd = open("/dev/fuse", O_RDWR | O_CLOEXEC), 0);
+	snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,"
+	    "group_id=0,allow_other", hung_fd);
+	ck_assert_msg(mount("hung", path, "fuse", MS_NOSUID | MS_NODEV,
+	    opts) == 0, "mount a FUSE at %s: %s", path, strerror(errno));
+}
+
+/*
+ * A mount that hangs: the check's child is killed at its deadline, the
+ * mount taken for stale, and the supervisor answers meanwhile.
+ */
+START_TEST(a_hung_mount_does_not_hang_berth)
+{
+	double t0;
+	struct berth b;
+	json_t *j;
+
+	kill_under_tasks(&b, "none", hang_writer_target);
+	t0 = (double)http_now_ms();
+	ck_assert_ptr_nonnull(j = sv_get(&b, "/v1/health"));
+	json_decref(j);
+	wait_event(&b, "VolumeStale", NULL, "default/r", 20000);
+	wait_event(&b, "VolumeStale", NULL, "default/w", 20000);
+	ck_assert_msg((double)http_now_ms() - t0 < 15000, "the check took %.0f ms",
+	    (double)http_now_ms() - t0);
+	/* Its connection ended: the stacked mount is dead, and goes. */
+	close(hung_fd);
+	hung_fd = -1;
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
 int
 main(void)
 {
@@ -372,5 +432,6 @@ main(void)
 	tcase_add_test(tc, none_leaves_the_tasks_and_says_so);
 	tcase_add_test(tc, remount_binds_again_without_restarting);
 	tcase_add_test(tc, restart_tasks_gives_the_tasks_their_data_back);
+	tcase_add_test(tc, a_hung_mount_does_not_hang_berth);
 	return harness_run("recover", tc);
 }
