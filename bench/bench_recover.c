@@ -10,9 +10,11 @@
  *     answering statfs(2) as a FUSE mount (N fresh stages, publishes
  *     and binds);
  *   recovery: the plugin killed (SIGKILL); from its new socket to every
- *     bind answering again (berth's check, N unpublishes, unstages,
- *     stages, publishes and binds), each bind looked at from this
- *     process, in the supervisor's mount namespace, every 5 ms;
+ *     bind answering again (berth's check, N unbinds, unpublishes,
+ *     unstages, stages, publishes and binds), each bind looked at from
+ *     this process, in the supervisor's mount namespace, every 5 ms (a
+ *     task already running sees its fresh bind once restarted, which
+ *     "restart_tasks" adds: not timed here);
  *
  * and their ratio. The issue aims the recovery under 1 s for N = 100:
  * the figure is printed, never asserted.
