@@ -71,7 +71,7 @@ struct recovery {
 	size_t n, got, next;
 	pid_t pid;
 	int rfd, pidfd;
-	struct event *rev, *timer, *reap;
+	struct event *rev, *timer;
 	bool checked, again;
 	struct timespec started;
 };
@@ -399,9 +399,14 @@ act_next(struct recovery *rc)
 	}
 	if (remount_next(rc))
 		return;
+	/* Up again while this one acted: check once more, anew. */
 	if (rc->again) {
-		rc->again = false;
-		volmgr_plugin_up(vm, rc->plugin);
+		char *plugin = xstrdup(rc->plugin);
+
+		recovery_free(rc);
+		volmgr_plugin_up(vm, plugin);
+		free(plugin);
+		return;
 	}
 	recovery_free(rc);
 }
