@@ -233,7 +233,7 @@ static void
 kill_under_tasks(struct berth *b, const char *policy,
     void (*before_kill)(struct berth *))
 {
-	char path[1024];
+	char path[1024], out[8192];
 	pid_t pid;
 	json_t *j;
 
@@ -242,6 +242,10 @@ kill_under_tasks(struct berth *b, const char *policy,
 	plugin_up(b);
 	create_volume(b, "w", policy);
 	create_volume(b, "r", policy);
+	ck_assert_int_eq(sv_ctl(b, out, sizeof(out), "volume", "status", "w",
+	    NULL), 0);
+	ck_assert_msg(strstr(out, policy != NULL ? policy : "restart_tasks") !=
+	    NULL, "%s", out);
 	ck_assert_ptr_nonnull(j = sv_get(b, "/v1/volume/w"));
 	ck_assert_str_eq(json_string_value(json_object_get(j,
 	    "on_plugin_restart")), policy != NULL ? policy : "restart_tasks");
