@@ -618,6 +618,7 @@ show_volume(json_t *v)
 	    '\0' ? str(mo, "fs_type") : "-");
 	table_row(&t, "Mount flags", num(mo, "mount_flags_count", n,
 	    sizeof(n)));
+	table_row(&t, "On plugin restart", str(v, "on_plugin_restart"));
 	table_row(&t, "Capacity", json_integer_value(json_object_get(v,
 	    "capacity_bytes")) > 0 ? num(v, "capacity_bytes", n, sizeof(n)) :
 	    "not known");

@@ -326,7 +326,11 @@ volume_unbind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 	if ((pfd = res_open_here(m->data_fd, parent, O_PATH |
 	    O_DIRECTORY)) < 0)
 		return fail_errno(why, -pfd, "opening", parent);
-	if ((r = res_unmount_all(pfd, leaf)) >= 0)
+	/* A bind whose FUSE server died answers ENOTCONN: a mount. */
+	if ((r = res_unmount_all(pfd, leaf)) == -ENOTCONN && umount2(leaf,
+	    MNT_DETACH | UMOUNT_NOFOLLOW) == 0)
+		r = res_unmount_all(pfd, leaf);
+	if (r >= 0)
 		res_remove(pfd, leaf);
 	close(pfd);
 	return r < 0 ? fail_errno(why, -r, "unmounting", rq->path) : OK;

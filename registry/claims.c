@@ -64,6 +64,7 @@ row_volume(struct arena *a, sqlite3_stmt *st)
 		v->n_context = spec->n_context;
 		v->context = spec->context;
 		v->fs_type = spec->fs_type;
+		v->on_plugin_restart = spec->on_plugin_restart;
 		v->n_mount_flags = spec->n_mount_flags;
 		v->mount_flags = spec->mount_flags;
 		v->n_secrets = spec->n_secrets;
@@ -176,6 +177,7 @@ claims_put_volume(struct registry *r, struct op *op)
 	spec.n_context = in->n_context;
 	spec.context = in->context;
 	spec.fs_type = in->fs_type;
+	spec.on_plugin_restart = in->on_plugin_restart;
 	spec.n_mount_flags = in->n_mount_flags;
 	spec.mount_flags = in->mount_flags;
 	spec.n_secrets = in->n_secrets;

@@ -197,6 +197,12 @@ check_volume(struct check *ck, const Berth__Volume *v)
 			return false;
 	if (!text(ck, "fs_type", v->fs_type, REG_TEXT_MAX, true))
 		return false;
+	if (v->on_plugin_restart != NULL && v->on_plugin_restart[0] != '\0' &&
+	    strcmp(v->on_plugin_restart, "remount") != 0 &&
+	    strcmp(v->on_plugin_restart, "restart_tasks") != 0 &&
+	    strcmp(v->on_plugin_restart, "none") != 0)
+		return bad(ck, "on_plugin_restart is not remount, "
+		    "restart_tasks or none");
 	if (v->n_mount_flags > REG_FLAGS_MAX)
 		return bad(ck, "%zu mount flags, over the bound of %d",
 		    v->n_mount_flags, REG_FLAGS_MAX);

@@ -9,7 +9,7 @@ set -eu
 
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
  libprotobuf-c-dev protobuf-c-compiler libgrpc-dev libevent-dev libcap-dev
- libseccomp-dev libsqlite3-dev libjansson-dev libcurl4-openssl-dev check
+ libseccomp-dev libsqlite3-dev libjansson-dev libcurl4-openssl-dev check libfuse3-dev
  sqlite3 util-linux procps systemd scdoc mmdebstrap systemd-container
  prometheus crun"
 

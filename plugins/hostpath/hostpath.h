@@ -53,6 +53,7 @@ struct hostpath {
 	bool expand_offline;		/* --expand-offline: not ONLINE */
 	bool no_mount_group;		/* --no-mount-group: not advertised */
 	bool no_snapshots;		/* --no-snapshots: not advertised */
+	bool fuse;			/* --fuse: mounts die with it (fuse.c) */
 
 	/* Mount targets this process created, removed again on undo. */
 	char *created[HOSTPATH_MAX_CREATED];
@@ -116,6 +117,10 @@ bool block_unpublish(struct hostpath *, const char *volume,
 /* Detach every loop device of the volume; with its backing file. */
 void block_detach_all(struct hostpath *, const char *volume);
 void block_delete(struct hostpath *, const char *volume);
+/* fuse.c: --fuse, a stage served by this process; a device it serves. */
+bool fuse_stage(struct hostpath *, int vol, const char *target,
+    struct rpc_reply *);
+bool fuse_ours(dev_t);
 
 /* topology.c */
 void topology_flag(struct hostpath *, char *arg);

@@ -33,7 +33,7 @@ usage(void)
 	    "    [--fault-minimal] [--fault-slow-probe N:MS]\n"
 	    "    [--fault-slow-reply RPCNAME:MS]\n"
 	    "    [--topology KEY=VALUE] [--max-volumes N]\n"
-	    "    [--no-single-node-multi-writer] [--block]\n"
+	    "    [--no-single-node-multi-writer] [--block] [--fuse]\n"
 	    "Without --endpoint, CSI_ENDPOINT=unix:///path/csi.sock in the "
 	    "environment\nnames the socket; --strict reads --endpoint only.\n");
 	exit(EX_USAGE);
@@ -105,6 +105,7 @@ enum {
 	OPT_EXPAND_OFFLINE, OPT_NO_MOUNT_GROUP,
 	OPT_NO_SNAPSHOTS,
 	OPT_BLOCK,	/* block.c */
+	OPT_FUSE,	/* fuse.c */
 };
 
 static const struct option options[] = {
@@ -131,6 +132,7 @@ static const struct option options[] = {
 	{ "no-single-node-multi-writer", no_argument, NULL, OPT_NO_SNMW },
 	{ "no-snapshots", no_argument, NULL, OPT_NO_SNAPSHOTS },
 	{ "block", no_argument, NULL, OPT_BLOCK },
+	{ "fuse", no_argument, NULL, OPT_FUSE },		/* fuse.c */
 	{ NULL, 0, NULL, 0 },
 };
 
@@ -240,6 +242,9 @@ main(int argc, char *argv[])
 			break;
 		case OPT_BLOCK:
 			hostpath_block = true;
+			break;
+		case OPT_FUSE:	/* mounts that die with the plugin (fuse.c) */
+			hp.fuse = true;
 			break;
 		case 'v':
 			verbose++;

@@ -62,8 +62,11 @@ look(int at, const char *name, struct where *w)
 
 	memset(w, 0, sizeof(*w));
 	if (statx(at, name, AT_SYMLINK_NOFOLLOW | (name[0] ? 0 :
-	    AT_EMPTY_PATH), STATX_BASIC_STATS, &stx) < 0)
-		return errno == ENOENT;
+	    AT_EMPTY_PATH), STATX_BASIC_STATS, &stx) < 0) {
+		/* A FUSE mount whose server died: a mount, to unmount. */
+		w->exists = w->mount_root = errno == ENOTCONN;
+		return errno == ENOENT || errno == ENOTCONN;
+	}
 	w->exists = true;
 	w->dir = S_ISDIR(stx.stx_mode);
 	w->mount_root = (stx.stx_attributes_mask & STATX_ATTR_MOUNT_ROOT) &&
@@ -522,7 +525,8 @@ node_stage_volume(struct hostpath *hp, const ProtobufCMessage *msg,
 		close(vol);
 		return;
 	}
-	if (bind_at(hp, "NodeStageVolume", vol, req->staging_target_path,
+	if (hp->fuse ? fuse_stage(hp, vol, req->staging_target_path, r) :
+	    bind_at(hp, "NodeStageVolume", vol, req->staging_target_path,
 	    false, r))
 		reply_ok(r, &out.base);
 	else if (claimed)
@@ -579,7 +583,7 @@ open_staging(int vol, const char *volume, const char *staging,
 	if (parent >= 0)
 		close(parent);
 	if (fd < 0 || !look(vol, "", &v) || !look(fd, "", &s) ||
-	    !s.mount_root || !same(&v, &s)) {
+	    !s.mount_root || (!same(&v, &s) && !fuse_ours(s.dev))) {
 		reply_error(r, GRPC_STATUS_FAILED_PRECONDITION,
 		    "NodePublishVolume: volume %s is not staged at %s", volume,
 		    staging);

@@ -29,6 +29,17 @@ find_run(struct allocs *am, const char *alloc)
 	return NULL;
 }
 
+void
+allocs_restart_tasks(struct allocs *am, const char *alloc, const char *why)
+{
+	struct arun *ar = find_run(am, alloc);
+	size_t i;
+
+	for (i = 0; ar != NULL && i < ar->ntasks; i++)
+		if (ar->tasks[i] != NULL)
+			trun_restart(ar->tasks[i], why);
+}
+
 static void
 on_resync(evutil_socket_t fd, short ev, void *arg)
 {

@@ -132,6 +132,11 @@ void allocs_free(struct allocs *am);
 const char *allocs_node_plugin_type(struct allocs *am, const char *alloc,
     const char *plugin);
 
+/* Restart the running tasks of alloc (trun_restart): a volume's
+ * on_plugin_restart "restart_tasks" (volmgr_recover.c). */
+void allocs_restart_tasks(struct allocs *am, const char *alloc,
+    const char *why);
+
 /*
  * Write a checked alloc to alloc_dir as "<id>.json" (a temporary file
  * renamed into place); the watch starts it. 0, or -errno with why set:

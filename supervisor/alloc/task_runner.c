@@ -219,6 +219,12 @@ plugin_restart(void *arg, const char *why)
 	kill_task(tr);
 }
 
+void
+trun_restart(struct trun *tr, const char *why)
+{
+	plugin_restart(tr, why);
+}
+
 static const struct plugsup_ops plugin_ops = {
 	plugin_event, plugin_restart, plugin_health,
 };

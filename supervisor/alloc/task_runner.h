@@ -119,6 +119,9 @@ void trun_adopt(struct trun *tr);
 /* Deregister, stop the task (TERM, then KILL after kill_timeout), forget
  * its handle; then the stopped callback runs. */
 void trun_stop(struct trun *tr);
+/* A running task stopped (TERM, then KILL) and restarted as its restart
+ * policy says, with an event saying why; berth asked, so it counts. */
+void trun_restart(struct trun *tr, const char *why);
 /* Forget the runner; the task keeps running (the supervisor stops). */
 void trun_free(struct trun *tr);
 /* A task that ended for good: its record in the registry goes (its alloc

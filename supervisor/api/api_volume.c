@@ -12,6 +12,7 @@
  *	 "context": {"key": "value"},		(register)
  *	 "secrets": {"stage": "ceph-user", "create": "ceph-admin"},
  *						(or one name for every call)
+ *	 "on_plugin_restart": "restart_tasks",	(or "remount", "none")
  *	 "capacity_min": 1048576,		(create, bytes)
  *	 "snapshot_id": "snap-1",		(create: from the plugin's
  *					 snapshot; api_snapshot.c)
@@ -221,6 +222,10 @@ volume_json(const Berth__VolumeReply *vr, struct volmgr *vm)
 		api_set(o, "snapshot_id", api_pack("s", v->snapshot_id));
 	if (o != NULL)
 		api_set(o, "mount_options", mount_options_json(v));
+	if (o != NULL)
+		api_set(o, "on_plugin_restart", api_pack("s",
+		    v->on_plugin_restart != NULL && v->on_plugin_restart[0] !=
+		    '\0' ? v->on_plugin_restart : "restart_tasks"));
 	if (o != NULL && v->n_secrets > 0)
 		api_set(o, "secrets", secrets_json(v));
 	if (o != NULL)
@@ -428,6 +433,7 @@ put_volume(struct api_call *c, bool create)
 	s.access = as->vol.access_mode;
 	s.attachment = as->vol.attachment_mode;
 	s.fs_type = as->vol.fs_type;
+	s.on_plugin_restart = as->on_plugin_restart;
 	s.flags = as->vol.mount_flags;
 	s.nflags = as->vol.nflags;
 	s.capacity_min = as->capacity_min;

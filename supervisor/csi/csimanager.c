@@ -41,6 +41,7 @@ struct csi_inst {
 	uint64_t gen;			/* bumped on every switch */
 	int pending;
 	bool dead, seen;
+	bool recheck;			/* (re)registered: say so once healthy */
 	int64_t retry_ms;
 	struct event *timer;
 	TAILQ_ENTRY(csi_inst) entry;
@@ -58,6 +59,8 @@ struct csimgr {
 	struct event *resync, *resub;
 	TAILQ_HEAD(, csi_inst) insts;
 	TAILQ_HEAD(, hb_down) down;
+	void (*node_up)(void *, const char *);	/* csimgr_on_node_up() */
+	void *node_up_ctx;
 };
 
 /* A call's context: the instance and the generation it was made for. */
@@ -241,6 +244,10 @@ fp_done(struct csi_inst *in)
 		snprintf(fp->health, sizeof(fp->health), "healthy: controller"
 		    "%s%s", fp->create_delete ? ", creates volumes" : "",
 		    fp->publish_unpublish ? ", publishes volumes" : "");
+	if (in->recheck && in->type == BERTH__PLUGIN_TYPE__PLUGIN_TYPE_CSI_NODE &&
+	    in->m->node_up != NULL)
+		in->m->node_up(in->m->node_up_ctx, in->name);
+	in->recheck = false;
 	if (news)
 		events_record(in->m->d.events, "plugin", "PluginHealthy",
 		    in->alloc, NULL, in->name, "%s plugin: %s",
@@ -454,8 +461,10 @@ follow(struct csimgr *m, const Berth__PluginInstance *pi, bool refresh)
 		set_provider(in, pi);
 		if (strcmp(in->alloc, pi->alloc) == 0 &&
 		    strcmp(in->endpoint, pi->endpoint) == 0) {
-			if (refresh)
+			if (refresh) {
+				in->recheck = true;
 				fingerprint(in);
+			}
 			return;
 		}
 		alloc = xstrdup(pi->alloc);
@@ -476,6 +485,7 @@ follow(struct csimgr *m, const Berth__PluginInstance *pi, bool refresh)
 		    "fingerprinting");
 		set_state(in, FP_FIRST);
 		in->retry_ms = FP_RETRY_FIRST_MS;
+		in->recheck = true;
 		fingerprint(in);
 		return;
 	}
@@ -488,6 +498,7 @@ follow(struct csimgr *m, const Berth__PluginInstance *pi, bool refresh)
 	in->m = m;
 	in->type = pi->type;
 	in->seen = true;
+	in->recheck = true;
 	in->retry_ms = FP_RETRY_FIRST_MS;
 	set_provider(in, pi);
 	snprintf(in->fp.health, sizeof(in->fp.health), "fingerprinting");
@@ -721,6 +732,14 @@ csimgr_heartbeat(struct csimgr *m, const char *name, const char *alloc,
 		else
 			heartbeat_down(in);
 	}
+}
+
+void
+csimgr_on_node_up(struct csimgr *m, void (*fn)(void *ctx, const char *name),
+    void *ctx)
+{
+	m->node_up = fn;
+	m->node_up_ctx = ctx;
 }
 
 struct csi_inst *

@@ -85,6 +85,14 @@ void csimgr_free(struct csimgr *m);
 void csimgr_heartbeat(struct csimgr *m, const char *name, const char *alloc,
     bool healthy, const char *why);
 
+/*
+ * fn(ctx, name) when a node instance of plugin name comes up healthy
+ * after it registered (a start, a restart, a switch to another alloc):
+ * its volumes' mounts may have died with the one before.
+ */
+void csimgr_on_node_up(struct csimgr *m, void (*fn)(void *ctx,
+    const char *name), void *ctx);
+
 /* The active instance of a plugin, or NULL. */
 struct csi_inst *csimgr_find(struct csimgr *m, Berth__PluginType type,
     const char *name);

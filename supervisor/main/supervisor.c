@@ -84,7 +84,22 @@ node_plugin_type(void *ctx, const char *alloc, const char *plugin)
 	    allocs_node_plugin_type(sv->allocs, alloc, plugin) : NULL;
 }
 
+static void
+restart_tasks(void *ctx, const char *alloc, const char *why)
+{
+	struct supervisor *sv = ctx;
+
+	if (sv->allocs != NULL)
+		allocs_restart_tasks(sv->allocs, alloc, why);
+}
+
 /* What the volume manager uses: the helpers, the plugins, the allocs. */
+static void
+node_up(void *volmgr, const char *plugin)
+{
+	volmgr_plugin_up(volmgr, plugin);
+}
+
 static const struct volmgr_deps *
 make_volmgr_deps(struct supervisor *sv, struct volmgr_deps *d)
 {
@@ -93,7 +108,8 @@ make_volmgr_deps(struct supervisor *sv, struct volmgr_deps *d)
 	    .data_dir = sv->cfg.data_dir, .secrets_dir = sv->cfg.secrets_dir,
 	    .find_plugin = volmgr_csimgr_find,
 	    .plugins_ctx = sv->csimgr, .node_plugin_type = node_plugin_type,
-	    .allocs_ctx = sv, .events = sv->events,
+	    .allocs_ctx = sv, .restart_tasks = restart_tasks,
+	    .events = sv->events,
 	    .stats_interval_ms = sv->cfg.volume_stats_interval_ms };
 	return d;
 }
@@ -831,6 +847,8 @@ unprivileged:
 	    (sv.volmgr = volmgr_new(make_volmgr_deps(&sv, &vd))) == NULL ||
 	    (sv.allocs = make_allocs(&sv)) == NULL)
 		fatalx("main: cannot set up the plugin managers");
+	/* Mounts that died with a node plugin (volmgr_recover.c). */
+	csimgr_on_node_up(sv.csimgr, node_up, sv.volmgr);
 	if ((sv.api = api_new(make_api_deps(&sv, &ad), api_fd,
 	    api_group)) == NULL)
 		fatalx("main: cannot serve the API");

@@ -1562,6 +1562,21 @@ spec_id(struct walk *w, json_t *v, void *dst)
 		    len), w->volume_id);
 }
 
+/* What a node plugin's restart does to the volume (volmgr_recover.c). */
+static const struct name restart_policies[] = {
+	{ "remount", 1 }, { "restart_tasks", 2 }, { "none", 3 }, { NULL, 0 }
+};
+
+static void
+spec_on_plugin_restart(struct walk *w, json_t *v, void *dst)
+{
+	struct alloc_volume_spec *s = dst;
+	int p = take_enum(w, v, restart_policies);
+
+	if (p != 0)
+		s->on_plugin_restart = restart_policies[p - 1].name;
+}
+
 static void
 spec_capacity_min(struct walk *w, json_t *v, void *dst)
 {
@@ -1702,7 +1717,8 @@ spec_secrets(struct walk *w, json_t *v, void *dst)
 	FN("access_mode", true, volume_access_mode),			\
 	FN("attachment_mode", false, volume_attachment_mode),		\
 	FN("mount_options", false, volume_mount_options),		\
-	FN("secrets", false, spec_secrets)
+	FN("secrets", false, spec_secrets),				\
+	FN("on_plugin_restart", false, spec_on_plugin_restart)
 
 /* ---- create: topology_request {required, preferred}, as Nomad's ---- */
 

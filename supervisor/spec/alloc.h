@@ -259,6 +259,9 @@ struct alloc_volume_spec {
 	 * topologies, in document order. */
 	struct alloc_topology *requisite, *preferred;
 	size_t nrequisite, npreferred;
+	/* on_plugin_restart: "remount", "restart_tasks" or "none"; NULL
+	 * when absent (the default). Static strings. */
+	const char *on_plugin_restart;
 };
 
 /*

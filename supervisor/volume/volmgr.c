@@ -158,6 +158,9 @@ unit_step(struct unit *u, const struct vreply *r)
 	case U_SNAPSHOT:
 		snapshot_step(u, r);
 		break;
+	case U_RECOVER:
+		recover_step(u, r);
+		break;
 	}
 }
 
@@ -289,6 +292,7 @@ volmgr_new(const struct volmgr_deps *d)
 	TAILQ_INIT(&vm->units);
 	TAILQ_INIT(&vm->waiting);
 	TAILQ_INIT(&vm->stats);
+	TAILQ_INIT(&vm->recoveries);
 	return vm;
 }
 
@@ -351,6 +355,7 @@ volmgr_free(struct volmgr *vm)
 	while ((p = TAILQ_FIRST(&vm->pubs)) != NULL)
 		pub_free(vm, p);
 	stats_free(vm);
+	recover_free(vm);
 	/* Calls still out come back to call_back(), which frees it. */
 	vm->dying = true;
 	if (vm->inflight == 0) {
@@ -422,6 +427,16 @@ void
 units_pump(struct volmgr *vm)
 {
 	pump(vm);
+}
+
+struct job *
+recover_job(struct volmgr *vm, struct vpub *p, volmgr_cb cb, void *arg)
+{
+	struct job *j = job_new(vm, p->alloc, NULL, false, cb, arg);
+
+	j->single = unit_new(j, U_RECOVER, p->ns, p->vol);
+	j->single->pub = p;
+	return j;
 }
 
 void

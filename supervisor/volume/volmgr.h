@@ -97,6 +97,10 @@ struct volmgr_deps {
 	/* How often each volume staged or published here is asked for its
 	 * usage and condition (volmgr_stats.c); 0: never. */
 	int64_t stats_interval_ms;
+	/* Restart the running tasks of alloc, why saying why (a volume's
+	 * on_plugin_restart "restart_tasks"); NULL: not done. */
+	void (*restart_tasks)(void *allocs_ctx, const char *alloc,
+	    const char *why);
 };
 
 struct volmgr *volmgr_new(const struct volmgr_deps *d);
@@ -125,6 +129,10 @@ void volmgr_unmount(struct volmgr *vm, const char *alloc,
 void volmgr_each_alloc(struct volmgr *vm, void (*fn)(const char *alloc,
     void *arg), void *arg);
 bool volmgr_ready(const struct volmgr *vm);
+/* A node instance of plugin came up healthy after a (re)registration:
+ * its mounts are checked, and dead ones dealt with as each volume's
+ * on_plugin_restart says (volmgr_recover.c). */
+void volmgr_plugin_up(struct volmgr *vm, const char *plugin);
 /* Does any alloc hold a volume of this plugin (or a record of one)? */
 bool volmgr_uses_plugin(struct volmgr *vm, const char *plugin);
 /* fn for each publication (or record of one) of plugin's volumes. */
@@ -192,6 +200,9 @@ struct volmgr_spec {
 	Berth__AccessMode access;
 	Berth__AttachmentMode attachment;
 	const char *fs_type;		/* NULL: none asked */
+	/* "remount", "restart_tasks", "none"; NULL: the default
+	 * (restart_tasks; volmgr_recover.c) */
+	const char *on_plugin_restart;
 	char *const *flags;
 	size_t nflags;
 	int64_t capacity_min;		/* create, expand: bytes, 0 none */

@@ -169,7 +169,8 @@ mounter_answered(struct unit *u, const struct priv_result *res,
 	if (res->code != BERTH__ERROR_CODE__ERROR_NONE) {
 		/* Already in place (a bind after a restart), or already
 		 * gone (an unbind): neither is a failure. */
-		if (u->kind == U_UNBIND) {
+		if (u->kind == U_UNBIND || (u->kind == U_RECOVER &&
+		    u->st.recover == RS_UNBIND)) {
 			log_debug("volmgr: unbind %s/%s: %s", u->task, u->dest,
 			    res->message);
 			unit_step(u, r);

@@ -72,12 +72,18 @@ struct vpub {
 	bool read_only;
 	const struct alloc_volume *req;	/* NULL for one known from records */
 	gid_t group;			/* the mount group asked; 0: none */
+	/* volmgr_recover.c: the alloc's document and group, while req is
+	 * set; the volume's on_plugin_restart (0: not read yet). */
+	const struct alloc *doc;
+	gid_t alloc_group;
+	enum recover_policy { RECOVER_REMOUNT = 1, RECOVER_RESTART_TASKS,
+		RECOVER_NONE } on_restart;
 	bool foreign_owner;		/* its plugin takes no mount group */
 };
 TAILQ_HEAD(vpub_list, vpub);
 
 enum unit_kind { U_MOUNT, U_UNMOUNT, U_BIND, U_UNBIND, U_REGISTER,
-	U_CREATE, U_DELETE, U_EXPAND, U_SNAPSHOT };
+	U_CREATE, U_DELETE, U_EXPAND, U_SNAPSHOT, U_RECOVER };
 
 /* Mounting one volume: each state names the call the unit waits on. */
 enum mount_state {
@@ -109,6 +115,14 @@ enum unmount_state {
 enum bind_state {
 	BS_START,
 	BS_SENT,		/* BindVolume or UnbindVolume; then done */
+};
+
+/* A stale pub's dead mounts taken away (volmgr_recover.c). */
+enum recover_state {
+	RS_START,
+	RS_UNBIND,		/* UnbindVolume, each task's bind */
+	RS_UNPUBLISH,		/* NodeUnpublishVolume */
+	RS_UNSTAGE,		/* NodeUnstageVolume; then done */
 };
 
 /* The operator's units. */
@@ -143,6 +157,7 @@ struct vreply {
 struct job;
 struct vcall;
 struct vstat;
+struct recovery;
 
 struct unit {
 	TAILQ_ENTRY(unit) entry;	/* vm->units: waiting or running */
@@ -158,6 +173,7 @@ struct unit {
 		enum unmount_state unmount;
 		enum bind_state bind;
 		enum op_state op;
+		enum recover_state recover;
 	} st;
 	/* U_BIND / U_UNBIND */
 	const char *task, *dest;
@@ -182,6 +198,7 @@ struct unit {
 	int snap_pages;
 	struct volmgr_snapshots *snap_out;	/* the caller's, or NULL */
 	char snap_plugin[BERTH_IDENT_MAX + 1];
+	size_t recover_next;		/* U_RECOVER: the next task bind */
 };
 
 struct job {
@@ -212,6 +229,7 @@ struct volmgr {
 	TAILQ_HEAD(, vstat) stats;	/* volmgr_stats.c: one per volume */
 	struct event *stats_timer;
 	int stats_out;			/* stats calls out */
+	TAILQ_HEAD(, recovery) recoveries;	/* volmgr_recover.c */
 };
 
 /* volmgr.c: units and jobs */
@@ -378,5 +396,14 @@ void expand_step(struct unit *u, const struct vreply *r);
 void snapshot_step(struct unit *u, const struct vreply *r);
 void spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s);
 void spec_free(struct volmgr_spec *s);
+
+/* volmgr_recover.c */
+/* A job of one U_RECOVER unit on p (volmgr.c). */
+struct job *recover_job(struct volmgr *vm, struct vpub *p, volmgr_cb cb,
+    void *arg);
+void recover_step(struct unit *u, const struct vreply *r);
+/* The volume's on_plugin_restart, kept with the pub (take_volume()). */
+void recover_policy(struct vpub *p, const Berth__Volume *v);
+void recover_free(struct volmgr *vm);
 
 #endif

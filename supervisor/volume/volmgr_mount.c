@@ -41,6 +41,8 @@ request_pub(struct unit *u, const Berth__Volume *v)
 		pub_join_stage(vm, p);
 	}
 	p->req = r;
+	p->doc = u->job->doc;
+	p->alloc_group = u->job->group;
 	p->access = r->access_mode;
 	p->attachment = r->attachment_mode;
 	p->read_only = r->read_only;

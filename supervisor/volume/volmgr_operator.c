@@ -39,6 +39,8 @@ put_volume(struct unit *u, const char *external_id, const struct kvs *ctx)
 	v.context = kvp;
 	/* Kept for stage and publish, merged with each alloc's there. */
 	v.fs_type = (char *)(s->fs_type != NULL ? s->fs_type : "");
+	v.on_plugin_restart = (char *)(s->on_plugin_restart != NULL ?
+	    s->on_plugin_restart : "");
 	v.n_mount_flags = s->nflags;
 	v.mount_flags = (char **)s->flags;
 	/* The secrets' names only: their values are never stored. */
@@ -412,6 +414,8 @@ spec_copy(struct volmgr_spec *d, const struct volmgr_spec *s)
 	d->fs_type = s->fs_type != NULL ? xstrdup(s->fs_type) : NULL;
 	d->snapshot_id = s->snapshot_id != NULL ? xstrdup(s->snapshot_id) :
 	    NULL;
+	d->on_plugin_restart = s->on_plugin_restart != NULL ?
+	    xstrdup(s->on_plugin_restart) : NULL;
 	d->flags = strv_copy(s->flags, s->nflags);
 	d->params = params_copy(s->params, s->nparams);
 	d->context = params_copy(s->context, s->ncontext);
@@ -430,6 +434,7 @@ spec_free(struct volmgr_spec *s)
 	free((char *)s->external_id);
 	free((char *)s->fs_type);
 	free((char *)s->snapshot_id);
+	free((char *)s->on_plugin_restart);
 	for (size_t i = 0; i < s->nflags; i++)
 		free(s->flags[i]);
 	for (size_t i = 0; i < s->nparams; i++) {

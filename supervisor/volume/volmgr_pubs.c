@@ -202,6 +202,7 @@ take_volume(struct vpub *p, const Berth__Volume *v)
 	free(p->external_id);
 	p->external_id = xstrdup(v->external_id != NULL &&
 	    v->external_id[0] != '\0' ? v->external_id : v->id);
+	recover_policy(p, v);
 	kvs_clear(&p->vctx);
 	for (size_t i = 0; i < v->n_context; i++)
 		kvs_add(&p->vctx, v->context[i]->key, v->context[i]->value);

@@ -1222,6 +1222,14 @@ START_TEST(volume_spec_read_back)
 	ck_assert_str_eq(s->external_id, "disk-7");
 	ck_assert_int_eq(s->vol.attachment_mode,
 	    BERTH__ATTACHMENT_MODE__ATTACHMENT_MODE_BLOCK_DEVICE);
+	ck_assert_ptr_null(s->on_plugin_restart);	/* the default */
+	alloc_volume_spec_free(s);
+	alloc_problems_free(&p);
+
+	s = spec_parse("{'plugin_id':'hp','access_mode':'single-node-writer',"
+	    "'on_plugin_restart':'none'}", false, &p);
+	ck_assert_ptr_nonnull(s);
+	ck_assert_str_eq(s->on_plugin_restart, "none");
 	alloc_volume_spec_free(s);
 	alloc_problems_free(&p);
 }
@@ -1268,6 +1276,12 @@ START_TEST(volume_spec_refusals)
 	    "not -1"));
 	ck_assert(has_problem(&p, "external_id: unknown field; remove it"));
 	ck_assert(has_problem(&p, "plugin_id: is required"));
+	alloc_problems_free(&p);
+
+	ck_assert_ptr_null(spec_parse("{'plugin_id':'hp','access_mode':"
+	    "'single-node-writer','on_plugin_restart':'reboot'}", true, &p));
+	ck_assert(has_problem(&p, "on_plugin_restart: must be one of "
+	    "\"remount\", \"restart_tasks\", \"none\", not \"reboot\""));
 	alloc_problems_free(&p);
 
 	/* Register takes no create fields. */
