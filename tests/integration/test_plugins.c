@@ -234,6 +234,9 @@ START_TEST(volumes_wait_no_longer_than_volume_wait)
 	ck_assert_int_eq(count_events(&b, "Started", "u/t", NULL), 0);
 	ck_assert_int_eq(kill(pid, SIGCONT), 0);
 	wait_event(&b, "PluginHealthy", "a1/plugin", "healthy again", 10000);
+	/* Each instance is probed on its own: the delete needs the
+	 * controller's, which may answer a probe after the node's. */
+	json_decref(wait_instance(&b, "hp", "controller", "a1", true, 10000));
 	remove_alloc(&b, "u.json");
 	j = sv_api(&b, "DELETE", "/v1/volume/v9", NULL, &status);
 	ck_assert_msg(status == 200, "%d %s", status, jstr(j, "error"));
