@@ -20,6 +20,7 @@ PKGS="systemd,systemd-sysv,dbus,sudo,jq,procps,util-linux,mount,crun"
 PKGS="$PKGS,libprotobuf-c1,libgrpc29,libevent-2.1-7,libevent-core-2.1-7"
 PKGS="$PKGS,libevent-pthreads-2.1-7,libevent-extra-2.1-7,libcap2"
 PKGS="$PKGS,libseccomp2,libsqlite3-0,libjansson4,libsystemd0,libcurl4"
+PKGS="$PKGS,libfuse3-3"
 SUITE=bookworm
 cache=${BERTH_BOOT_CACHE:-/var/cache/berth-test}
 
