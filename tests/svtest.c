@@ -3,6 +3,7 @@
  */
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <stdarg.h>
 #include <signal.h>
 #include <stdio.h>
@@ -466,6 +467,55 @@ remove_alloc(struct berth *b, const char *file)
 
 	snprintf(path, sizeof(path), "%s/%s", b->allocs, file);
 	ck_assert_int_eq(unlink(path), 0);
+}
+
+void
+sv_put_alloc(struct berth *b, const char *name, const char *doc)
+{
+	char file[300];
+
+	snprintf(file, sizeof(file), "%s.json", name);
+	berth_alloc(b, file, doc);
+}
+
+void
+sv_stop_alloc(struct berth *b, const char *name)
+{
+	char file[300];
+
+	snprintf(file, sizeof(file), "%s.json", name);
+	remove_alloc(b, file);
+	wait_event(b, "AllocStopped", name, NULL, 15000);
+	wait_alloc(b, name, NULL, 5000);
+}
+
+void
+sv_plugin_up(struct berth *b)
+{
+	sv_put_alloc(b, "plugin", "{\"id\": \"plugin\", \"tasks\": [{"
+	    "\"name\": \"hostpath\", \"driver\": \"privileged\", "
+	    "\"config\": {\"plugin\": \"hostpath\"}, \"csi_plugin\": {"
+	    "\"id\": \"hp\", \"type\": \"monolith\"}}]}");
+	json_decref(wait_instance(b, "hp", "node", "plugin", true, 15000));
+	json_decref(wait_instance(b, "hp", "controller", "plugin", true,
+	    15000));
+	task_pids(b, NULL);
+}
+
+void
+sv_secret(struct berth *b, const char *name, const char *text)
+{
+	struct passwd *pw = getpwnam("berth");
+	char path[1024];
+
+	ck_assert_ptr_nonnull(pw);
+	snprintf(path, sizeof(path), "%s/secrets", b->dir);
+	ck_assert_int_eq(mkdir(path, 0700) == 0 || errno == EEXIST, 1);
+	ck_assert_int_eq(chown(path, pw->pw_uid, 0), 0);
+	snprintf(path, sizeof(path), "%s/secrets/%s", b->dir, name);
+	harness_write(path, text);
+	ck_assert_int_eq(chown(path, pw->pw_uid, pw->pw_gid), 0);
+	ck_assert_int_eq(chmod(path, 0400), 0);
 }
 
 /* berthctl ARGS...: its exit code and what it printed on stdout. */

@@ -107,6 +107,17 @@ json_t *wait_instance(struct berth *b, const char *id, const char *type,
 /* Write an allocation file, renamed into place as a tool would. */
 void berth_alloc(struct berth *b, const char *file, const char *text);
 void remove_alloc(struct berth *b, const char *file);
+/*
+ * The same by allocation id: <name>.json written; removed, then its
+ * AllocStopped event and its 404 waited for.
+ */
+void sv_put_alloc(struct berth *b, const char *name, const char *doc);
+void sv_stop_alloc(struct berth *b, const char *name);
+/* Allocation "plugin": root's definition "hostpath" as a privileged
+ * monolith of plugin "hp"; both its instances healthy. */
+void sv_plugin_up(struct berth *b);
+/* Root's secret name in b->dir/secrets, the supervisor's user's alone. */
+void sv_secret(struct berth *b, const char *name, const char *text);
 /* Mount points under b's data dir, only those whose path holds part
  * when part is not NULL (/proc/self/mountinfo). */
 int berth_mounts(struct berth *b, const char *part);

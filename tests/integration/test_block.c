@@ -30,28 +30,6 @@
 /* Where each test names its directory, for the runner (runner_detach). */
 #define NOTE "/tmp/berth-test-block-%ld"
 
-static void
-put_alloc(struct berth *b, const char *name, const char *doc)
-{
-	char tmp[1024], path[1024];
-
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", b->allocs, name);
-	snprintf(path, sizeof(path), "%s/%s.json", b->allocs, name);
-	harness_write(tmp, doc);
-	ck_assert_int_eq(rename(tmp, path), 0);
-}
-
-static void
-stop_alloc(struct berth *b, const char *name)
-{
-	char path[1024];
-
-	snprintf(path, sizeof(path), "%s/%s.json", b->allocs, name);
-	ck_assert_int_eq(unlink(path), 0);
-	wait_event(b, "AllocStopped", name, NULL, 15000);
-	wait_alloc(b, name, NULL, 5000);
-}
-
 /* The sample plugin as a monolith with --block, and its state dir. */
 static void
 berth_setup(struct berth *b)
@@ -79,7 +57,7 @@ berth_setup(struct berth *b)
 	snprintf(path, sizeof(path), "%s/hpstate", b->dir);
 	ck_assert_int_eq(mkdir(path, 0700), 0);
 	berth_start(b);
-	put_alloc(b, "plugin", "{\"id\": \"plugin\", \"tasks\": [{\"name\": "
+	sv_put_alloc(b, "plugin", "{\"id\": \"plugin\", \"tasks\": [{\"name\": "
 	    "\"hostpath\", \"driver\": \"privileged\", \"config\": {"
 	    "\"plugin\": \"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", "
 	    "\"type\": \"monolith\"}}]}");
@@ -235,7 +213,7 @@ block_alloc(struct berth *b, const char *id)
 	    "\"kill_timeout\": \"1s\", \"volume_mounts\": [{\"volume\": "
 	    "\"blk\", \"destination\": \"blk\"}, {\"volume\": \"files\", "
 	    "\"destination\": \"files\"}]}]}", id, SCRIPT);
-	put_alloc(b, id, doc);
+	sv_put_alloc(b, id, doc);
 }
 
 /*
@@ -300,14 +278,14 @@ START_TEST(a_task_writes_a_block_volume)
 	close(fd);
 	ck_assert_str_eq(word, WORD);
 
-	stop_alloc(&b, "a");
+	sv_stop_alloc(&b, "a");
 	snprintf(path, sizeof(path), "%s/hpstate/blocks", b.dir);
 	ck_assert_int_eq(loops_under(path, NULL), 0);
 	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "volume", "delete",
 	    "dev", NULL), 0);
 	snprintf(path, sizeof(path), "%s/hpstate/blocks/dev", b.dir);
 	ck_assert_int_lt(stat(path, &st), 0);
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	ck_assert_msg(berth_mounts(&b, NULL) == 0, "%d mounts left; log:\n%s",
 	    berth_mounts(&b, NULL), b.sv.log);
 	berth_stop(&b);
@@ -356,7 +334,7 @@ START_TEST(a_block_request_of_a_file_system_volume_is_refused)
 	ck_assert_int_eq(count_events(&b, "Started", "r/t", NULL), 0);
 	snprintf(path, sizeof(path), "%s/hpstate/blocks", b.dir);
 	ck_assert_int_eq(loops_under(path, NULL), 0);
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	ck_assert_int_eq(berth_mounts(&b, NULL), 0);
 	berth_stop(&b);
 }

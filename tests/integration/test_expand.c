@@ -53,58 +53,6 @@ berth_setup(struct berth *b, const char *args)
 	ck_assert_int_eq(mkdir(path, 0700), 0);
 }
 
-/* Root's secret "resize", for the supervisor's user alone. */
-static void
-put_secret(struct berth *b, const char *text)
-{
-	struct passwd *pw = getpwnam("berth");
-	char path[1024];
-
-	ck_assert_ptr_nonnull(pw);
-	snprintf(path, sizeof(path), "%s/secrets", b->dir);
-	ck_assert_int_eq(mkdir(path, 0700), 0);
-	ck_assert_int_eq(chown(path, pw->pw_uid, 0), 0);
-	snprintf(path, sizeof(path), "%s/secrets/resize", b->dir);
-	harness_write(path, text);
-	ck_assert_int_eq(chown(path, pw->pw_uid, pw->pw_gid), 0);
-	ck_assert_int_eq(chmod(path, 0400), 0);
-}
-
-static void
-put_alloc(struct berth *b, const char *name, const char *doc)
-{
-	char tmp[1024], path[1024];
-
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", b->allocs, name);
-	snprintf(path, sizeof(path), "%s/%s.json", b->allocs, name);
-	harness_write(tmp, doc);
-	ck_assert_int_eq(rename(tmp, path), 0);
-}
-
-static void
-stop_alloc(struct berth *b, const char *name)
-{
-	char path[1024];
-
-	snprintf(path, sizeof(path), "%s/%s.json", b->allocs, name);
-	ck_assert_int_eq(unlink(path), 0);
-	wait_event(b, "AllocStopped", name, NULL, 15000);
-	wait_alloc(b, name, NULL, 5000);
-}
-
-static void
-plugin_up(struct berth *b)
-{
-	put_alloc(b, "plugin", "{\"id\": \"plugin\", \"tasks\": [{\"name\": "
-	    "\"hostpath\", \"driver\": \"privileged\", \"config\": {"
-	    "\"plugin\": \"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", "
-	    "\"type\": \"monolith\"}}]}");
-	json_decref(wait_instance(b, "hp", "node", "plugin", true, 15000));
-	json_decref(wait_instance(b, "hp", "controller", "plugin", true,
-	    15000));
-	task_pids(b, NULL);
-}
-
 /* A volume made through the plugin, its "expand" secret named. */
 static void
 create_volume(struct berth *b, const char *id)
@@ -135,7 +83,7 @@ task_alloc(struct berth *b, const char *id, const char *vol,
 	    "\"command\": \"/bin/sh\", \"args\": [\"-c\", \"%s\"]}, "
 	    "\"kill_timeout\": \"1s\", \"volume_mounts\": [{\"volume\": "
 	    "\"data\", \"destination\": \"data\"}]}]}", id, vol, script);
-	put_alloc(b, id, doc);
+	sv_put_alloc(b, id, doc);
 }
 
 /* Wait until the task's stdout.log holds text. */
@@ -262,9 +210,9 @@ START_TEST(a_volume_in_use_expands)
 	berth_setup(&b, STRICT);
 	snprintf(sec, sizeof(sec), "secret key=expand-%d", (int)getpid());
 	snprintf(want, sizeof(want), "key=expand-%d\n", (int)getpid());
-	put_secret(&b, want);
+	sv_secret(&b, "resize", want);
 	berth_start(&b);
-	plugin_up(&b);
+	sv_plugin_up(&b);
 	create_volume(&b, "ex");
 	ck_assert_int_eq(capacity(&b, "ex"), 0);	/* not said yet */
 	/* Strict, the plugin makes it root's 0755; the alloc's group, as
@@ -321,8 +269,8 @@ START_TEST(a_volume_in_use_expands)
 	harness_write(want, "go\n");
 	wait_stdout(&b, "a", "TWO");
 
-	stop_alloc(&b, "a");
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "a");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -340,9 +288,9 @@ START_TEST(an_offline_plugin_is_refused_while_the_volume_is_claimed)
 	struct berth b;
 
 	berth_setup(&b, STRICT "arg --expand-offline\n");
-	put_secret(&b, "key=offline\n");
+	sv_secret(&b, "resize", "key=offline\n");
 	berth_start(&b);
-	plugin_up(&b);
+	sv_plugin_up(&b);
 	create_volume(&b, "off");
 	task_alloc(&b, "a", "off", "echo UP && sleep 600");
 	wait_stdout(&b, "a", "UP");
@@ -369,7 +317,7 @@ START_TEST(an_offline_plugin_is_refused_while_the_volume_is_claimed)
 	ck_assert_int_eq(expand(&b, "nope", "{\"capacity_min\": 1}", out,
 	    sizeof(out)), 404);
 
-	stop_alloc(&b, "a");
+	sv_stop_alloc(&b, "a");
 	ck_assert_msg(expand(&b, "off", "{\"capacity_min\": 2097152, "
 	    "\"capacity_max\": 8388608}", out, sizeof(out)) == 200,
 	    "expand: %s; log:\n%s", out, b.sv.log);
@@ -381,7 +329,7 @@ START_TEST(an_offline_plugin_is_refused_while_the_volume_is_claimed)
 	received(&b, "NodeExpandVolume", "off", got, sizeof(got));
 	ck_assert_str_eq(got, "");
 
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -398,9 +346,9 @@ START_TEST(a_created_volume_shows_its_capacity)
 	struct berth b;
 
 	berth_setup(&b, "");
-	put_secret(&b, "key=lenient\n");
+	sv_secret(&b, "resize", "key=lenient\n");
 	berth_start(&b);
-	plugin_up(&b);
+	sv_plugin_up(&b);
 	create_volume(&b, "cr");
 	ck_assert_int_eq(capacity(&b, "cr"), MIB);
 	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "volume", "status",
@@ -411,7 +359,7 @@ START_TEST(a_created_volume_shows_its_capacity)
 	ck_assert_int_eq(capacity(&b, "cr"), 5 * MIB);
 	received(&b, "NodeExpandVolume", "cr", got, sizeof(got));
 	ck_assert_str_eq(got, "");
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }

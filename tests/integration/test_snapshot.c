@@ -52,58 +52,6 @@ berth_setup(struct berth *b, const char *args)
 	ck_assert_int_eq(mkdir(path, 0700), 0);
 }
 
-/* Root's secret "snapsec", for the supervisor's user alone. */
-static void
-put_secret(struct berth *b, const char *text)
-{
-	struct passwd *pw = getpwnam("berth");
-	char path[1024];
-
-	ck_assert_ptr_nonnull(pw);
-	snprintf(path, sizeof(path), "%s/secrets", b->dir);
-	ck_assert_int_eq(mkdir(path, 0700), 0);
-	ck_assert_int_eq(chown(path, pw->pw_uid, 0), 0);
-	snprintf(path, sizeof(path), "%s/secrets/snapsec", b->dir);
-	harness_write(path, text);
-	ck_assert_int_eq(chown(path, pw->pw_uid, pw->pw_gid), 0);
-	ck_assert_int_eq(chmod(path, 0400), 0);
-}
-
-static void
-put_alloc(struct berth *b, const char *name, const char *doc)
-{
-	char tmp[1024], path[1024];
-
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", b->allocs, name);
-	snprintf(path, sizeof(path), "%s/%s.json", b->allocs, name);
-	harness_write(tmp, doc);
-	ck_assert_int_eq(rename(tmp, path), 0);
-}
-
-static void
-stop_alloc(struct berth *b, const char *name)
-{
-	char path[1024];
-
-	snprintf(path, sizeof(path), "%s/%s.json", b->allocs, name);
-	ck_assert_int_eq(unlink(path), 0);
-	wait_event(b, "AllocStopped", name, NULL, 15000);
-	wait_alloc(b, name, NULL, 5000);
-}
-
-static void
-plugin_up(struct berth *b)
-{
-	put_alloc(b, "plugin", "{\"id\": \"plugin\", \"tasks\": [{\"name\": "
-	    "\"hostpath\", \"driver\": \"privileged\", \"config\": {"
-	    "\"plugin\": \"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", "
-	    "\"type\": \"monolith\"}}]}");
-	json_decref(wait_instance(b, "hp", "node", "plugin", true, 15000));
-	json_decref(wait_instance(b, "hp", "controller", "plugin", true,
-	    15000));
-	task_pids(b, NULL);
-}
-
 /* A volume made through the plugin (from snapshot, unless NULL), its
  * "snapshot" secret named; berthctl's exit code, its output in out. */
 static int
@@ -138,7 +86,7 @@ task_alloc(struct berth *b, const char *id, const char *vol,
 	    "\"command\": \"/bin/sh\", \"args\": [\"-c\", \"%s\"]}, "
 	    "\"kill_timeout\": \"1s\", \"volume_mounts\": [{\"volume\": "
 	    "\"data\", \"destination\": \"data\"}]}]}", id, vol, script);
-	put_alloc(b, id, doc);
+	sv_put_alloc(b, id, doc);
 }
 
 /* The task's stdout.log, into buf. */
@@ -247,9 +195,9 @@ START_TEST(a_volume_made_from_a_snapshot_holds_what_was_taken)
 	berth_setup(&b, STRICT);
 	snprintf(sec, sizeof(sec), "secret key=snap-%d", (int)getpid());
 	snprintf(got, sizeof(got), "key=snap-%d\n", (int)getpid());
-	put_secret(&b, got);
+	sv_secret(&b, "snapsec", got);
 	berth_start(&b);
-	plugin_up(&b);
+	sv_plugin_up(&b);
 	ck_assert_msg(create_volume(&b, "src", NULL, out, sizeof(out)) == 0,
 	    "volume create: %s", out);
 	ck_assert_msg(create_volume(&b, "other", NULL, out, sizeof(out)) == 0,
@@ -291,11 +239,11 @@ START_TEST(a_volume_made_from_a_snapshot_holds_what_was_taken)
 	snprintf(path, sizeof(path), "%s/hpstate/volumes/src/go", b.dir);
 	harness_write(path, "go\n");
 	wait_stdout(&b, "w", "CHANGED");
-	stop_alloc(&b, "w");
+	sv_stop_alloc(&b, "w");
 
 	/* The snapshot outlives the plugin's process. */
-	stop_alloc(&b, "plugin");
-	plugin_up(&b);
+	sv_stop_alloc(&b, "plugin");
+	sv_plugin_up(&b);
 	listed(&b, "/v1/volume/src/snapshots", got, sizeof(got));
 	ck_assert_str_eq(got, "s1 s2");
 	listed(&b, "/v1/volume/other/snapshots", got, sizeof(got));
@@ -361,8 +309,8 @@ START_TEST(a_volume_made_from_a_snapshot_holds_what_was_taken)
 	ck_assert_int_eq(api(&b, "GET", "/v1/snapshots", NULL, out,
 	    sizeof(out)), 400);
 
-	stop_alloc(&b, "r");
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "r");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -379,9 +327,9 @@ START_TEST(a_plugin_without_snapshots_is_refused)
 	struct berth b;
 
 	berth_setup(&b, STRICT "arg --no-snapshots\n");
-	put_secret(&b, "key=none\n");
+	sv_secret(&b, "snapsec", "key=none\n");
 	berth_start(&b);
-	plugin_up(&b);
+	sv_plugin_up(&b);
 	ck_assert_msg(create_volume(&b, "v", NULL, out, sizeof(out)) == 0,
 	    "volume create: %s", out);
 
@@ -409,7 +357,7 @@ START_TEST(a_plugin_without_snapshots_is_refused)
 	ck_assert_str_eq(got, "");
 	ck_assert_int_eq(count_events(&b, "SnapshotCreated", NULL, NULL), 0);
 
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }

@@ -48,38 +48,6 @@ berth_setup(struct berth *b, const char *plugin_args)
 	berth_start(b);
 }
 
-static void
-put_alloc(struct berth *b, const char *name, const char *doc)
-{
-	char file[300];
-
-	snprintf(file, sizeof(file), "%s.json", name);
-	berth_alloc(b, file, doc);
-}
-
-static void
-stop_alloc(struct berth *b, const char *name)
-{
-	char file[300];
-
-	snprintf(file, sizeof(file), "%s.json", name);
-	remove_alloc(b, file);
-	wait_alloc(b, name, NULL, 15000);
-}
-
-static void
-plugin_up(struct berth *b)
-{
-	put_alloc(b, "plugin", "{\"id\": \"plugin\", \"tasks\": [{\"name\": "
-	    "\"hostpath\", \"driver\": \"privileged\", \"config\": {"
-	    "\"plugin\": \"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", "
-	    "\"type\": \"monolith\"}}]}");
-	json_decref(wait_instance(b, "hp", "node", "plugin", true, 15000));
-	json_decref(wait_instance(b, "hp", "controller", "plugin", true,
-	    15000));
-	task_pids(b, NULL);
-}
-
 static const char *
 field(json_t *o, const char *key)
 {
@@ -144,7 +112,7 @@ task_alloc(struct berth *b, const char *id, const char *vol,
 	char doc[4096];
 
 	alloc_doc(doc, sizeof(doc), id, vol, access);
-	put_alloc(b, id, doc);
+	sv_put_alloc(b, id, doc);
 }
 
 /* Submitted through the API: its status, its error in err. */
@@ -220,8 +188,8 @@ static void
 stop_all(struct berth *b, const char *const *ids)
 {
 	for (; *ids != NULL; ids++)
-		stop_alloc(b, *ids);
-	stop_alloc(b, "plugin");
+		sv_stop_alloc(b, *ids);
+	sv_stop_alloc(b, "plugin");
 	nothing_left(b);
 	berth_stop(b);
 }
@@ -240,7 +208,7 @@ START_TEST(a_volume_of_another_zone_is_refused_with_the_reason)
 	json_t *v, *acc;
 
 	berth_setup(&b, "arg --topology\narg zone=a\n");
-	plugin_up(&b);
+	sv_plugin_up(&b);
 	create_volume(&b, "near", "single-node-writer", "{\"required\": "
 	    "[{\"segments\": {\"zone\": \"a\"}}], \"preferred\": "
 	    "[{\"segments\": {\"zone\": \"a\"}}]}");
@@ -292,7 +260,7 @@ START_TEST(a_third_volume_waits_at_max_volumes_per_node)
 	char err[1024];
 
 	berth_setup(&b, "arg --max-volumes\narg 2\n");
-	plugin_up(&b);
+	sv_plugin_up(&b);
 	create_volume(&b, "v1", "single-node-writer", NULL);
 	create_volume(&b, "v2", "single-node-writer", NULL);
 	create_volume(&b, "v3", "single-node-writer", NULL);
@@ -309,7 +277,7 @@ START_TEST(a_third_volume_waits_at_max_volumes_per_node)
 	    "volumes on this node, its max_volumes_per_node; waiting for one "
 	    "to be released");
 	ck_assert_int_eq(count_events(&b, "Started", "a3/t", NULL), 0);
-	stop_alloc(&b, "a1");
+	sv_stop_alloc(&b, "a1");
 	running(&b, "a3");
 	stop_all(&b, ids);
 }
@@ -323,7 +291,7 @@ START_TEST(single_node_single_writer_refuses_a_second_writer)
 	char err[1024];
 
 	berth_setup(&b, NULL);
-	plugin_up(&b);
+	sv_plugin_up(&b);
 	create_volume(&b, "solo", "single-node-single-writer", NULL);
 	ck_assert_int_eq(api_alloc(&b, "w1", "solo",
 	    "single-node-single-writer", err, sizeof(err)), 200);
@@ -347,7 +315,7 @@ START_TEST(csi15_modes_need_a_plugin_that_takes_them)
 	char err[1024];
 
 	berth_setup(&b, "arg --no-single-node-multi-writer\n");
-	plugin_up(&b);
+	sv_plugin_up(&b);
 	ck_assert_int_eq(put_volume(&b, "m", true, "{\"plugin_id\": \"hp\", "
 	    "\"access_mode\": \"single-node-multi-writer\"}", err,
 	    sizeof(err)), 400);

@@ -77,32 +77,10 @@ track_tasks(struct berth *b)
 }
 
 static void
-put_alloc(struct berth *b, const char *name, const char *doc)
-{
-	char tmp[1024], path[1024];
-
-	snprintf(tmp, sizeof(tmp), "%s/.%s.tmp", b->allocs, name);
-	snprintf(path, sizeof(path), "%s/%s.json", b->allocs, name);
-	harness_write(tmp, doc);
-	ck_assert_int_eq(rename(tmp, path), 0);
-}
-
-static void
-stop_alloc(struct berth *b, const char *name)
-{
-	char path[1024];
-
-	snprintf(path, sizeof(path), "%s/%s.json", b->allocs, name);
-	ck_assert_int_eq(unlink(path), 0);
-	wait_event(b, "AllocStopped", name, NULL, 15000);
-	wait_alloc(b, name, NULL, 5000);
-}
-
-static void
 plugin_up(struct berth *b)
 {
 	/* Crashed on purpose by some tests: back within a second. */
-	put_alloc(b, "plugin", "{\"id\": \"plugin\", \"tasks\": [{\"name\": "
+	sv_put_alloc(b, "plugin", "{\"id\": \"plugin\", \"tasks\": [{\"name\": "
 	    "\"hostpath\", \"driver\": \"privileged\", \"config\": {"
 	    "\"plugin\": \"hostpath\"}, \"csi_plugin\": {\"id\": \"hp\", "
 	    "\"type\": \"monolith\"}, \"restart\": {\"attempts\": 10, "
@@ -181,7 +159,7 @@ task_alloc(struct berth *b, const char *id, const char *vol,
 	    "\"kill_timeout\": \"1s\", \"volume_mounts\": [{\"volume\": "
 	    "\"data\", \"destination\": \"data\", \"read_only\": %s}]}]}", id,
 	    vol, access, ro ? "true" : "false", script, ro ? "true" : "false");
-	put_alloc(b, id, doc);
+	sv_put_alloc(b, id, doc);
 }
 
 /* Wait until a task's stdout.log (in its shim's status dir, out of the
@@ -345,11 +323,11 @@ START_TEST(writer_readers_and_a_refused_second_writer)
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "delete", "solo"),
 	    1);
 
-	stop_alloc(&b, "a2");
-	stop_alloc(&b, "a1");
-	stop_alloc(&b, "r1");
-	stop_alloc(&b, "w");
-	stop_alloc(&b, "r2");
+	sv_stop_alloc(&b, "a2");
+	sv_stop_alloc(&b, "a1");
+	sv_stop_alloc(&b, "r1");
+	sv_stop_alloc(&b, "w");
+	sv_stop_alloc(&b, "r2");
 	ck_assert_int_eq(claims(&b, "shared"), 0);
 	ck_assert_int_eq(berth_mounts(&b, "/staging/"), 0);
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "delete",
@@ -358,7 +336,7 @@ START_TEST(writer_readers_and_a_refused_second_writer)
 	    0);
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "status",
 	    "solo"), 1);
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -408,9 +386,9 @@ START_TEST(sigkill_in_the_middle_of_a_publish)
 	ck_assert_int_eq(berth_mounts(&b, "/per-alloc/a/"), 1);
 	ck_assert_int_eq(berth_mounts(&b, "/allocs/a/t/volumes/data"), 1);
 	ck_assert_int_eq(claims(&b, "v"), 1);
-	stop_alloc(&b, "a");
+	sv_stop_alloc(&b, "a");
 	ck_assert_int_eq(claims(&b, "v"), 0);
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -482,7 +460,7 @@ START_TEST(volumes_of_an_alloc_stopped_while_down_are_taken_back)
 	ck_assert_int_eq(berth_mounts(&b, "/staging/"), 0);
 	ck_assert_int_eq(berth_mounts(&b, "/per-alloc/"), 0);
 	ck_assert_int_eq(berth_mounts(&b, "/allocs/"), 0);
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -585,8 +563,8 @@ START_TEST(a_task_not_root_writes_in_a_volume_made_0755)
 	ck_assert_int_eq(dst.st_uid, 0);
 	ck_assert_int_eq(dst.st_gid, fst.st_gid);
 	ck_assert_int_eq(dst.st_mode & 0777, 0775);
-	stop_alloc(&b, "w");
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "w");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -649,9 +627,9 @@ START_TEST(a_volume_staged_per_usage_before_an_upgrade_is_kept)
 	db_sql(&b, "SELECT stage_usage FROM mounts WHERE alloc = 'r'", use,
 	    sizeof(use));
 	ck_assert_str_eq(use, OLD_USAGE);
-	stop_alloc(&b, "w");
+	sv_stop_alloc(&b, "w");
 	ck_assert_int_eq(mounts_at(&b, OLD_STAGING("v")), 1);
-	stop_alloc(&b, "r");
+	sv_stop_alloc(&b, "r");
 	ck_assert_int_eq(berth_mounts(&b, "/staging/"), 0);
 
 	/* Staged anew: at the volume's one path. */
@@ -660,8 +638,8 @@ START_TEST(a_volume_staged_per_usage_before_an_upgrade_is_kept)
 	track_tasks(&b);
 	ck_assert_int_eq(berth_mounts(&b, "/staging/"), 1);
 	ck_assert_int_eq(mounts_at(&b, STAGING("v")), 1);
-	stop_alloc(&b, "w2");
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "w2");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -694,9 +672,9 @@ START_TEST(a_plugin_dying_mid_stage_is_waited_for)
 	wait_alloc(&b, "a", "pending", 1);
 	ck_assert_int_eq(count_events(&b, "AllocStopped", "a", NULL), 0);
 	ck_assert_int_eq(count_events(&b, "Started", "a/t", NULL), 0);
-	stop_alloc(&b, "a");
+	sv_stop_alloc(&b, "a");
 	ck_assert_int_eq(claims(&b, "v"), 0);
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -851,9 +829,9 @@ START_TEST(failed_volumes_stay_listed_with_the_reason)
 	wait_alloc(&b, "mode", NULL, 5000);
 	remove_alloc(&b, "a2.json");
 	wait_alloc(&b, "a2", NULL, 5000);
-	stop_alloc(&b, "a1");
+	sv_stop_alloc(&b, "a1");
 	ck_assert_int_eq(claims(&b, "solo"), 0);
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -874,7 +852,7 @@ START_TEST(a_volume_waiting_for_its_plugin_is_pending_then_runs)
 	berth_start(&b);
 	plugin_up(&b);
 	create_volume(&b, "v", "single-node-writer");
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	api_task_alloc(&b, "a", "v", "single-node-writer");
 	wait_event(&b, "AllocPending", "a", "volumes: ", 15000);
 	a = get_alloc(&b, "a");
@@ -897,9 +875,9 @@ START_TEST(a_volume_waiting_for_its_plugin_is_pending_then_runs)
 	ck_assert_ptr_null(json_object_get(a, "step"));
 	ck_assert_ptr_null(json_object_get(a, "next_retry"));
 	json_decref(a);
-	stop_alloc(&b, "a");
+	sv_stop_alloc(&b, "a");
 	ck_assert_int_eq(claims(&b, "v"), 0);
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -997,7 +975,8 @@ START_TEST(mount_options_and_context_reach_the_plugin)
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "list", NULL), 0);
 	ck_assert_msg(strstr(out, "s3cret") == NULL, "%s", out);
 
-	put_alloc(&b, "a", "{\"id\": \"a\", \"volumes\": {\"data\": {\"type\": "
+	sv_put_alloc(&b, "a", "{\"id\": \"a\", \"volumes\": {\"data\": {"
+	    "\"type\": "
 	    "\"csi\", \"source\": \"static\", \"access_mode\": "
 	    "\"single-node-writer\", \"attachment_mode\": \"file-system\", "
 	    "\"mount_options\": {\"fs_type\": \"xfs\", \"mount_flags\": "
@@ -1023,10 +1002,10 @@ START_TEST(mount_options_and_context_reach_the_plugin)
 	/* The flags' values are in no log line of berth's. */
 	ck_assert_int_eq(count(&b, "s3cret"), 0);
 
-	stop_alloc(&b, "a");
+	sv_stop_alloc(&b, "a");
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "delete",
 	    "static"), 0);
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -1218,7 +1197,8 @@ START_TEST(a_secret_reaches_the_plugin_and_nothing_else)
 	    "secrets"), "publish")), "ceph-user");
 	json_decref(j);
 
-	put_alloc(&b, "a", "{\"id\": \"a\", \"volumes\": {\"data\": {\"type\": "
+	sv_put_alloc(&b, "a", "{\"id\": \"a\", \"volumes\": {\"data\": {"
+	    "\"type\": "
 	    "\"csi\", \"source\": \"static\", \"access_mode\": "
 	    "\"single-node-writer\", \"attachment_mode\": \"file-system\", "
 	    "\"secrets\": {\"publish\": \"alloc-own\"}}}, "
@@ -1251,10 +1231,10 @@ START_TEST(a_secret_reaches_the_plugin_and_nothing_else)
 	secret_nowhere(&b, value, 1);
 	secret_nowhere(&b, own, 1);
 
-	stop_alloc(&b, "a");
+	sv_stop_alloc(&b, "a");
 	ck_assert_int_eq(ctl(&b, out, sizeof(out), "volume", "delete",
 	    "static"), 0);
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	ck_assert_int_eq(count(&b, value) + count(&b, own), 0);
 	snprintf(path, sizeof(path), "%s/secrets", b.dir);
@@ -1478,7 +1458,7 @@ START_TEST(usage_and_condition_of_a_published_volume)
 	ck_assert_int_eq(count_events(&b, "VolumeAbnormal", NULL, NULL), 1);
 	ck_assert_int_eq(count_events(&b, "VolumeNormal", NULL, NULL), 1);
 
-	stop_alloc(&b, "a");
+	sv_stop_alloc(&b, "a");
 	for (int i = 0; i < 50 && (s = volume_stats(&b, "st")) != NULL; i++) {
 		json_decref(s);
 		usleep(100000);
@@ -1486,7 +1466,7 @@ START_TEST(usage_and_condition_of_a_published_volume)
 	ck_assert_ptr_null(volume_stats(&b, "st"));
 	ck_assert(volume_metric(&b, "berth_volume_stats_used_bytes", "st") ==
 	    -1);
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	hpstate_umount(&b);
 	berth_stop(&b);
@@ -1534,8 +1514,8 @@ START_TEST(usage_not_reported_is_said_so)
 	ck_assert(volume_metric(&b, "berth_volume_stats_inodes", "ns") == -1);
 	ck_assert(volume_metric(&b,
 	    "berth_volume_stats_health_status_abnormal", "ns") == 0);
-	stop_alloc(&b, "a");
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "a");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
@@ -1568,14 +1548,14 @@ START_TEST(a_task_not_root_writes_where_the_plugin_made_it_root_0755)
 	    "stat -c 'root %%u:%%g %%a' volumes/data; sleep 600\"]}, "
 	    "\"kill_timeout\": \"1s\", \"volume_mounts\": [{\"volume\": "
 	    "\"data\", \"destination\": \"data\"}]}]}");
-	put_alloc(&b, "a", doc);
+	sv_put_alloc(&b, "a", doc);
 	wait_event(&b, "Started", "a/t", NULL, 15000);
 	track_tasks(&b);
 	wait_stdout(&b, "a", "ids 61184 61184");
 	wait_stdout(&b, "a", "root 0:61184 2775");
 	wait_stdout(&b, "a", "WROTE");
-	stop_alloc(&b, "a");
-	stop_alloc(&b, "plugin");
+	sv_stop_alloc(&b, "a");
+	sv_stop_alloc(&b, "plugin");
 	nothing_left(&b);
 	berth_stop(&b);
 }
