@@ -40,6 +40,22 @@ allocs_restart_tasks(struct allocs *am, const char *alloc, const char *why)
 			trun_restart(ar->tasks[i], why);
 }
 
+void
+allocs_room(struct allocs *am, const char *plugin)
+{
+	static const struct timeval now = { 0, 0 };
+	struct arun *ar;
+
+	TAILQ_FOREACH(ar, &am->runs, entry)
+		if (ar->state == ARUN_MOUNT_WAIT) {
+			log_debug("alloc %s: a volume of plugin %s was released; "
+			    "trying its volumes again now", ar->doc->id,
+			    plugin != NULL ? plugin : "?");
+			evtimer_del(ar->retry);
+			evtimer_add(ar->retry, &now);
+		}
+}
+
 static void
 on_resync(evutil_socket_t fd, short ev, void *arg)
 {

@@ -132,6 +132,13 @@ void allocs_free(struct allocs *am);
 const char *allocs_node_plugin_type(struct allocs *am, const char *alloc,
     const char *plugin);
 
+/*
+ * A volume of plugin left this node: every alloc waiting to set up its
+ * volumes tries again at once (on the loop's next turn), not at its next
+ * retry; one waiting for room (max_volumes_per_node) may get it now.
+ */
+void allocs_room(struct allocs *am, const char *plugin);
+
 /* Restart the running tasks of alloc (trun_restart): a volume's
  * on_plugin_restart "restart_tasks" (volmgr_recover.c). */
 void allocs_restart_tasks(struct allocs *am, const char *alloc,

@@ -93,6 +93,15 @@ restart_tasks(void *ctx, const char *alloc, const char *why)
 		allocs_restart_tasks(sv->allocs, alloc, why);
 }
 
+static void
+room(void *ctx, const char *plugin)
+{
+	struct supervisor *sv = ctx;
+
+	if (sv->allocs != NULL)
+		allocs_room(sv->allocs, plugin);
+}
+
 /* What the volume manager uses: the helpers, the plugins, the allocs. */
 static void
 node_up(void *volmgr, const char *plugin)
@@ -108,7 +117,7 @@ make_volmgr_deps(struct supervisor *sv, struct volmgr_deps *d)
 	    .data_dir = sv->cfg.data_dir, .secrets_dir = sv->cfg.secrets_dir,
 	    .find_plugin = volmgr_csimgr_find,
 	    .plugins_ctx = sv->csimgr, .node_plugin_type = node_plugin_type,
-	    .allocs_ctx = sv, .restart_tasks = restart_tasks,
+	    .allocs_ctx = sv, .restart_tasks = restart_tasks, .room = room,
 	    .events = sv->events,
 	    .stats_interval_ms = sv->cfg.volume_stats_interval_ms };
 	return d;

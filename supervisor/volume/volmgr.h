@@ -101,6 +101,11 @@ struct volmgr_deps {
 	 * on_plugin_restart "restart_tasks"); NULL: not done. */
 	void (*restart_tasks)(void *allocs_ctx, const char *alloc,
 	    const char *why);
+	/* A volume of plugin is no longer staged or published here: an
+	 * alloc waiting for room (max_volumes_per_node) may go on now, not
+	 * at its next retry; NULL: not told. It must only schedule: the
+	 * volume manager calls it in the middle of its own work. */
+	void (*room)(void *allocs_ctx, const char *plugin);
 };
 
 struct volmgr *volmgr_new(const struct volmgr_deps *d);

@@ -71,10 +71,20 @@ pub_new(struct volmgr *vm, const char *alloc, const char *ns,
 	return p;
 }
 
+static bool same_volume(const struct vpub *, const struct vpub *);
+
 void
 pub_free(struct volmgr *vm, struct vpub *p)
 {
+	struct vpub *q;
+
 	TAILQ_REMOVE(&vm->pubs, p, entry);
+	TAILQ_FOREACH(q, &vm->pubs, entry)
+		if (same_volume(p, q))
+			break;
+	/* The last use of that volume here: room for another. */
+	if (q == NULL && !vm->dying && vm->d.room != NULL)
+		vm->d.room(vm->d.allocs_ctx, p->plugin);
 	free(p->alloc);
 	free(p->ns);
 	free(p->vol);

@@ -15,6 +15,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 #include <sys/stat.h>
 
@@ -153,6 +154,18 @@ get_alloc(struct berth *b, const char *id)
 	return a;
 }
 
+/* An RFC 3339 UTC time ("2026-11-24T21:30:00Z"); 0 for NULL or "". */
+static time_t
+when(const char *s)
+{
+	struct tm tm;
+
+	memset(&tm, 0, sizeof(tm));
+	if (s == NULL || strptime(s, "%Y-%m-%dT%H:%M:%SZ", &tm) == NULL)
+		return 0;
+	return timegm(&tm);
+}
+
 /* The alloc is in state, at step volumes, its reason holding text. */
 static void
 at_volumes(struct berth *b, const char *id, const char *state,
@@ -251,13 +264,17 @@ END_TEST
 
 /*
  * max_volumes_per_node = 2: a third volume's alloc is pending, saying
- * why, and runs once one of the two others has stopped.
+ * why, and runs as soon as one of the two others has stopped, not at its
+ * next retry.
  */
 START_TEST(a_third_volume_waits_at_max_volumes_per_node)
 {
 	static const char *const ids[] = { "a2", "a3", NULL };
 	struct berth b;
 	char err[1024];
+	time_t next;
+	json_t *a;
+	int i;
 
 	berth_setup(&b, "arg --max-volumes\narg 2\n");
 	sv_plugin_up(&b);
@@ -277,8 +294,21 @@ START_TEST(a_third_volume_waits_at_max_volumes_per_node)
 	    "volumes on this node, its max_volumes_per_node; waiting for one "
 	    "to be released");
 	ck_assert_int_eq(count_events(&b, "Started", "a3/t", NULL), 0);
-	sv_stop_alloc(&b, "a1");
+	/* Its retries back off: wait until the next is 4 s away or more. */
+	for (i = 0, next = 0; i < 300 && next - time(NULL) < 4; i++) {
+		usleep(100000);
+		a = get_alloc(&b, "a3");
+		next = when(field(a, "next_retry"));
+		json_decref(a);
+	}
+	ck_assert_msg(next - time(NULL) >= 4, "a3's next retry: %lld",
+	    (long long)next);
+	/* a1's volume going makes room: a3 goes on then, not at that retry. */
+	remove_alloc(&b, "a1.json");
+	wait_event(&b, "Started", "a3/t", NULL,
+	    (int)(next - time(NULL) - 1) * 1000);
 	running(&b, "a3");
+	wait_alloc(&b, "a1", NULL, 15000);
 	stop_all(&b, ids);
 }
 END_TEST
