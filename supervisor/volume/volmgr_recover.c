@@ -303,6 +303,7 @@ on_remounted(enum volmgr_status st, const char *why, void *arg)
 	struct remount *m = arg;
 	struct recovery *rc = m->rc;
 	struct volmgr *vm = rc->vm;
+	struct vpub *p;
 	size_t i;
 
 	for (i = 0; i < rc->n; i++) {
@@ -310,7 +311,12 @@ on_remounted(enum volmgr_status st, const char *why, void *arg)
 
 		if (!r->stale || strcmp(r->alloc, m->alloc) != 0)
 			continue;
-		if (st != VOLMGR_OK)
+		/* Its alloc went meanwhile: its unmount job follows. */
+		if (st != VOLMGR_OK && (p = rpub_find(vm, r)) != NULL &&
+		    p->going)
+			log_info("volmgr: alloc %s: volume %s/%s: its alloc "
+			    "stops; not set up again", r->alloc, r->ns, r->vol);
+		else if (st != VOLMGR_OK)
 			events_record(vm->d.events, "volume",
 			    "VolumeRecoveryFailed", r->alloc, NULL, rc->plugin,
 			    "volume %s/%s: staging and publishing it again "
@@ -348,7 +354,8 @@ remount_next(struct recovery *rc)
 
 		if (!r->stale)
 			continue;
-		if ((p = rpub_find(vm, r)) == NULL || p->doc == NULL) {
+		if ((p = rpub_find(vm, r)) == NULL || p->doc == NULL ||
+		    p->going) {
 			/* Stopped meanwhile, or known from records only. */
 			r->stale = false;
 			continue;
@@ -357,7 +364,7 @@ remount_next(struct recovery *rc)
 		m->rc = rc;
 		m->alloc = xstrdup(r->alloc);
 		m->restart = p->on_restart == RECOVER_RESTART_TASKS;
-		volmgr_mount(vm, p->doc, p->alloc_group, on_remounted, m);
+		recover_mount(vm, p->doc, p->alloc_group, on_remounted, m);
 		return true;
 	}
 	return false;
@@ -375,7 +382,8 @@ act_next(struct recovery *rc)
 
 		if (!r->stale)
 			continue;
-		if ((p = rpub_find(vm, r)) == NULL) {
+		if ((p = rpub_find(vm, r)) == NULL || p->going) {
+			/* Its alloc's unmount job takes it back. */
 			r->stale = false;
 			continue;
 		}
@@ -609,6 +617,41 @@ volmgr_plugin_up(struct volmgr *vm, const char *plugin)
 		log_warn("volmgr: plugin %s: cannot check its mounts", plugin);
 		recovery_free(rc);
 	}
+}
+
+/*
+ * The alloc's document goes once its unmount job j ends: no recovery
+ * may use it past then. Its pubs are not set up again; a recovery's
+ * mount of it, in flight, ends after its current unit (the one unit a
+ * job runs at a time) and only then starts j, which takes back what
+ * that mount did. A recovery unit in flight needs no wait: it holds
+ * the volume, which j's take-back of it waits for.
+ */
+bool
+recover_alloc_goes(struct volmgr *vm, const char *alloc, struct job *j)
+{
+	struct vpub *p;
+	struct unit *u;
+	struct job *w;
+
+	TAILQ_FOREACH(p, &vm->pubs, entry)
+		if (strcmp(p->alloc, alloc) == 0)
+			p->going = true;
+	TAILQ_FOREACH(u, &vm->units, entry)
+		if (u->job->recovery && u->job->then == NULL &&
+		    strcmp(u->job->alloc, alloc) == 0) {
+			u->job->cancelled = true;
+			u->job->then = j;
+			return true;
+		}
+	TAILQ_FOREACH(w, &vm->waiting, entry)
+		if (w->recovery && w->then == NULL &&
+		    strcmp(w->alloc, alloc) == 0) {
+			w->cancelled = true;
+			w->then = j;
+			return true;
+		}
+	return false;
 }
 
 void
