@@ -14,18 +14,16 @@
  * all by the deadline (the child is then killed), is stale.
  *
  * What happens to a stale volume is its on_plugin_restart:
- * - "remount": each task's bind of it is unbound (UnbindVolume), the
- *   dead target and staging path are unpublished and unstaged through
- *   the new instance (which must take a dead mount for a mount, as
- *   CSI's corrupted-mount handling does), and the alloc's volumes are
- *   set up again by the ordinary mount job: stage, publish, and a fresh
- *   bind (BindVolume) in the alloc's directory. A running task's sandbox
- *   keeps its own copy of the old bind (the template's {task_dir} bind
- *   receives no mount propagation; the unbind's rmdir detaches that
- *   copy), so the task sees the fresh bind only once restarted;
- * - "restart_tasks" (the default, because with berth's sandbox only a
- *   restarted task sees the fresh bind): the same, then the alloc's
- *   tasks are restarted (deps.restart_tasks);
+ * - "remount" (the default): each task's bind of it is unbound
+ *   (UnbindVolume), the dead target and staging path are unpublished
+ *   and unstaged through the new instance (which must take a dead mount
+ *   for a mount, as CSI's corrupted-mount handling does), and the
+ *   alloc's volumes are set up again by the ordinary mount job: stage,
+ *   publish, and a fresh bind (BindVolume) in the task's directory. The
+ *   running task sees it: its sandbox's copy of the task directory is a
+ *   slave of the mounter's shared self-bind of it (SECURITY.md);
+ * - "restart_tasks": the same, then the alloc's tasks are restarted
+ *   (deps.restart_tasks), for tasks that keep files open on it;
  * - "none": nothing, but an event says the volume is stale.
  * Each is an event: VolumeRemounted, VolumeTasksRestarted, VolumeStale,
  * VolumeRecoveryFailed.
@@ -262,7 +260,7 @@ static const char *
 policy_of(const Berth__Volume *v)
 {
 	return v == NULL || v->on_plugin_restart == NULL ||
-	    v->on_plugin_restart[0] == '\0' ? "restart_tasks" :
+	    v->on_plugin_restart[0] == '\0' ? "remount" :
 	    v->on_plugin_restart;
 }
 

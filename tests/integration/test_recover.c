@@ -4,10 +4,9 @@
  * are served by the plugin process and die with it). A writer and a
  * reader task each use a volume; the plugin is killed with SIGKILL and
  * berth restarts it; then each volume's on_plugin_restart decides:
- * "restart_tasks" (the default) remounts it and restarts the tasks,
- * which read and write again; "remount" stages, publishes and binds it
- * again without restarting them (the fresh bind works from the host;
- * their sandboxes keep their copy of the old one); "none" leaves them,
+ * "remount" (the default) stages, publishes and binds it again under
+ * the running tasks, which read and write again without a restart;
+ * "restart_tasks" does the same and restarts them; "none" leaves them,
  * and an event says so. Nothing of berth's is left mounted afterwards
  * (and when a check fails, the test's mount namespace goes with it).
  */
@@ -263,11 +262,11 @@ kill_under_tasks(struct berth *b, const char *policy,
 	create_volume(b, "r", policy);
 	ck_assert_int_eq(sv_ctl(b, out, sizeof(out), "volume", "status", "w",
 	    NULL), 0);
-	ck_assert_msg(strstr(out, policy != NULL ? policy : "restart_tasks") !=
+	ck_assert_msg(strstr(out, policy != NULL ? policy : "remount") !=
 	    NULL, "%s", out);
 	ck_assert_ptr_nonnull(j = sv_get(b, "/v1/volume/w"));
 	ck_assert_str_eq(json_string_value(json_object_get(j,
-	    "on_plugin_restart")), policy != NULL ? policy : "restart_tasks");
+	    "on_plugin_restart")), policy != NULL ? policy : "remount");
 	json_decref(j);
 	snprintf(path, sizeof(path), "%s/hpstate/volumes/r/r", b->dir);
 	harness_write(path, "hello\n");
@@ -342,7 +341,7 @@ START_TEST(none_leaves_the_tasks_and_says_so)
 END_TEST
 
 /*
- * remount: each volume staged, published and bound again in the alloc's
+ * remount, the default: each volume staged, published and bound again in the alloc's
  * directory, and no task restarted: the task directory's bind in the
  * sandbox is rslave, so the fresh bind reaches the running task, which
  * (the same process) reads the old data and writes new data again
@@ -353,7 +352,7 @@ START_TEST(remount_binds_again_under_the_running_tasks)
 	char path[1024], w[1024];
 	struct berth b;
 
-	kill_under_tasks(&b, "remount", NULL);
+	kill_under_tasks(&b, NULL, NULL);
 	wait_event(&b, "VolumeRemounted", NULL, "default/w", 20000);
 	wait_event(&b, "VolumeRemounted", NULL, "default/r", 20000);
 	snprintf(w, sizeof(w), "%s/hpstate/volumes/w/w", b.dir);
@@ -378,7 +377,7 @@ START_TEST(remount_binds_again_under_the_running_tasks)
 END_TEST
 
 /*
- * The default, restart_tasks: remounted, then each alloc's task
+ * restart_tasks: remounted, then each alloc's task
  * restarted once, and both read and write their volume again.
  */
 START_TEST(restart_tasks_gives_the_tasks_their_data_back)
@@ -386,7 +385,7 @@ START_TEST(restart_tasks_gives_the_tasks_their_data_back)
 	char path[1024];
 	struct berth b;
 
-	kill_under_tasks(&b, NULL, NULL);
+	kill_under_tasks(&b, "restart_tasks", NULL);
 	wait_event(&b, "VolumeTasksRestarted", NULL, "default/w", 20000);
 	wait_event(&b, "VolumeTasksRestarted", NULL, "default/r", 20000);
 	wait_event(&b, "Started", "writer/t", NULL, 20000);
