@@ -192,6 +192,7 @@ volume_prepare(struct mounter *m, const struct mreq *rq, struct mreply *out,
 /*
  * allocs/<alloc>/<task>/: root's, the task's group may write in it, and
  * sticky, so that it cannot rename or remove volumes/ (root's, 0755).
+ * It may be BindVolume's shared self-bind already.
  */
 Berth__ErrorCode
 volume_prepare_task(struct mounter *m, const struct mreq *rq,
@@ -199,21 +200,30 @@ volume_prepare_task(struct mounter *m, const struct mreq *rq,
 {
 	int fd;
 
-	if ((fd = res_mkdirs(m->data_fd, rq->path)) < 0)
+	if ((fd = res_mkdirs(m->data_fd, rq->path)) == -EXDEV)
+		fd = res_self_bind(m->data_fd, rq->path, O_PATH);
+	if (fd < 0)
 		return fail_errno(why, -fd, "creating", rq->path);
 	return give(fd, rq->path, "volumes", 0, rq->gid, 01775, why);
 }
 
-/* Create the bind target, a directory or a file like the source. */
+/* Create the bind target, a directory or a file like the source, in
+ * volumes/ of the task's directory, a self-bind (volume_bind()). */
 static int
 bind_target(struct mounter *m, const char *rel, bool dir)
 {
-	char parent[MREQ_PATH];
+	char parent[MREQ_PATH], task[MREQ_PATH];
 	const char *leaf = res_split(rel, parent, sizeof(parent));
 	struct stat st;
 	int pfd, fd;
 
-	if ((pfd = res_mkdirs(m->data_fd, parent)) < 0)
+	res_split(parent, task, sizeof(task));
+	if ((fd = res_self_bind(m->data_fd, task, O_PATH)) < 0)
+		return fd;
+	pfd = res_trusted(fd) ? res_mkdirs(fd, parent + strlen(task) + 1) :
+	    -EPERM;
+	close(fd);
+	if (pfd < 0)
 		return pfd;
 	/* What holds a mount point: no one but root can rename it. */
 	if (!res_trusted(pfd))
@@ -277,10 +287,16 @@ volume_bind(struct mounter *m, const struct mreq *rq, struct mreply *out,
 		.propagation = MS_PRIVATE,
 	};
 	Berth__ErrorCode code = OK;
-	char root[MREQ_PATH];
+	char root[MREQ_PATH], vols[MREQ_PATH], task[MREQ_PATH];
 	int sfd, tfd = -1, r;
 	struct stat st;
 
+	/* The task's directory, a shared self-bind: a bind made or taken in
+	 * it reaches a running task's (rslave) copy of it (SECURITY.md). */
+	res_split(rq->path2, vols, sizeof(vols));
+	res_split(vols, task, sizeof(task));
+	if ((code = make_shared_mount(m, task, why)) != OK)
+		return code;
 	/* Through berth's self-bind and the plugin's tree, crossing no
 	 * mount but the publish target's own. */
 	layout_plugin_root(root, sizeof(root), rq->type, rq->plugin);
@@ -319,12 +335,17 @@ Berth__ErrorCode
 volume_unbind(struct mounter *m, const struct mreq *rq, struct mreply *out,
     char *why)
 {
-	char parent[MREQ_PATH];
+	char parent[MREQ_PATH], task[MREQ_PATH];
 	const char *leaf = res_split(rq->path, parent, sizeof(parent));
 	int pfd, r;
 
-	if ((pfd = res_open_here(m->data_fd, parent, O_PATH |
-	    O_DIRECTORY)) < 0)
+	/* volumes/, through the task directory's self-bind (BindVolume). */
+	res_split(parent, task, sizeof(task));
+	if ((r = res_self_bind(m->data_fd, task, O_PATH)) < 0)
+		return fail_errno(why, -r, "opening", task);
+	pfd = res_open_here(r, parent + strlen(task) + 1, O_PATH | O_DIRECTORY);
+	close(r);
+	if (pfd < 0)
 		return fail_errno(why, -pfd, "opening", parent);
 	/* A bind whose FUSE server died answers ENOTCONN: a mount. */
 	if ((r = res_unmount_all(pfd, leaf)) == -ENOTCONN && umount2(leaf,

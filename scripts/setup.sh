@@ -43,19 +43,24 @@ done
 # Root's template of a task's sandbox, where berth-mounter looks by default
 # (--task-conf /etc/berth); an operator's own copy is kept, unless it
 # lacks a placeholder this berth's mounter needs: then it is set aside as
-# .old and the shipped one installed, and that is said.
+# .old and the shipped one installed, and that is said: {plugin_mounts},
+# and the "rslave" of the {task_dir} bind (a running task then sees its
+# volumes bound again after a plugin restart: berth-volume(5)).
 here=$(dirname "$0")
 install -d -m 0755 /etc/berth
 for f in task-sandbox.json users.allow; do
 	[ -e "/etc/berth/$f" ] ||
 	    install -m 0644 "$here/../contrib/sandbox/$f" /etc/berth/
 done
-if ! grep -q '{plugin_mounts}' /etc/berth/task-sandbox.json; then
+if ! grep -q '{plugin_mounts}' /etc/berth/task-sandbox.json ||
+    ! grep -A1 '"source": "{task_dir}"' /etc/berth/task-sandbox.json |
+    grep -q '"rslave"'; then
 	mv /etc/berth/task-sandbox.json /etc/berth/task-sandbox.json.old
 	install -m 0644 "$here/../contrib/sandbox/task-sandbox.json" \
 	    /etc/berth/
-	echo "setup: /etc/berth/task-sandbox.json had no {plugin_mounts};" \
-	    "the shipped template replaces it (yours: task-sandbox.json.old)"
+	echo "setup: /etc/berth/task-sandbox.json had no {plugin_mounts}" \
+	    "or no rslave {task_dir} bind; the shipped template replaces it" \
+	    "(yours: task-sandbox.json.old)"
 fi
 
 # crun refuses a hybrid host whose cgroup v2 hierarchy holds a controller

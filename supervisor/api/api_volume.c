@@ -12,7 +12,7 @@
  *	 "context": {"key": "value"},		(register)
  *	 "secrets": {"stage": "ceph-user", "create": "ceph-admin"},
  *						(or one name for every call)
- *	 "on_plugin_restart": "restart_tasks",	(or "remount", "none")
+ *	 "on_plugin_restart": "remount",	(or "restart_tasks", "none")
  *	 "capacity_min": 1048576,		(create, bytes)
  *	 "snapshot_id": "snap-1",		(create: from the plugin's
  *					 snapshot; api_snapshot.c)
@@ -225,7 +225,7 @@ volume_json(const Berth__VolumeReply *vr, struct volmgr *vm)
 	if (o != NULL)
 		api_set(o, "on_plugin_restart", api_pack("s",
 		    v->on_plugin_restart != NULL && v->on_plugin_restart[0] !=
-		    '\0' ? v->on_plugin_restart : "restart_tasks"));
+		    '\0' ? v->on_plugin_restart : "remount"));
 	if (o != NULL && v->n_secrets > 0)
 		api_set(o, "secrets", secrets_json(v));
 	if (o != NULL)

@@ -100,6 +100,8 @@ job_free(struct job *j)
 static void
 job_finish(struct job *j)
 {
+	struct job *then = j->then;
+
 	if (j->mount && j->status == VOLMGR_OK && j->doc != NULL)
 		log_info("volmgr: alloc %s: %zu volume%s in place in %.1f ms, "
 		    "%.1f ms of it in %d plugin RPC%s", j->alloc,
@@ -109,6 +111,8 @@ job_finish(struct job *j)
 	if (j->cb != NULL)
 		j->cb(j->status, j->status == VOLMGR_OK ? "" : j->why, j->arg);
 	job_free(j);
+	if (then != NULL)
+		volmgr_job_go(then);
 }
 
 void
@@ -215,6 +219,14 @@ job_next(struct job *j)
 	struct vpub *p = NULL;
 	size_t k = j->next++;
 
+	/* A recovery's mount whose alloc goes: its document may go next. */
+	if (j->cancelled) {
+		snprintf(j->why, sizeof(j->why), "its alloc was stopped "
+		    "meanwhile");
+		j->status = VOLMGR_FAILED;
+		job_finish(j);
+		return;
+	}
 	if (j->mount && a != NULL && k < a->nvolumes) {
 		u = unit_new(j, U_MOUNT, a->ns, a->volumes[k].source);
 		u->req = &a->volumes[k];
@@ -346,10 +358,14 @@ volmgr_free(struct volmgr *vm)
 		j = u->job;
 		/* A job has one unit at a time: free it with its unit. */
 		unit_free(u);
+		if (j->then != NULL)
+			job_free(j->then);
 		job_free(j);
 	}
 	while ((j = TAILQ_FIRST(&vm->waiting)) != NULL) {
 		TAILQ_REMOVE(&vm->waiting, j, entry);
+		if (j->then != NULL)
+			job_free(j->then);
 		job_free(j);
 	}
 	while ((p = TAILQ_FIRST(&vm->pubs)) != NULL)
@@ -376,10 +392,24 @@ volmgr_mount(struct volmgr *vm, const struct alloc *a, gid_t group,
 }
 
 void
+recover_mount(struct volmgr *vm, const struct alloc *a, gid_t group,
+    volmgr_cb cb, void *arg)
+{
+	struct job *j = job_new(vm, a->id, a, true, cb, arg);
+
+	j->group = group;
+	j->recovery = true;
+	volmgr_job_go(j);
+}
+
+void
 volmgr_unmount(struct volmgr *vm, const char *alloc, const struct alloc *a,
     volmgr_cb cb, void *arg)
 {
-	volmgr_job_go(job_new(vm, alloc, a, false, cb, arg));
+	struct job *j = job_new(vm, alloc, a, false, cb, arg);
+
+	if (!recover_alloc_goes(vm, alloc, j))
+		volmgr_job_go(j);
 }
 
 void

@@ -206,7 +206,7 @@ struct volmgr_spec {
 	Berth__AttachmentMode attachment;
 	const char *fs_type;		/* NULL: none asked */
 	/* "remount", "restart_tasks", "none"; NULL: the default
-	 * (restart_tasks; volmgr_recover.c) */
+	 * (remount; volmgr_recover.c) */
 	const char *on_plugin_restart;
 	char *const *flags;
 	size_t nflags;

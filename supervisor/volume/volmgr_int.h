@@ -78,6 +78,7 @@ struct vpub {
 	gid_t alloc_group;
 	enum recover_policy { RECOVER_REMOUNT = 1, RECOVER_RESTART_TASKS,
 		RECOVER_NONE } on_restart;
+	bool going;			/* its alloc's unmount job was made */
 	bool foreign_owner;		/* its plugin takes no mount group */
 };
 TAILQ_HEAD(vpub_list, vpub);
@@ -213,6 +214,10 @@ struct job {
 	volmgr_cb cb;
 	void *arg;
 	struct unit *single;		/* an operator's one unit */
+	/* volmgr_recover.c: a recovery's mount of an alloc, and once its
+	 * alloc goes, what ends it and then starts (the alloc's unmount). */
+	bool recovery, cancelled;
+	struct job *then;
 	struct timespec started;
 	double rpc_ms;			/* waiting for the plugin */
 	int rpcs;
@@ -402,6 +407,13 @@ void spec_free(struct volmgr_spec *s);
 struct job *recover_job(struct volmgr *vm, struct vpub *p, volmgr_cb cb,
     void *arg);
 void recover_step(struct unit *u, const struct vreply *r);
+/* The alloc's volumes set up again as volmgr_mount does, for a
+ * recovery (volmgr.c). */
+void recover_mount(struct volmgr *vm, const struct alloc *a, gid_t group,
+    volmgr_cb cb, void *arg);
+/* The alloc goes: true when its unmount job j waits for a recovery's
+ * mount of it, cancelled (the job starts j once it ends). */
+bool recover_alloc_goes(struct volmgr *vm, const char *alloc, struct job *j);
 /* The volume's on_plugin_restart, kept with the pub (take_volume()). */
 void recover_policy(struct vpub *p, const Berth__Volume *v);
 void recover_free(struct volmgr *vm);

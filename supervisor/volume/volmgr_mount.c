@@ -41,6 +41,7 @@ request_pub(struct unit *u, const Berth__Volume *v)
 		pub_join_stage(vm, p);
 	}
 	p->req = r;
+	p->going = p->going && u->job->recovery;	/* set up anew */
 	p->doc = u->job->doc;
 	p->alloc_group = u->job->group;
 	p->access = r->access_mode;

@@ -14,18 +14,16 @@
  * all by the deadline (the child is then killed), is stale.
  *
  * What happens to a stale volume is its on_plugin_restart:
- * - "remount": each task's bind of it is unbound (UnbindVolume), the
- *   dead target and staging path are unpublished and unstaged through
- *   the new instance (which must take a dead mount for a mount, as
- *   CSI's corrupted-mount handling does), and the alloc's volumes are
- *   set up again by the ordinary mount job: stage, publish, and a fresh
- *   bind (BindVolume) in the alloc's directory. A running task's sandbox
- *   keeps its own copy of the old bind (the template's {task_dir} bind
- *   receives no mount propagation; the unbind's rmdir detaches that
- *   copy), so the task sees the fresh bind only once restarted;
- * - "restart_tasks" (the default, because with berth's sandbox only a
- *   restarted task sees the fresh bind): the same, then the alloc's
- *   tasks are restarted (deps.restart_tasks);
+ * - "remount" (the default): each task's bind of it is unbound
+ *   (UnbindVolume), the dead target and staging path are unpublished
+ *   and unstaged through the new instance (which must take a dead mount
+ *   for a mount, as CSI's corrupted-mount handling does), and the
+ *   alloc's volumes are set up again by the ordinary mount job: stage,
+ *   publish, and a fresh bind (BindVolume) in the task's directory. The
+ *   running task sees it: its sandbox's copy of the task directory is a
+ *   slave of the mounter's shared self-bind of it (SECURITY.md);
+ * - "restart_tasks": the same, then the alloc's tasks are restarted
+ *   (deps.restart_tasks), for tasks that keep files open on it;
  * - "none": nothing, but an event says the volume is stale.
  * Each is an event: VolumeRemounted, VolumeTasksRestarted, VolumeStale,
  * VolumeRecoveryFailed.
@@ -262,7 +260,7 @@ static const char *
 policy_of(const Berth__Volume *v)
 {
 	return v == NULL || v->on_plugin_restart == NULL ||
-	    v->on_plugin_restart[0] == '\0' ? "restart_tasks" :
+	    v->on_plugin_restart[0] == '\0' ? "remount" :
 	    v->on_plugin_restart;
 }
 
@@ -303,6 +301,7 @@ on_remounted(enum volmgr_status st, const char *why, void *arg)
 	struct remount *m = arg;
 	struct recovery *rc = m->rc;
 	struct volmgr *vm = rc->vm;
+	struct vpub *p;
 	size_t i;
 
 	for (i = 0; i < rc->n; i++) {
@@ -310,7 +309,12 @@ on_remounted(enum volmgr_status st, const char *why, void *arg)
 
 		if (!r->stale || strcmp(r->alloc, m->alloc) != 0)
 			continue;
-		if (st != VOLMGR_OK)
+		/* Its alloc went meanwhile: its unmount job follows. */
+		if (st != VOLMGR_OK && (p = rpub_find(vm, r)) != NULL &&
+		    p->going)
+			log_info("volmgr: alloc %s: volume %s/%s: its alloc "
+			    "stops; not set up again", r->alloc, r->ns, r->vol);
+		else if (st != VOLMGR_OK)
 			events_record(vm->d.events, "volume",
 			    "VolumeRecoveryFailed", r->alloc, NULL, rc->plugin,
 			    "volume %s/%s: staging and publishing it again "
@@ -348,7 +352,8 @@ remount_next(struct recovery *rc)
 
 		if (!r->stale)
 			continue;
-		if ((p = rpub_find(vm, r)) == NULL || p->doc == NULL) {
+		if ((p = rpub_find(vm, r)) == NULL || p->doc == NULL ||
+		    p->going) {
 			/* Stopped meanwhile, or known from records only. */
 			r->stale = false;
 			continue;
@@ -357,7 +362,7 @@ remount_next(struct recovery *rc)
 		m->rc = rc;
 		m->alloc = xstrdup(r->alloc);
 		m->restart = p->on_restart == RECOVER_RESTART_TASKS;
-		volmgr_mount(vm, p->doc, p->alloc_group, on_remounted, m);
+		recover_mount(vm, p->doc, p->alloc_group, on_remounted, m);
 		return true;
 	}
 	return false;
@@ -375,7 +380,8 @@ act_next(struct recovery *rc)
 
 		if (!r->stale)
 			continue;
-		if ((p = rpub_find(vm, r)) == NULL) {
+		if ((p = rpub_find(vm, r)) == NULL || p->going) {
+			/* Its alloc's unmount job takes it back. */
 			r->stale = false;
 			continue;
 		}
@@ -609,6 +615,41 @@ volmgr_plugin_up(struct volmgr *vm, const char *plugin)
 		log_warn("volmgr: plugin %s: cannot check its mounts", plugin);
 		recovery_free(rc);
 	}
+}
+
+/*
+ * The alloc's document goes once its unmount job j ends: no recovery
+ * may use it past then. Its pubs are not set up again; a recovery's
+ * mount of it, in flight, ends after its current unit (the one unit a
+ * job runs at a time) and only then starts j, which takes back what
+ * that mount did. A recovery unit in flight needs no wait: it holds
+ * the volume, which j's take-back of it waits for.
+ */
+bool
+recover_alloc_goes(struct volmgr *vm, const char *alloc, struct job *j)
+{
+	struct vpub *p;
+	struct unit *u;
+	struct job *w;
+
+	TAILQ_FOREACH(p, &vm->pubs, entry)
+		if (strcmp(p->alloc, alloc) == 0)
+			p->going = true;
+	TAILQ_FOREACH(u, &vm->units, entry)
+		if (u->job->recovery && u->job->then == NULL &&
+		    strcmp(u->job->alloc, alloc) == 0) {
+			u->job->cancelled = true;
+			u->job->then = j;
+			return true;
+		}
+	TAILQ_FOREACH(w, &vm->waiting, entry)
+		if (w->recovery && w->then == NULL &&
+		    strcmp(w->alloc, alloc) == 0) {
+			w->cancelled = true;
+			w->then = j;
+			return true;
+		}
+	return false;
 }
 
 void

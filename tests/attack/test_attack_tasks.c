@@ -8,7 +8,8 @@
  *
  * Doors: api.sock, mounter.sock and registry.sock; signalling, tracing or
  * reading /proc of berth's processes (and of the shim); another
- * allocation's directory and status files; leaving the pid namespace;
+ * allocation's directory and status files, and its mounts (the task
+ * directory's bind receives mounts, rslave); leaving the pid namespace;
  * going past the memory or the pids limit; leaving a process behind after
  * a stop; forging the exit status.
  *
@@ -24,6 +25,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
+#include <sys/mount.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
@@ -364,6 +366,65 @@ START_TEST(another_allocations_files_are_out_of_reach)
 }
 END_TEST
 
+/* The task dir made a shared self-bind, as BindVolume makes it, with
+ * volumes/<name> in it; returns volumes/<name>'s path. */
+static const char *
+shared_task_dir(const char *alloc, const char *task, const char *name)
+{
+	static char path[600];
+	const char *dir = task_dir(alloc, task);
+
+	ck_assert_int_eq(mount(dir, dir, NULL, MS_BIND, NULL), 0);
+	ck_assert_int_eq(mount(NULL, dir, NULL, MS_SHARED, NULL), 0);
+	snprintf(path, sizeof(path), "%s/volumes/%s", dir, name);
+	ck_assert_int_eq(mkdir(path, 0755), 0);
+	return path;
+}
+
+/*
+ * The task directory's bind in the sandbox is rslave (a volume bound
+ * again after a plugin restart reaches the running task): a mount made
+ * in the task's own directory on the host reaches it; one in another
+ * allocation's does not, nor is its own a shared mount (what it could
+ * mount would go back to the host), and it cannot mount at all.
+ */
+START_TEST(mounts_reach_a_task_only_from_its_own_directory)
+{
+	char script[4096], own[600], other[600], mark[700];
+	struct run r;
+
+	ck_assert_int_eq(mc_prepare_task(&c, "a", "web", 70005, 70005), 0);
+	ck_assert_int_eq(mc_prepare_task(&c, "b", "db", 70006, 70006), 0);
+	snprintf(own, sizeof(own), "%s", shared_task_dir("a", "web", "own"));
+	snprintf(other, sizeof(other), "%s", shared_task_dir("b", "db", "v"));
+	snprintf(script, sizeof(script),
+	    "i=0; while [ ! -e volumes/own/mark ] && [ $i -lt 200 ]; do "
+	    "sleep 0.05; i=$((i+1)); done; "
+	    "[ -e volumes/own/mark ] && echo RECEIVED; "
+	    "grep -q allocs/b /proc/self/mountinfo && "
+	    "echo 'OPEN sees a mount of allocs/b'; "
+	    "grep ' %s ' /proc/self/mountinfo | grep -q shared: && "
+	    "echo 'OPEN its directory is a shared mount'; "
+	    "grep ' %s ' /proc/self/mountinfo | grep -q master: || "
+	    "echo 'OPEN its directory receives nothing'; "
+	    "mount -t tmpfs x volumes/own 2>/dev/null && echo 'OPEN mounts'; "
+	    "echo DONE", task_dir("a", "web"), task_dir("a", "web"));
+	start(&r, "a", "web", 70005, 64 * MB, 64, script);
+	ck_assert_int_eq(mount("tmpfs", other, "tmpfs", 0, "size=64k"), 0);
+	ck_assert_int_eq(mount("tmpfs", own, "tmpfs", 0, "size=64k"), 0);
+	snprintf(mark, sizeof(mark), "%s/mark", own);
+	harness_write(mark, "");
+	wait_end(&r);
+	closed(&r);
+	ck_assert_msg(strstr(r.out, "RECEIVED\n") != NULL, "the mount made "
+	    "in its directory did not reach the task: %s; %s", r.out, r.err);
+	umount2(own, MNT_DETACH);
+	umount2(other, MNT_DETACH);
+	umount2(task_dir("a", "web"), MNT_DETACH);
+	umount2(task_dir("b", "db"), MNT_DETACH);
+}
+END_TEST
+
 START_TEST(the_pid_namespace_cannot_be_left)
 {
 	char script[2048], self[64];
@@ -481,6 +542,7 @@ main(void)
 	tcase_add_test(tc, berths_sockets_are_out_of_reach);
 	tcase_add_test(tc, berths_processes_and_the_shim_are_out_of_reach);
 	tcase_add_test(tc, another_allocations_files_are_out_of_reach);
+	tcase_add_test(tc, mounts_reach_a_task_only_from_its_own_directory);
 	tcase_add_test(tc, the_pid_namespace_cannot_be_left);
 	tcase_add_test(tc, the_memory_limit_holds);
 	tcase_add_test(tc, the_pids_limit_holds);

@@ -2509,6 +2509,109 @@ START_TEST(test_create_from_snapshot)
 }
 END_TEST
 
+/* ---- after a node plugin restart (volmgr_recover.c) ---- */
+
+/* A FUSE mount on path whose server is gone: every access to it
+ * answers ENOTCONN, as a FUSE plugin's mount does once it died. */
+static void
+dead_fuse_on(const char *path)
+{
+	char opts[128];
+	int fd;
+
+	if ((fd = open("/dev/fuse", O_RDWR | O_CLOEXEC)) < 0)
+		ck_abort_msg("/dev/fuse: %s (this test needs FUSE)",
+		    strerror(errno));
+	snprintf(opts, sizeof(opts), "fd=%d,rootmode=40000,user_id=0,"
+	    "group_id=0", fd);
+	ck_assert_msg(mount("dead", path, "fuse", MS_NOSUID | MS_NODEV,
+	    opts) == 0, "mount a FUSE at %s: %s", path, strerror(errno));
+	close(fd);
+}
+
+/*
+ * The alloc stops while the recovery's mount of it is in flight (its
+ * staging directory's PrepareVolume held): the alloc's document goes
+ * once its unmount job ends, so the recovery's mount ends after its
+ * unit and binds nothing; only then does the unmount job run, and it
+ * takes back what that mount did. The document here is the heap's, as
+ * the alloc runner's: used after its free, ASan says so. Without the
+ * wait, the held bind would be answered after the document was freed.
+ */
+START_TEST(test_alloc_stops_during_recovery_mount)
+{
+	struct alloc *a = malloc(sizeof(*a));
+	char target[BERTH_PATH_BUF];
+	struct fake_req *r;
+
+	ck_assert_ptr_nonnull(a);
+	*a = alloc1;
+	start(NULL, NULL);
+	mount_job(a, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	ck_assert_uint_eq(nmnt(B(BIND_VOLUME)), 1);
+	path_of(target, sizeof(target), false, "a1", VOL, usage());
+	dead_fuse_on(target);
+
+	hold(B(PREPARE_VOLUME));
+	hold(B(BIND_VOLUME));
+	volmgr_plugin_up(fx.vm, PLUGIN);
+	wait_held(fx.mnt, B(PREPARE_VOLUME), 1);
+	ck_assert_uint_eq(nmnt(B(UNBIND_VOLUME)), 1);	/* the recovery's */
+	unmount_job("a1", a, 1);
+	settle(200);
+	ck_assert_int_eq(fx.done[1], 0);	/* waits for the recovery */
+	unhold();
+	hold(B(BIND_VOLUME));
+	mnt_answer(fx.mnt, fake_held(fx.mnt, B(PREPARE_VOLUME)));
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	free(a);
+	unhold();
+	while ((r = fake_held(fx.mnt, B(BIND_VOLUME))) != NULL)
+		mnt_answer(fx.mnt, r);
+	settle(300);
+	ck_assert_uint_eq(nmnt(B(BIND_VOLUME)), 1);
+	ck_assert(!published_now("a1"));
+	ck_assert(!staged_now());
+	ck_assert(!fx.claimed);
+	ck_assert_ptr_null(strstr(volume_events(0), "VolumeRecoveryFailed"));
+}
+END_TEST
+
+/* The alloc stops while a recovery unit takes its dead mount away
+ * (its UnbindVolume held): the volume is not set up again. */
+START_TEST(test_alloc_stops_during_recovery_unit)
+{
+	struct alloc *a = malloc(sizeof(*a));
+	char target[BERTH_PATH_BUF];
+	struct fake_req *r;
+
+	ck_assert_ptr_nonnull(a);
+	*a = alloc1;
+	start(NULL, NULL);
+	mount_job(a, 0);
+	ck_assert_int_eq(wait_job(0), VOLMGR_OK);
+	path_of(target, sizeof(target), false, "a1", VOL, usage());
+	dead_fuse_on(target);
+
+	hold(B(UNBIND_VOLUME));
+	volmgr_plugin_up(fx.vm, PLUGIN);
+	wait_held(fx.mnt, B(UNBIND_VOLUME), 1);
+	unmount_job("a1", a, 1);
+	wait_held(fx.mnt, B(UNBIND_VOLUME), 2);
+	unhold();
+	while ((r = fake_held(fx.mnt, B(UNBIND_VOLUME))) != NULL)
+		mnt_answer(fx.mnt, r);
+	ck_assert_int_eq(wait_job(1), VOLMGR_OK);
+	free(a);
+	settle(300);
+	ck_assert_uint_eq(nmnt(B(PREPARE_VOLUME)), 2);	/* the first mount's */
+	ck_assert_uint_eq(nmnt(B(BIND_VOLUME)), 1);
+	ck_assert(!published_now("a1"));
+	ck_assert(!staged_now());
+}
+END_TEST
+
 int
 main(void)
 {
@@ -2575,5 +2678,7 @@ main(void)
 	tcase_add_test(tc, test_expand_published);
 	tcase_add_test(tc, test_expand_not_advertised);
 	tcase_add_test(tc, test_expand_offline_refused_while_claimed);
+	tcase_add_test(tc, test_alloc_stops_during_recovery_mount);
+	tcase_add_test(tc, test_alloc_stops_during_recovery_unit);
 	return harness_run("volmgr", tc);
 }
