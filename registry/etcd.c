@@ -1,12 +1,10 @@
 /*
  * etcd.c: etcd v3 calls over the gRPC C core, finished on libevent.
  *
- * The threading is csi_client.c's (supervisor/csi/): one thread waits on
- * the completion queue, puts each finished operation on a locked list and
- * rings an eventfd that the loop watches; decoding, fail-over, timers and
- * callbacks all run on the loop's thread. The two are separate copies
- * because they live in separate processes' libraries (the registry links
- * no part of the supervisor).
+ * The threading is the CSI client's, shared in common/grpc_loop.c: one
+ * thread waits on the completion queue and hands each finished operation
+ * back to the loop; decoding, fail-over, timers and callbacks all run on
+ * the loop's thread.
  *
  * An rpc is one etcd_call(). Before each attempt it waits, on the queue,
  * for its endpoint's channel to be connected; an endpoint that cannot
@@ -17,16 +15,12 @@
  * member refuse a request before proposing it. Any other failure of a
  * sent write leaves its outcome unknown, and the result says so.
  */
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-#include <sys/eventfd.h>
 #include <sys/queue.h>
 
 #include <grpc/byte_buffer.h>
@@ -41,6 +35,7 @@
 #pragma GCC diagnostic pop
 
 #include "etcd.h"
+#include "grpc_loop.h"
 #include "log.h"
 
 #define MIN_ATTEMPT_MS	10	/* not worth starting an attempt for less */
@@ -121,9 +116,9 @@ struct rpc {
 	grpc_status_code status;
 	grpc_slice details;
 	bool batch_ok;
+	struct grpc_loop_op op;		/* the call's or the watch's tag */
 
 	TAILQ_ENTRY(rpc) entry;		/* client->rpcs */
-	TAILQ_ENTRY(rpc) done_entry;	/* client->done */
 };
 
 TAILQ_HEAD(rpc_list, rpc);
@@ -134,12 +129,7 @@ struct etcd_client {
 	size_t neps;
 	size_t cur;			/* the endpoint that last answered */
 	int deadline_ms;
-	grpc_completion_queue *cq;
-	pthread_t thread;
-	int efd;
-	struct event *ev_done;
-	pthread_mutex_t lock;		/* guards done */
-	struct rpc_list done;		/* operations the thread handed back */
+	struct grpc_loop *loop;
 	struct rpc_list rpcs;		/* every unfinished rpc */
 };
 
@@ -221,35 +211,6 @@ etcd_bytes(const char *s)
 	b.len = strlen(s);
 	b.data = (uint8_t *)s;
 	return b;
-}
-
-/* ---- the completion-queue thread ---- */
-
-static void *
-cq_thread(void *arg)
-{
-	struct etcd_client *c = arg;
-	struct rpc *rpc;
-	uint64_t one = 1;
-	grpc_event ev;
-
-	for (;;) {
-		ev = grpc_completion_queue_next(c->cq,
-		    gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-		if (ev.type == GRPC_QUEUE_SHUTDOWN)
-			break;
-		if (ev.type != GRPC_OP_COMPLETE)
-			continue;
-		rpc = ev.tag;
-		rpc->batch_ok = ev.success != 0;
-		pthread_mutex_lock(&c->lock);
-		TAILQ_INSERT_TAIL(&c->done, rpc, done_entry);
-		pthread_mutex_unlock(&c->lock);
-		/* Only fails when the counter is full: a wakeup is pending. */
-		if (write(c->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			log_warn("etcd cq_thread: eventfd write");
-	}
-	return NULL;
 }
 
 /* ---- on the loop: finishing rpcs ---- */
@@ -459,26 +420,18 @@ rpc_watch_done(struct rpc *rpc)
 		rpc_attempt(rpc);
 }
 
+/* The thread handed a call or a watch back (grpc_loop). */
 static void
-done_cb(evutil_socket_t fd, short what, void *arg)
+rpc_op_done(struct grpc_loop_op *op, bool ok)
 {
-	struct etcd_client *c = arg;
-	struct rpc_list batch = TAILQ_HEAD_INITIALIZER(batch);
-	struct rpc *rpc;
-	uint64_t n;
+	struct rpc *rpc = (struct rpc *)(void *)((char *)op -
+	    offsetof(struct rpc, op));
 
-	if (read(c->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
-		log_warn("etcd done_cb: eventfd read");
-	pthread_mutex_lock(&c->lock);
-	TAILQ_CONCAT(&batch, &c->done, done_entry);
-	pthread_mutex_unlock(&c->lock);
-	while ((rpc = TAILQ_FIRST(&batch)) != NULL) {
-		TAILQ_REMOVE(&batch, rpc, done_entry);
-		if (rpc->state == RPC_CONNECTING)
-			rpc_watch_done(rpc);
-		else
-			rpc_call_done(rpc);
-	}
+	rpc->batch_ok = ok;
+	if (rpc->state == RPC_CONNECTING)
+		rpc_watch_done(rpc);
+	else
+		rpc_call_done(rpc);
 }
 
 /* ---- on the loop: starting attempts ---- */
@@ -496,7 +449,7 @@ rpc_send(struct rpc *rpc, int64_t left)
 	grpc_metadata_array_init(&rpc->trailing_md);
 	rpc->details = grpc_empty_slice();
 	rpc->call = grpc_channel_create_call(ep->channel, NULL,
-	    GRPC_PROPAGATE_DEFAULTS, rpc->client->cq,
+	    GRPC_PROPAGATE_DEFAULTS, grpc_loop_cq(rpc->client->loop),
 	    grpc_slice_from_static_string(methods[rpc->method].path), NULL,
 	    ms_from_now(left), NULL);
 	data = grpc_slice_from_copied_buffer((const char *)rpc->request,
@@ -530,7 +483,7 @@ rpc_send(struct rpc *rpc, int64_t left)
 	op++;
 
 	rpc->state = RPC_IN_FLIGHT;
-	e = grpc_call_start_batch(rpc->call, ops, op - ops, rpc, NULL);
+	e = grpc_call_start_batch(rpc->call, ops, op - ops, &rpc->op, NULL);
 	if (e != GRPC_CALL_OK) {
 		attempt_clear(rpc);
 		rpc_set_result(rpc, ETCD_INTERNAL, "%s: gRPC refused to start "
@@ -570,7 +523,8 @@ rpc_attempt(struct rpc *rpc)
 	case GRPC_CHANNEL_CONNECTING:
 		rpc->state = RPC_CONNECTING;
 		grpc_channel_watch_connectivity_state(ep->channel, st,
-		    ms_from_now(left), rpc->client->cq, rpc);
+		    ms_from_now(left), grpc_loop_cq(rpc->client->loop),
+		    &rpc->op);
 		break;
 	default:
 		/* What a member said tells more than a dead one's silence. */
@@ -598,6 +552,7 @@ etcd_call(struct etcd_client *c, enum etcd_method method,
 	rpc->deadline_at = now_ms() + c->deadline_ms;
 	rpc->backoff_ms = BACKOFF_MIN_MS;
 	rpc->details = grpc_empty_slice();
+	rpc->op.done = rpc_op_done;
 	if ((rpc->timer = evtimer_new(c->base, rpc_timer_cb, rpc)) == NULL)
 		fatalx("etcd_call: evtimer_new");
 	TAILQ_INSERT_TAIL(&c->rpcs, rpc, entry);
@@ -682,9 +637,7 @@ etcd_client_new(struct event_base *base, const char *const *endpoints,
     size_t nendpoints, int deadline_ms)
 {
 	struct etcd_client *c;
-	sigset_t all, old;
 	size_t i;
-	int e;
 
 	if (nendpoints == 0) {
 		log_warnx("etcd_client_new: no endpoints");
@@ -699,20 +652,11 @@ etcd_client_new(struct event_base *base, const char *const *endpoints,
 	c = zalloc(sizeof(*c));
 	c->base = base;
 	c->deadline_ms = deadline_ms > 0 ? deadline_ms : 1;
-	TAILQ_INIT(&c->done);
 	TAILQ_INIT(&c->rpcs);
-	pthread_mutex_init(&c->lock, NULL);
-	if ((c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-		log_warn("etcd_client_new: eventfd");
-		goto fail;
+	if ((c->loop = grpc_loop_new(base, "etcd")) == NULL) {
+		free(c);
+		return NULL;
 	}
-	c->ev_done = event_new(base, c->efd, EV_READ | EV_PERSIST, done_cb, c);
-	if (c->ev_done == NULL || event_add(c->ev_done, NULL) < 0) {
-		log_warnx("etcd_client_new: cannot watch the eventfd");
-		goto fail;
-	}
-	grpc_init();
-	c->cq = grpc_completion_queue_create_for_next(NULL);
 	c->neps = nendpoints;
 	c->eps = zalloc(nendpoints * sizeof(*c->eps));
 	for (i = 0; i < nendpoints; i++) {
@@ -720,30 +664,7 @@ etcd_client_new(struct event_base *base, const char *const *endpoints,
 		    endpoints[i]);
 		c->eps[i].channel = channel_open(endpoints[i]);
 	}
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&c->thread, NULL, cq_thread, c);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e != 0) {
-		errno = e;
-		log_warn("etcd_client_new: pthread_create");
-		client_close_channels(c);
-		free(c->eps);
-		grpc_completion_queue_shutdown(c->cq);
-		grpc_completion_queue_destroy(c->cq);
-		grpc_shutdown();
-		goto fail;
-	}
 	return c;
-fail:
-	if (c->ev_done != NULL)
-		event_free(c->ev_done);
-	if (c->efd >= 0)
-		close(c->efd);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
-	return NULL;
 }
 
 void
@@ -764,27 +685,15 @@ etcd_client_free(struct etcd_client *c)
 			grpc_call_cancel(rpc->call, NULL);
 	}
 	client_close_channels(c);
-	/* The queue ends only after every operation is handed back. */
-	grpc_completion_queue_shutdown(c->cq);
-	pthread_join(c->thread, NULL);
-	done_cb(c->efd, EV_READ, c);
+	grpc_loop_shutdown(c->loop);
 	while ((rpc = TAILQ_FIRST(&c->rpcs)) != NULL) {
 		evtimer_del(rpc->timer);
-		if (rpc->state == RPC_FINISHING)
-			rpc_deliver(rpc);
-		else {
-			rpc->result.code = ETCD_CANCELLED;
-			snprintf(rpc->result.message,
-			    sizeof(rpc->result.message), "etcd: %s: client "
-			    "closed", methods[rpc->method].name);
-			rpc_deliver(rpc);
-		}
+		if (rpc->state != RPC_FINISHING)
+			rpc_set_result(rpc, ETCD_CANCELLED, "%s: client closed",
+			    methods[rpc->method].name);
+		rpc_deliver(rpc);
 	}
-	grpc_completion_queue_destroy(c->cq);
-	grpc_shutdown();
-	event_free(c->ev_done);
-	close(c->efd);
-	pthread_mutex_destroy(&c->lock);
+	grpc_loop_free(c->loop);
 	free(c->eps);
 	free(c);
 }
