@@ -78,7 +78,10 @@ struct etcd_keeper;
  */
 struct etcd_client *etcd_client_new(struct event_base *,
     const char *const *endpoints, size_t nendpoints, int deadline_ms);
-/* Calls still out end with CANCELLED, their callbacks run from here. */
+/*
+ * Calls still out end with CANCELLED, their callbacks run from here.
+ * Stop every keeper of the client first.
+ */
 void etcd_client_free(struct etcd_client *);
 
 /* request must be the method's request message; cb runs from the loop. */
