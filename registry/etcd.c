@@ -501,7 +501,7 @@ rpc_attempt(struct rpc *rpc)
 {
 	struct endpoint *ep = &rpc->client->eps[rpc->ep];
 	grpc_connectivity_state st;
-	int64_t left;
+	int64_t left, half;
 
 	left = rpc->deadline_at - now_ms();
 	if (left < MIN_ATTEMPT_MS) {
@@ -511,19 +511,22 @@ rpc_attempt(struct rpc *rpc)
 		rpc_deliver(rpc);
 		return;
 	}
+	/*
+	 * A member that hangs may have half the time left, so that another
+	 * can still answer: to connect, and to answer a read. A write once
+	 * sent has all of it, since it cannot go elsewhere.
+	 */
+	half = left / 2 >= 500 ? left / 2 : left;
 	st = grpc_channel_check_connectivity_state(ep->channel, 1);
 	switch (st) {
 	case GRPC_CHANNEL_READY:
-		/* A read keeps half its time for another member. */
-		if (methods[rpc->method].reads && left / 2 >= 500)
-			left /= 2;
-		rpc_send(rpc, left);
+		rpc_send(rpc, methods[rpc->method].reads ? half : left);
 		break;
 	case GRPC_CHANNEL_IDLE:
 	case GRPC_CHANNEL_CONNECTING:
 		rpc->state = RPC_CONNECTING;
 		grpc_channel_watch_connectivity_state(ep->channel, st,
-		    ms_from_now(left), grpc_loop_cq(rpc->client->loop),
+		    ms_from_now(half), grpc_loop_cq(rpc->client->loop),
 		    &rpc->op);
 		break;
 	default:

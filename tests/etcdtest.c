@@ -147,6 +147,8 @@ member_reap(struct etcd_member *m, int sig, int ms)
 	if (m->pid <= 0)
 		return;
 	kill(m->pid, sig);
+	if (sig != SIGKILL)
+		kill(m->pid, SIGCONT);	/* a paused member hears it too */
 	while (waitpid(m->pid, &status, WNOHANG) == 0) {
 		if (mono_ms() >= end) {
 			kill(m->pid, SIGKILL);
@@ -265,6 +267,20 @@ etcdtest_kill(struct etcd_cluster *ec, int i)
 {
 	ck_assert_int_gt(ec->m[i].pid, 0);
 	member_reap(&ec->m[i], SIGKILL, 0);
+}
+
+void
+etcdtest_pause(struct etcd_cluster *ec, int i)
+{
+	ck_assert_int_gt(ec->m[i].pid, 0);
+	ck_assert_int_eq(kill(ec->m[i].pid, SIGSTOP), 0);
+}
+
+void
+etcdtest_resume(struct etcd_cluster *ec, int i)
+{
+	ck_assert_int_gt(ec->m[i].pid, 0);
+	ck_assert_int_eq(kill(ec->m[i].pid, SIGCONT), 0);
 }
 
 void

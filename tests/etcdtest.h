@@ -40,6 +40,9 @@ bool etcdtest_available(void);
 void etcdtest_start(struct etcd_cluster *, int n);
 /* SIGKILL one member by pid and reap it. */
 void etcdtest_kill(struct etcd_cluster *, int i);
+/* SIGSTOP: a member that hangs, its sockets open; SIGCONT again. */
+void etcdtest_pause(struct etcd_cluster *, int i);
+void etcdtest_resume(struct etcd_cluster *, int i);
 /* SIGTERM, and SIGKILL after ms; reaped either way. */
 void etcdtest_stop(struct etcd_cluster *, int i, int ms);
 /* Start a stopped member again, on its ports and data directory. */

@@ -575,6 +575,113 @@ START_TEST(members_killed_fail_over_then_quorum_lost_and_back)
 }
 END_TEST
 
+/*
+ * A member that hangs (stopped, its sockets open) after a connection to
+ * it was made: a read sent there is sent again elsewhere and succeeds; a
+ * write sent there cannot be, and comes back as of unknown outcome
+ * within its deadline, never retried.
+ */
+START_TEST(hung_member_reads_go_on_writes_are_unknown)
+{
+	Etcdserverpb__PutRequest p = ETCDSERVERPB__PUT_REQUEST__INIT;
+	Etcdserverpb__RangeRequest rq = ETCDSERVERPB__RANGE_REQUEST__INIT;
+	struct etcd_client *each[3], *reader, *writer;
+	const char *eps[3];
+	struct waiter w;
+	char where[ETCD_ENDPOINT_MAX];
+	int i, leader, victim;
+	long t0;
+
+	for (i = 0; i < 3; i++)
+		each[i] = client(&ec.endpoints[i], 1, DEADLINE_MS);
+	leader = leader_index(each, 3);
+	ck_assert_int_ge(leader, 0);
+	victim = (leader + 1) % 3;
+	eps[0] = ec.endpoints[victim];
+	eps[1] = ec.endpoints[(leader + 2) % 3];
+	eps[2] = ec.endpoints[leader];
+	reader = client(eps, 3, 3000);
+	writer = client(eps, 3, 3000);
+	/* Both connected to the victim, and it answered. */
+	write_read(reader, 0, where, sizeof(where));
+	ck_assert_str_eq(where, ec.endpoints[victim]);
+	write_read(writer, 1, where, sizeof(where));
+	ck_assert_str_eq(where, ec.endpoints[victim]);
+
+	etcdtest_pause(&ec, victim);
+	rq.key = etcd_bytes("/berth/test/round/0");
+	memset(&w, 0, sizeof(w));
+	t0 = mono_ms();
+	etcd_call(reader, ETCD_RANGE, &rq.base, waiter_cb, &w);
+	run_until(&w.done);
+	fprintf(stderr, "hung member, Range after %ld ms: %s (%s)\n",
+	    w.ended - t0, w.r.message, w.r.endpoint);
+	ck_assert_msg(w.r.code == ETCD_OK, "%s", w.r.message);
+	ck_assert_str_ne(w.r.endpoint, ec.endpoints[victim]);
+	ck_assert_int_ge(w.r.attempts, 2);
+	ck_assert_int_ge(w.ended - t0, 1000);	/* it did wait on the victim */
+	protobuf_c_message_free_unpacked(w.reply, NULL);
+
+	p.key = etcd_bytes("/berth/test/hung");
+	p.value = etcd_bytes("maybe");
+	memset(&w, 0, sizeof(w));
+	t0 = mono_ms();
+	etcd_call(writer, ETCD_PUT, &p.base, waiter_cb, &w);
+	run_until(&w.done);
+	fprintf(stderr, "hung member, Put after %ld ms: %s\n", w.ended - t0,
+	    w.r.message);
+	ck_assert_ptr_null(w.reply);
+	ck_assert_int_eq(w.r.code, ETCD_DEADLINE_EXCEEDED);
+	ck_assert(w.r.unknown);
+	ck_assert_int_eq(w.r.attempts, 1);
+	ck_assert_str_eq(w.r.endpoint, ec.endpoints[victim]);
+	ck_assert_msg(strstr(w.r.message, "outcome unknown") != NULL, "%s",
+	    w.r.message);
+	ck_assert(w.ended - t0 < 3000 + 1000);
+
+	/* Back, the member serves again; the writer goes on from it. */
+	etcdtest_resume(&ec, victim);
+	ck_assert(etcdtest_healthy(&ec, victim, 30000));
+	write_read(writer, 2, where, sizeof(where));
+	etcd_client_free(reader);
+	etcd_client_free(writer);
+	for (i = 0; i < 3; i++)
+		etcd_client_free(each[i]);
+}
+END_TEST
+
+/* Freeing a client ends its calls, in flight or connecting, at once. */
+START_TEST(free_cancels_calls)
+{
+	Etcdserverpb__RangeRequest rq = ETCDSERVERPB__RANGE_REQUEST__INIT;
+	const char *dead[] = { "127.0.0.1:1" };
+	struct etcd_client *live, *gone;
+	struct waiter w[2];
+	long t0;
+
+	live = client(ec.endpoints, ec.n, DEADLINE_MS);
+	gone = client(dead, 1, DEADLINE_MS);
+	rq.key = etcd_bytes("/berth/test/x");
+	memset(w, 0, sizeof(w));
+	etcd_call(live, ETCD_RANGE, &rq.base, waiter_cb, &w[0]);
+	etcd_call(gone, ETCD_RANGE, &rq.base, waiter_cb, &w[1]);
+	/* Let both start: one connecting to etcd, one failing over. */
+	run_for(50);
+	t0 = mono_ms();
+	etcd_client_free(live);
+	etcd_client_free(gone);
+	ck_assert(w[0].done && w[1].done);
+	ck_assert_int_lt(mono_ms() - t0, 1000);
+	/* The live one may have had its answer already. */
+	ck_assert(w[0].r.code == ETCD_CANCELLED || w[0].r.code == ETCD_OK);
+	if (w[0].reply != NULL)
+		protobuf_c_message_free_unpacked(w[0].reply, NULL);
+	ck_assert_int_eq(w[1].r.code, ETCD_CANCELLED);
+	ck_assert_msg(strstr(w[1].r.message, "client closed") != NULL, "%s",
+	    w[1].r.message);
+}
+END_TEST
+
 START_TEST(malformed_endpoints_are_refused)
 {
 	const char *bad[] = { "127.0.0.1", "127.0.0.1:0", "127.0.0.1:http",
@@ -603,6 +710,8 @@ main(void)
 	tcase_add_test(tc, cas_race_has_one_winner);
 	tcase_add_test(tc, lease_kept_alive_then_revoked_or_expired);
 	tcase_add_test(tc, members_killed_fail_over_then_quorum_lost_and_back);
+	tcase_add_test(tc, hung_member_reads_go_on_writes_are_unknown);
+	tcase_add_test(tc, free_cancels_calls);
 	tcase_add_test(tc, malformed_endpoints_are_refused);
 	return harness_run("etcd", tc);
 }
