@@ -367,10 +367,11 @@ rpc_call_done(struct rpc *rpc)
 	const char *name = methods[rpc->method].name;
 	int n;
 
-	if (!rpc->batch_ok)
+	if (!rpc->batch_ok) {
+		rpc->result.unknown = !methods[rpc->method].reads;
 		rpc_set_result(rpc, ETCD_INTERNAL, "%s: gRPC failed the batch",
 		    name);
-	else if (rpc->status == GRPC_STATUS_OK) {
+	} else if (rpc->status == GRPC_STATUS_OK) {
 		if ((rpc->reply = reply_decode(rpc)) == NULL)
 			rpc_set_result(rpc, ETCD_INTERNAL, "%s: reply is "
 			    "missing or is not a %s", name,
@@ -382,11 +383,14 @@ rpc_call_done(struct rpc *rpc)
 	} else {
 		n = (int)GRPC_SLICE_LENGTH(rpc->details);
 		rpc->result.code = rpc->status;
-		if (rpc->status != GRPC_STATUS_UNAVAILABLE &&
+		/* A write cut off in flight, ours or not, may have landed. */
+		if (rpc->cancelled || (!sent_retryable(rpc) &&
+		    (rpc->status == GRPC_STATUS_UNAVAILABLE ||
+		    rpc->status == GRPC_STATUS_DEADLINE_EXCEEDED)))
+			rpc->result.unknown = !methods[rpc->method].reads;
+		else if (rpc->status != GRPC_STATUS_UNAVAILABLE &&
 		    rpc->status != GRPC_STATUS_DEADLINE_EXCEEDED)
 			rpc->client->cur = rpc->ep;	/* it answered */
-		else if (!rpc->cancelled && !sent_retryable(rpc))
-			rpc->result.unknown = !methods[rpc->method].reads;
 		rpc_set_result(rpc, rpc->status, "%.*s", n,
 		    (const char *)GRPC_SLICE_START_PTR(rpc->details));
 	}
@@ -607,7 +611,8 @@ channel_open(const char *endpoint)
 	grpc_arg args[] = {
 		{ GRPC_ARG_INTEGER, (char *)GRPC_ARG_ENABLE_RETRIES,
 		    { .integer = 0 } },
-		{ GRPC_ARG_INTEGER, (char *)GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
+		{ GRPC_ARG_INTEGER,
+		    (char *)GRPC_ARG_INITIAL_RECONNECT_BACKOFF_MS,
 		    { .integer = 100 } },
 		{ GRPC_ARG_INTEGER, (char *)GRPC_ARG_MAX_RECONNECT_BACKOFF_MS,
 		    { .integer = 1000 } },

@@ -57,12 +57,18 @@ enum etcd_code {
 
 #define ETCD_ENDPOINT_MAX	64
 
+/*
+ * code: an enum etcd_code, or another gRPC code. unknown: a write that
+ * etcd may or may not have applied. attempts: requests sent, over all
+ * endpoints. endpoint: where the last went. message: "etcd ENDPOINT:
+ * CODE: details", or "OK".
+ */
 struct etcd_result {
-	int code;			/* enum etcd_code, or another gRPC code */
-	bool unknown;			/* a write etcd may or may not have applied */
-	int attempts;			/* requests sent or tried, all endpoints */
-	char endpoint[ETCD_ENDPOINT_MAX]; /* where the last attempt went */
-	char message[512];		/* "etcd ENDPOINT: CODE: details"; "OK" */
+	int code;
+	bool unknown;
+	int attempts;
+	char endpoint[ETCD_ENDPOINT_MAX];
+	char message[512];
 };
 
 typedef void (*etcd_callback)(const struct etcd_result *, ProtobufCMessage *,

@@ -110,7 +110,8 @@ member_spawn(struct etcd_cluster *ec, int i, int try)
 		}
 		execl(ETCDTEST_BIN, ETCDTEST_BIN, "--name", m->name,
 		    "--data-dir", m->data_dir,
-		    "--listen-client-urls", curl, "--advertise-client-urls", curl,
+		    "--listen-client-urls", curl,
+		    "--advertise-client-urls", curl,
 		    "--listen-peer-urls", purl,
 		    "--initial-advertise-peer-urls", purl,
 		    "--initial-cluster", cluster,

@@ -234,7 +234,8 @@ START_TEST(cas_race_has_one_winner)
 	cmp.result = ETCDSERVERPB__COMPARE__COMPARE_RESULT__EQUAL;
 	cmp.target = ETCDSERVERPB__COMPARE__COMPARE_TARGET__MOD;
 	cmp.key = etcd_bytes(key);
-	cmp.target_union_case = ETCDSERVERPB__COMPARE__TARGET_UNION_MOD_REVISION;
+	cmp.target_union_case =
+	    ETCDSERVERPB__COMPARE__TARGET_UNION_MOD_REVISION;
 	cmp.mod_revision = mod;
 	op.request_case = ETCDSERVERPB__REQUEST_OP__REQUEST_REQUEST_PUT;
 	op.request_put = &p;
