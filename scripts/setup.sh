@@ -1,6 +1,7 @@
 #!/bin/sh
 # Install what berth needs on Debian 12, idempotently: build tools and
 # libraries (apt), crun (berth-mounter runs each task's sandbox with it),
+# etcd-server (the etcd client's tests run a cluster of it),
 # the tools of the systemd-boot suite (mmdebstrap builds a Debian root,
 # systemd-nspawn boots it), the two unprivileged users the processes run
 # as, the API's group, and root's task sandbox template.
@@ -11,7 +12,7 @@ PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
  libprotobuf-c-dev protobuf-c-compiler libgrpc-dev libevent-dev libcap-dev
  libseccomp-dev libsqlite3-dev libjansson-dev libcurl4-openssl-dev check libfuse3-dev
  sqlite3 util-linux procps systemd scdoc mmdebstrap systemd-container
- prometheus crun"
+ prometheus crun etcd-server"
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "setup.sh: run as root (it installs packages and creates users)" >&2

@@ -2,15 +2,10 @@
  * csi_client.c: CSI calls over the gRPC C core, finished on libevent.
  *
  * Threads: gRPC completes calls on a completion queue that someone must
- * wait on. Each csi_client has one thread that does only that: it puts
- * every finished attempt on a locked list and rings an eventfd, which
- * the event loop watches. Everything else (decoding, retry decisions,
- * timers, callbacks) runs on the loop's thread, so callers see no
- * threads at all. An eventfd rather than event_active() from the thread:
- * event_active() across threads needs evthread_use_pthreads() before the
- * caller's base was made, a process-wide choice this module should not
- * impose, and the eventfd lets a burst of completions share one wakeup.
- * The thread blocks every signal, so signals stay with the loop.
+ * wait on. Each csi_client has a grpc_loop (common/grpc_loop.c): one
+ * thread that does only that and hands every finished attempt back to
+ * the event loop. Everything else (decoding, retry decisions, timers,
+ * callbacks) runs on the loop's thread, so callers see no threads at all.
  *
  * An "rpc" is one csi_call(); each attempt is one grpc_call carrying the
  * whole unary exchange in a single batch. This file reads replies only
@@ -19,16 +14,12 @@
  * optional `confirmed`); policy is its callers'. It must not log requests
  * or replies: they may carry secrets.
  */
-#include <errno.h>
-#include <pthread.h>
-#include <signal.h>
 #include <stdarg.h>
+#include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <unistd.h>
-#include <sys/eventfd.h>
 #include <sys/queue.h>
 
 #include <grpc/byte_buffer.h>
@@ -43,6 +34,7 @@
 #pragma GCC diagnostic pop
 
 #include "csi_client.h"
+#include "grpc_loop.h"
 #include "log.h"
 #include "metrics.h"
 #include "xalloc.h"
@@ -153,9 +145,9 @@ struct csi_rpc {
 	grpc_status_code status;
 	grpc_slice details;
 	bool batch_ok;
+	struct grpc_loop_op op;		/* the attempt's tag */
 
 	TAILQ_ENTRY(csi_rpc) entry;	/* client->rpcs */
-	TAILQ_ENTRY(csi_rpc) done_entry; /* client->done */
 };
 
 TAILQ_HEAD(rpc_list, csi_rpc);
@@ -170,12 +162,7 @@ struct csi_conn {
 
 struct csi_client {
 	struct event_base *base;
-	grpc_completion_queue *cq;
-	pthread_t thread;
-	int efd;
-	struct event *ev_done;
-	pthread_mutex_t lock;		/* guards done */
-	struct rpc_list done;		/* attempts the thread handed back */
+	struct grpc_loop *loop;
 	struct rpc_list rpcs;		/* every unfinished rpc */
 	TAILQ_HEAD(, csi_conn) conns;
 };
@@ -223,35 +210,6 @@ code_retryable(enum csi_code code)
 {
 	return code == CSI_UNAVAILABLE || code == CSI_DEADLINE_EXCEEDED ||
 	    code == CSI_RESOURCE_EXHAUSTED;
-}
-
-/* ---- the completion-queue thread ---- */
-
-static void *
-cq_thread(void *arg)
-{
-	struct csi_client *c = arg;
-	struct csi_rpc *rpc;
-	uint64_t one = 1;
-	grpc_event ev;
-
-	for (;;) {
-		ev = grpc_completion_queue_next(c->cq,
-		    gpr_inf_future(GPR_CLOCK_MONOTONIC), NULL);
-		if (ev.type == GRPC_QUEUE_SHUTDOWN)
-			break;
-		if (ev.type != GRPC_OP_COMPLETE)
-			continue;
-		rpc = ev.tag;
-		rpc->batch_ok = ev.success != 0;
-		pthread_mutex_lock(&c->lock);
-		TAILQ_INSERT_TAIL(&c->done, rpc, done_entry);
-		pthread_mutex_unlock(&c->lock);
-		/* Only fails when the counter is full: a wakeup is pending. */
-		if (write(c->efd, &one, sizeof(one)) < 0 && errno != EAGAIN)
-			log_warn("csi cq_thread: eventfd write");
-	}
-	return NULL;
 }
 
 /* ---- on the loop: finishing rpcs ---- */
@@ -434,23 +392,15 @@ rpc_attempt_done(struct csi_rpc *rpc)
 	rpc_deliver(rpc);
 }
 
+/* The thread handed an attempt back (grpc_loop). */
 static void
-done_cb(evutil_socket_t fd, short what, void *arg)
+rpc_op_done(struct grpc_loop_op *op, bool ok)
 {
-	struct csi_client *c = arg;
-	struct rpc_list batch = TAILQ_HEAD_INITIALIZER(batch);
-	struct csi_rpc *rpc;
-	uint64_t n;
+	struct csi_rpc *rpc = (struct csi_rpc *)(void *)((char *)op -
+	    offsetof(struct csi_rpc, op));
 
-	if (read(c->efd, &n, sizeof(n)) < 0 && errno != EAGAIN)
-		log_warn("csi done_cb: eventfd read");
-	pthread_mutex_lock(&c->lock);
-	TAILQ_CONCAT(&batch, &c->done, done_entry);
-	pthread_mutex_unlock(&c->lock);
-	while ((rpc = TAILQ_FIRST(&batch)) != NULL) {
-		TAILQ_REMOVE(&batch, rpc, done_entry);
-		rpc_attempt_done(rpc);
-	}
+	rpc->batch_ok = ok;
+	rpc_attempt_done(rpc);
 }
 
 /* ---- on the loop: starting attempts ---- */
@@ -474,7 +424,7 @@ rpc_attempt(struct csi_rpc *rpc)
 	grpc_metadata_array_init(&rpc->trailing_md);
 	rpc->details = grpc_empty_slice();
 	rpc->call = grpc_channel_create_call(rpc->conn->channel, NULL,
-	    GRPC_PROPAGATE_DEFAULTS, rpc->client->cq,
+	    GRPC_PROPAGATE_DEFAULTS, grpc_loop_cq(rpc->client->loop),
 	    grpc_slice_from_static_string(m->path), NULL,
 	    gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(
 	    deadline - now_ms(), GPR_TIMESPAN)), NULL);
@@ -505,7 +455,7 @@ rpc_attempt(struct csi_rpc *rpc)
 	op++;
 
 	rpc->state = RPC_IN_FLIGHT;
-	e = grpc_call_start_batch(rpc->call, ops, op - ops, rpc, NULL);
+	e = grpc_call_start_batch(rpc->call, ops, op - ops, &rpc->op, NULL);
 	if (e != GRPC_CALL_OK) {
 		attempt_clear(rpc);
 		rpc_set_result(rpc, CSI_INTERNAL, CSI_FROM_CLIENT,
@@ -542,6 +492,7 @@ csi_call(struct csi_conn *conn, enum csi_method method,
 		rpc->retry.max_backoff_ms = rpc->retry.initial_backoff_ms;
 	rpc->backoff_ms = rpc->retry.initial_backoff_ms;
 	rpc->details = grpc_empty_slice();
+	rpc->op.done = rpc_op_done;
 	rpc->timer = xnonnull(evtimer_new(c->base, rpc_timer_cb, rpc),
 	    "csi_call: evtimer_new");
 	TAILQ_INSERT_TAIL(&c->rpcs, rpc, entry);
@@ -695,48 +646,16 @@ struct csi_client *
 csi_client_new(struct event_base *base)
 {
 	struct csi_client *c;
-	sigset_t all, old;
-	int e;
 
 	c = xcalloc(1, sizeof(*c));
 	c->base = base;
-	TAILQ_INIT(&c->done);
 	TAILQ_INIT(&c->rpcs);
 	TAILQ_INIT(&c->conns);
-	pthread_mutex_init(&c->lock, NULL);
-	if ((c->efd = eventfd(0, EFD_CLOEXEC | EFD_NONBLOCK)) < 0) {
-		log_warn("csi_client_new: eventfd");
-		goto fail;
-	}
-	c->ev_done = event_new(base, c->efd, EV_READ | EV_PERSIST, done_cb, c);
-	if (c->ev_done == NULL || event_add(c->ev_done, NULL) < 0) {
-		log_warnx("csi_client_new: cannot watch the eventfd");
-		goto fail;
-	}
-	grpc_init();
-	c->cq = grpc_completion_queue_create_for_next(NULL);
-
-	sigfillset(&all);
-	pthread_sigmask(SIG_SETMASK, &all, &old);
-	e = pthread_create(&c->thread, NULL, cq_thread, c);
-	pthread_sigmask(SIG_SETMASK, &old, NULL);
-	if (e != 0) {
-		errno = e;
-		log_warn("csi_client_new: pthread_create");
-		grpc_completion_queue_shutdown(c->cq);
-		grpc_completion_queue_destroy(c->cq);
-		grpc_shutdown();
-		goto fail;
+	if ((c->loop = grpc_loop_new(base, "csi")) == NULL) {
+		free(c);
+		return NULL;
 	}
 	return c;
-fail:
-	if (c->ev_done != NULL)
-		event_free(c->ev_done);
-	if (c->efd >= 0)
-		close(c->efd);
-	pthread_mutex_destroy(&c->lock);
-	free(c);
-	return NULL;
 }
 
 void
@@ -750,18 +669,12 @@ csi_client_free(struct csi_client *c)
 	while ((conn = TAILQ_FIRST(&c->conns)) != NULL)
 		csi_conn_close(conn);
 	/* The queue ends only after every cancelled call is handed back. */
-	grpc_completion_queue_shutdown(c->cq);
-	pthread_join(c->thread, NULL);
-	done_cb(c->efd, EV_READ, c);
+	grpc_loop_shutdown(c->loop);
 	while ((rpc = TAILQ_FIRST(&c->rpcs)) != NULL) {
 		evtimer_del(rpc->timer);
 		rpc_timer_cb(-1, EV_TIMEOUT, rpc);
 	}
-	grpc_completion_queue_destroy(c->cq);
-	grpc_shutdown();
-	event_free(c->ev_done);
-	close(c->efd);
-	pthread_mutex_destroy(&c->lock);
+	grpc_loop_free(c->loop);
 	free(c);
 }
 
