@@ -1,18 +1,23 @@
 #!/bin/sh
 # Install what berth needs on Debian 12, idempotently: build tools and
 # libraries (apt), crun (berth-mounter runs each task's sandbox with it),
-# etcd-server (the etcd client's tests run a cluster of it),
-# the tools of the systemd-boot suite (mmdebstrap builds a Debian root,
-# systemd-nspawn boots it), the two unprivileged users the processes run
-# as, the API's group, and root's task sandbox template.
+# the two unprivileged users the processes run as, the API's group, and
+# root's task sandbox template. For the suite only (test.sh sets
+# BERTH_SETUP_TESTS=1): the tools of the systemd-boot suite (mmdebstrap
+# builds a Debian root, systemd-nspawn boots it), promtool (prometheus)
+# and etcd-server (the etcd client's tests run a cluster of it); the main
+# job does not install these, whose packages would also run daemons of
+# their own on a booted machine.
 # Sourced by run.sh and test.sh; safe to run again and again.
 set -eu
 
 PKGS="meson ninja-build pkg-config gcc clang libclang-rt-14-dev
  libprotobuf-c-dev protobuf-c-compiler libgrpc-dev libevent-dev libcap-dev
- libseccomp-dev libsqlite3-dev libjansson-dev libcurl4-openssl-dev check libfuse3-dev
- sqlite3 util-linux procps systemd scdoc mmdebstrap systemd-container
- prometheus crun etcd-server"
+ libseccomp-dev libsqlite3-dev libjansson-dev libcurl4-openssl-dev check
+ libfuse3-dev sqlite3 util-linux procps systemd scdoc crun"
+if [ "${BERTH_SETUP_TESTS:-0}" = 1 ]; then
+	PKGS="$PKGS mmdebstrap systemd-container prometheus etcd-server"
+fi
 
 if [ "$(id -u)" -ne 0 ]; then
 	echo "setup.sh: run as root (it installs packages and creates users)" >&2

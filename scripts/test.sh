@@ -12,6 +12,7 @@
 # The last line says "tests: N passed, M failed".
 set -eu
 src=$(cd "$(dirname "$0")/.." && pwd)
+BERTH_SETUP_TESTS=1
 . "$src/scripts/setup.sh"
 
 fuzz=0
