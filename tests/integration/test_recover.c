@@ -377,6 +377,48 @@ START_TEST(remount_binds_again_under_the_running_tasks)
 END_TEST
 
 /*
+ * The plugin dies while the supervisor is down (killed too): the next
+ * supervisor adopts the tasks, starts the plugin again, and the check
+ * after its registration finds the dead mounts: remounted under the
+ * same running tasks.
+ */
+START_TEST(a_plugin_dead_while_the_supervisor_was_down_is_remounted)
+{
+	char path[1024], out[8192];
+	struct berth b;
+	pid_t pid;
+
+	berth_setup(&b);
+	berth_start(&b);
+	plugin_up(&b);
+	create_volume(&b, "w", NULL);
+	create_volume(&b, "r", NULL);
+	snprintf(path, sizeof(path), "%s/hpstate/volumes/r/r", b.dir);
+	harness_write(path, "hello\n");
+	task_alloc(&b, "writer", "w", true);
+	task_alloc(&b, "reader", "r", false);
+	wait_out(&b, "writer", "OK\n", 20000);
+	wait_out(&b, "reader", "OK\n", 20000);
+	task_pids(&b, NULL);
+	ck_assert_int_gt(pid = plugin_pid(&b), 0);
+	berth_kill(&b);
+	ck_assert_int_eq(kill(pid, SIGKILL), 0);
+	wait_seen(&b, "writer", "OK\nERR\n", 10000);
+	wait_seen(&b, "reader", "OK\nERR\n", 10000);
+	berth_start(&b);
+	wait_event(&b, "VolumeRemounted", NULL, "default/w", 30000);
+	wait_event(&b, "VolumeRemounted", NULL, "default/r", 30000);
+	wait_out(&b, "writer", "OK\nERR\nOK\n", 10000);
+	wait_out(&b, "reader", "OK\nERR\nOK\n", 10000);
+	ck_assert_int_eq(count_events(&b, "Started", "writer/t", NULL), 0);
+	ck_assert_int_eq(sv_ctl(&b, out, sizeof(out), "alloc", "status",
+	    "writer", NULL), 0);
+	nothing_left(&b);
+	berth_stop(&b);
+}
+END_TEST
+
+/*
  * restart_tasks: remounted, then each alloc's task
  * restarted once, and both read and write their volume again.
  */
@@ -457,6 +499,7 @@ main(void)
 	tcase_set_timeout(tc, 120);
 	tcase_add_test(tc, none_leaves_the_tasks_and_says_so);
 	tcase_add_test(tc, remount_binds_again_under_the_running_tasks);
+	tcase_add_test(tc, a_plugin_dead_while_the_supervisor_was_down_is_remounted);
 	tcase_add_test(tc, restart_tasks_gives_the_tasks_their_data_back);
 	tcase_add_test(tc, a_hung_mount_does_not_hang_berth);
 	return harness_run("recover", tc);
