@@ -7,9 +7,12 @@
 #include <signal.h>
 #include <stdint.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 #include <sys/eventfd.h>
 
+#include <grpc/byte_buffer.h>
+#include <grpc/byte_buffer_reader.h>
 #include <grpc/support/time.h>
 
 #include "grpc_loop.h"
@@ -144,4 +147,88 @@ grpc_loop_free(struct grpc_loop *l)
 	close(l->efd);
 	pthread_mutex_destroy(&l->lock);
 	free(l);
+}
+
+/* ---- one unary exchange ---- */
+
+void
+grpc_unary_clear(struct grpc_unary *u)
+{
+	if (u->call != NULL)
+		grpc_call_unref(u->call);
+	u->call = NULL;
+	grpc_metadata_array_destroy(&u->initial_md);
+	grpc_metadata_array_destroy(&u->trailing_md);
+	if (u->send_buf != NULL)
+		grpc_byte_buffer_destroy(u->send_buf);
+	if (u->recv_buf != NULL)
+		grpc_byte_buffer_destroy(u->recv_buf);
+	u->send_buf = u->recv_buf = NULL;
+	grpc_slice_unref(u->details);
+	u->details = grpc_empty_slice();
+}
+
+grpc_call_error
+grpc_unary_start(struct grpc_unary *u, struct grpc_loop *loop,
+    grpc_channel *ch, const char *path, gpr_timespec deadline,
+    const uint8_t *req, size_t len, grpc_metadata *md, size_t nmd)
+{
+	grpc_op ops[6], *op = ops;
+	grpc_call_error e;
+	grpc_slice data;
+
+	grpc_metadata_array_init(&u->initial_md);
+	grpc_metadata_array_init(&u->trailing_md);
+	u->details = grpc_empty_slice();
+	u->call = grpc_channel_create_call(ch, NULL, GRPC_PROPAGATE_DEFAULTS,
+	    grpc_loop_cq(loop), grpc_slice_from_static_string(path), NULL,
+	    deadline, NULL);
+	data = grpc_slice_from_copied_buffer((const char *)req, len);
+	u->send_buf = grpc_raw_byte_buffer_create(&data, 1);
+	grpc_slice_unref(data);
+
+	memset(ops, 0, sizeof(ops));
+	op->op = GRPC_OP_SEND_INITIAL_METADATA;
+	op->data.send_initial_metadata.count = nmd;
+	op->data.send_initial_metadata.metadata = md;
+	op++;
+	op->op = GRPC_OP_SEND_MESSAGE;
+	op->data.send_message.send_message = u->send_buf;
+	op++;
+	op->op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
+	op++;
+	op->op = GRPC_OP_RECV_INITIAL_METADATA;
+	op->data.recv_initial_metadata.recv_initial_metadata = &u->initial_md;
+	op++;
+	op->op = GRPC_OP_RECV_MESSAGE;
+	op->data.recv_message.recv_message = &u->recv_buf;
+	op++;
+	op->op = GRPC_OP_RECV_STATUS_ON_CLIENT;
+	op->data.recv_status_on_client.trailing_metadata = &u->trailing_md;
+	op->data.recv_status_on_client.status = &u->status;
+	op->data.recv_status_on_client.status_details = &u->details;
+	op++;
+
+	if ((e = grpc_call_start_batch(u->call, ops, op - ops, &u->op,
+	    NULL)) != GRPC_CALL_OK)
+		grpc_unary_clear(u);
+	return e;
+}
+
+ProtobufCMessage *
+grpc_unary_reply(struct grpc_unary *u, const ProtobufCMessageDescriptor *d)
+{
+	grpc_byte_buffer_reader reader;
+	ProtobufCMessage *msg;
+	grpc_slice all;
+
+	if (u->recv_buf == NULL ||
+	    !grpc_byte_buffer_reader_init(&reader, u->recv_buf))
+		return NULL;
+	all = grpc_byte_buffer_reader_readall(&reader);
+	grpc_byte_buffer_reader_destroy(&reader);
+	msg = protobuf_c_message_unpack(d, NULL, GRPC_SLICE_LENGTH(all),
+	    GRPC_SLICE_START_PTR(all));
+	grpc_slice_unref(all);
+	return msg;
 }

@@ -21,6 +21,7 @@
 
 #include <event2/event.h>
 #include <grpc/grpc.h>
+#include <protobuf-c/protobuf-c.h>
 
 /*
  * One operation out on the queue: embedded in the caller's own struct,
@@ -46,5 +47,34 @@ grpc_completion_queue *grpc_loop_cq(struct grpc_loop *);
 void grpc_loop_shutdown(struct grpc_loop *);
 /* After grpc_loop_shutdown(): the queue destroyed, grpc_shutdown(). */
 void grpc_loop_free(struct grpc_loop *);
+
+/*
+ * One unary exchange on the queue, as the CSI and etcd clients make
+ * them: the request's bytes out and the reply, status and details back,
+ * in one batch tagged with op. Embedded in the caller's struct, zeroed
+ * but for details (an empty slice) and op.done, before the first start.
+ */
+struct grpc_unary {
+	grpc_call *call;
+	grpc_metadata_array initial_md, trailing_md;
+	grpc_byte_buffer *send_buf, *recv_buf;
+	grpc_status_code status;
+	grpc_slice details;
+	struct grpc_loop_op op;
+};
+
+/*
+ * Call path on ch with len bytes of req and nmd metadata (md: the
+ * caller's, kept until the call ends), due by deadline. GRPC_CALL_OK, or
+ * gRPC's refusal with the exchange cleared again.
+ */
+grpc_call_error grpc_unary_start(struct grpc_unary *u, struct grpc_loop *,
+    grpc_channel *ch, const char *path, gpr_timespec deadline,
+    const uint8_t *req, size_t len, grpc_metadata *md, size_t nmd);
+/* After a GRPC_STATUS_OK: the reply as d, or NULL (none, or not one). */
+ProtobufCMessage *grpc_unary_reply(struct grpc_unary *u,
+    const ProtobufCMessageDescriptor *d);
+/* What an exchange holds, released; ready for the next start. */
+void grpc_unary_clear(struct grpc_unary *u);
 
 #endif

@@ -107,16 +107,9 @@ struct rpc {
 	bool heard;			/* a member answered with an error */
 
 	/* The attempt in flight, or the channel watch. */
-	grpc_call *call;
+	struct grpc_unary u;		/* u.op: the call's or the watch's tag */
 	grpc_metadata md;
-	grpc_metadata_array initial_md;
-	grpc_metadata_array trailing_md;
-	grpc_byte_buffer *send_buf;
-	grpc_byte_buffer *recv_buf;
-	grpc_status_code status;
-	grpc_slice details;
 	bool batch_ok;
-	struct grpc_loop_op op;		/* the call's or the watch's tag */
 
 	TAILQ_ENTRY(rpc) entry;		/* client->rpcs */
 };
@@ -280,41 +273,6 @@ rpc_timer_cb(evutil_socket_t fd, short what, void *arg)
 		rpc_attempt(rpc);
 }
 
-static void
-attempt_clear(struct rpc *rpc)
-{
-	if (rpc->call != NULL)
-		grpc_call_unref(rpc->call);
-	rpc->call = NULL;
-	grpc_metadata_array_destroy(&rpc->initial_md);
-	grpc_metadata_array_destroy(&rpc->trailing_md);
-	if (rpc->send_buf != NULL)
-		grpc_byte_buffer_destroy(rpc->send_buf);
-	if (rpc->recv_buf != NULL)
-		grpc_byte_buffer_destroy(rpc->recv_buf);
-	rpc->send_buf = rpc->recv_buf = NULL;
-	grpc_slice_unref(rpc->details);
-	rpc->details = grpc_empty_slice();
-}
-
-static ProtobufCMessage *
-reply_decode(struct rpc *rpc)
-{
-	grpc_byte_buffer_reader reader;
-	ProtobufCMessage *msg;
-	grpc_slice all;
-
-	if (rpc->recv_buf == NULL ||
-	    !grpc_byte_buffer_reader_init(&reader, rpc->recv_buf))
-		return NULL;
-	all = grpc_byte_buffer_reader_readall(&reader);
-	grpc_byte_buffer_reader_destroy(&reader);
-	msg = protobuf_c_message_unpack(methods[rpc->method].reply, NULL,
-	    GRPC_SLICE_LENGTH(all), GRPC_SLICE_START_PTR(all));
-	grpc_slice_unref(all);
-	return msg;
-}
-
 /*
  * The attempt on rpc->ep failed without etcd having applied the request
  * (or the request only reads): try the next endpoint, after a backoff
@@ -349,7 +307,7 @@ static bool
 sent_retryable(struct rpc *rpc)
 {
 	int code = rpc->result.code;
-	size_t n = GRPC_SLICE_LENGTH(rpc->details);
+	size_t n = GRPC_SLICE_LENGTH(rpc->u.details);
 
 	if (code != ETCD_UNAVAILABLE && code != ETCD_DEADLINE_EXCEEDED)
 		return false;
@@ -357,7 +315,7 @@ sent_retryable(struct rpc *rpc)
 		return true;
 	/* Refused before it was proposed: etcd's hasleader check. */
 	return code == ETCD_UNAVAILABLE && n == strlen(NO_LEADER) &&
-	    memcmp(GRPC_SLICE_START_PTR(rpc->details), NO_LEADER, n) == 0;
+	    memcmp(GRPC_SLICE_START_PTR(rpc->u.details), NO_LEADER, n) == 0;
 }
 
 /* A call came back from the thread. */
@@ -371,8 +329,9 @@ rpc_call_done(struct rpc *rpc)
 		rpc->result.unknown = !methods[rpc->method].reads;
 		rpc_set_result(rpc, ETCD_INTERNAL, "%s: gRPC failed the batch",
 		    name);
-	} else if (rpc->status == GRPC_STATUS_OK) {
-		if ((rpc->reply = reply_decode(rpc)) == NULL)
+	} else if (rpc->u.status == GRPC_STATUS_OK) {
+		if ((rpc->reply = grpc_unary_reply(&rpc->u,
+		    methods[rpc->method].reply)) == NULL)
 			rpc_set_result(rpc, ETCD_INTERNAL, "%s: reply is "
 			    "missing or is not a %s", name,
 			    methods[rpc->method].reply->name);
@@ -381,28 +340,28 @@ rpc_call_done(struct rpc *rpc)
 			rpc->client->cur = rpc->ep;
 		}
 	} else {
-		n = (int)GRPC_SLICE_LENGTH(rpc->details);
-		rpc->result.code = rpc->status;
+		n = (int)GRPC_SLICE_LENGTH(rpc->u.details);
+		rpc->result.code = rpc->u.status;
 		/* A write cut off in flight, ours or not, may have landed. */
 		if (rpc->cancelled || (!sent_retryable(rpc) &&
-		    (rpc->status == GRPC_STATUS_UNAVAILABLE ||
-		    rpc->status == GRPC_STATUS_DEADLINE_EXCEEDED)))
+		    (rpc->u.status == GRPC_STATUS_UNAVAILABLE ||
+		    rpc->u.status == GRPC_STATUS_DEADLINE_EXCEEDED)))
 			rpc->result.unknown = !methods[rpc->method].reads;
-		else if (rpc->status != GRPC_STATUS_UNAVAILABLE &&
-		    rpc->status != GRPC_STATUS_DEADLINE_EXCEEDED)
+		else if (rpc->u.status != GRPC_STATUS_UNAVAILABLE &&
+		    rpc->u.status != GRPC_STATUS_DEADLINE_EXCEEDED)
 			rpc->client->cur = rpc->ep;	/* it answered */
-		rpc_set_result(rpc, rpc->status, "%.*s", n,
-		    (const char *)GRPC_SLICE_START_PTR(rpc->details));
+		rpc_set_result(rpc, rpc->u.status, "%.*s", n,
+		    (const char *)GRPC_SLICE_START_PTR(rpc->u.details));
 	}
 	if (rpc->result.code != ETCD_OK && !rpc->cancelled &&
 	    sent_retryable(rpc)) {
 		rpc->heard = true;
 		log_debug("%s: %s", name, rpc->result.message);
-		attempt_clear(rpc);
+		grpc_unary_clear(&rpc->u);
 		rpc_fail_over(rpc);
 		return;
 	}
-	attempt_clear(rpc);
+	grpc_unary_clear(&rpc->u);
 	rpc_deliver(rpc);
 }
 
@@ -429,7 +388,7 @@ static void
 rpc_op_done(struct grpc_loop_op *op, bool ok)
 {
 	struct rpc *rpc = (struct rpc *)(void *)((char *)op -
-	    offsetof(struct rpc, op));
+	    offsetof(struct rpc, u.op));
 
 	rpc->batch_ok = ok;
 	if (rpc->state == RPC_CONNECTING)
@@ -444,52 +403,16 @@ static void
 rpc_send(struct rpc *rpc, int64_t left)
 {
 	struct endpoint *ep = &rpc->client->eps[rpc->ep];
-	grpc_op ops[6], *op = ops;
 	grpc_call_error e;
-	grpc_slice data;
 
 	rpc->result.attempts++;
-	grpc_metadata_array_init(&rpc->initial_md);
-	grpc_metadata_array_init(&rpc->trailing_md);
-	rpc->details = grpc_empty_slice();
-	rpc->call = grpc_channel_create_call(ep->channel, NULL,
-	    GRPC_PROPAGATE_DEFAULTS, grpc_loop_cq(rpc->client->loop),
-	    grpc_slice_from_static_string(methods[rpc->method].path), NULL,
-	    ms_from_now(left), NULL);
-	data = grpc_slice_from_copied_buffer((const char *)rpc->request,
-	    rpc->request_len);
-	rpc->send_buf = grpc_raw_byte_buffer_create(&data, 1);
-	grpc_slice_unref(data);
 	rpc->md.key = grpc_slice_from_static_string("hasleader");
 	rpc->md.value = grpc_slice_from_static_string("true");
-
-	memset(ops, 0, sizeof(ops));
-	op->op = GRPC_OP_SEND_INITIAL_METADATA;
-	op->data.send_initial_metadata.count = 1;
-	op->data.send_initial_metadata.metadata = &rpc->md;
-	op++;
-	op->op = GRPC_OP_SEND_MESSAGE;
-	op->data.send_message.send_message = rpc->send_buf;
-	op++;
-	op->op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-	op++;
-	op->op = GRPC_OP_RECV_INITIAL_METADATA;
-	op->data.recv_initial_metadata.recv_initial_metadata =
-	    &rpc->initial_md;
-	op++;
-	op->op = GRPC_OP_RECV_MESSAGE;
-	op->data.recv_message.recv_message = &rpc->recv_buf;
-	op++;
-	op->op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-	op->data.recv_status_on_client.trailing_metadata = &rpc->trailing_md;
-	op->data.recv_status_on_client.status = &rpc->status;
-	op->data.recv_status_on_client.status_details = &rpc->details;
-	op++;
-
 	rpc->state = RPC_IN_FLIGHT;
-	e = grpc_call_start_batch(rpc->call, ops, op - ops, &rpc->op, NULL);
+	e = grpc_unary_start(&rpc->u, rpc->client->loop, ep->channel,
+	    methods[rpc->method].path, ms_from_now(left), rpc->request,
+	    rpc->request_len, &rpc->md, 1);
 	if (e != GRPC_CALL_OK) {
-		attempt_clear(rpc);
 		rpc_set_result(rpc, ETCD_INTERNAL, "%s: gRPC refused to start "
 		    "the call (error %d)", methods[rpc->method].name, e);
 		rpc_finish_later(rpc);
@@ -531,7 +454,7 @@ rpc_attempt(struct rpc *rpc)
 		rpc->state = RPC_CONNECTING;
 		grpc_channel_watch_connectivity_state(ep->channel, st,
 		    ms_from_now(half), grpc_loop_cq(rpc->client->loop),
-		    &rpc->op);
+		    &rpc->u.op);
 		break;
 	default:
 		/* What a member said tells more than a dead one's silence. */
@@ -558,8 +481,8 @@ etcd_call(struct etcd_client *c, enum etcd_method method,
 	rpc->ep = c->cur;
 	rpc->deadline_at = now_ms() + c->deadline_ms;
 	rpc->backoff_ms = BACKOFF_MIN_MS;
-	rpc->details = grpc_empty_slice();
-	rpc->op.done = rpc_op_done;
+	rpc->u.details = grpc_empty_slice();
+	rpc->u.op.done = rpc_op_done;
 	if ((rpc->timer = evtimer_new(c->base, rpc_timer_cb, rpc)) == NULL)
 		fatalx("etcd_call: evtimer_new");
 	TAILQ_INSERT_TAIL(&c->rpcs, rpc, entry);
@@ -690,7 +613,7 @@ etcd_client_free(struct etcd_client *c)
 	TAILQ_FOREACH(rpc, &c->rpcs, entry) {
 		rpc->cancelled = true;
 		if (rpc->state == RPC_IN_FLIGHT)
-			grpc_call_cancel(rpc->call, NULL);
+			grpc_call_cancel(rpc->u.call, NULL);
 	}
 	client_close_channels(c);
 	grpc_loop_shutdown(c->loop);

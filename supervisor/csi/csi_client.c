@@ -137,15 +137,8 @@ struct csi_rpc {
 	ProtobufCMessage *reply;
 
 	/* The attempt in flight. */
-	grpc_call *call;
-	grpc_metadata_array initial_md;
-	grpc_metadata_array trailing_md;
-	grpc_byte_buffer *send_buf;
-	grpc_byte_buffer *recv_buf;
-	grpc_status_code status;
-	grpc_slice details;
+	struct grpc_unary u;		/* u.op: the attempt's tag */
 	bool batch_ok;
-	struct grpc_loop_op op;		/* the attempt's tag */
 
 	TAILQ_ENTRY(csi_rpc) entry;	/* client->rpcs */
 };
@@ -285,42 +278,6 @@ rpc_timer_cb(evutil_socket_t fd, short what, void *arg)
 		rpc_attempt(rpc);
 }
 
-static void
-attempt_clear(struct csi_rpc *rpc)
-{
-	if (rpc->call != NULL)
-		grpc_call_unref(rpc->call);
-	rpc->call = NULL;
-	grpc_metadata_array_destroy(&rpc->initial_md);
-	grpc_metadata_array_destroy(&rpc->trailing_md);
-	if (rpc->send_buf != NULL)
-		grpc_byte_buffer_destroy(rpc->send_buf);
-	if (rpc->recv_buf != NULL)
-		grpc_byte_buffer_destroy(rpc->recv_buf);
-	rpc->send_buf = rpc->recv_buf = NULL;
-	grpc_slice_unref(rpc->details);
-	rpc->details = grpc_empty_slice();
-}
-
-static ProtobufCMessage *
-reply_decode(struct csi_rpc *rpc)
-{
-	const ProtobufCMessageDescriptor *d = methods[rpc->method].reply;
-	grpc_byte_buffer_reader reader;
-	ProtobufCMessage *msg;
-	grpc_slice all;
-
-	if (rpc->recv_buf == NULL ||
-	    !grpc_byte_buffer_reader_init(&reader, rpc->recv_buf))
-		return NULL;
-	all = grpc_byte_buffer_reader_readall(&reader);
-	grpc_byte_buffer_reader_destroy(&reader);
-	msg = protobuf_c_message_unpack(d, NULL, GRPC_SLICE_LENGTH(all),
-	    GRPC_SLICE_START_PTR(all));
-	grpc_slice_unref(all);
-	return msg;
-}
-
 /* Should a failed attempt be sent again, and after how long? */
 static bool
 retry_after(struct csi_rpc *rpc, int *delay_ms)
@@ -355,20 +312,21 @@ rpc_attempt_done(struct csi_rpc *rpc)
 	if (!rpc->batch_ok)
 		rpc_set_result(rpc, CSI_INTERNAL, CSI_FROM_CLIENT,
 		    "%s: gRPC failed the call's batch", name);
-	else if (rpc->status == GRPC_STATUS_OK) {
-		if ((rpc->reply = reply_decode(rpc)) == NULL)
+	else if (rpc->u.status == GRPC_STATUS_OK) {
+		if ((rpc->reply = grpc_unary_reply(&rpc->u,
+		    methods[rpc->method].reply)) == NULL)
 			rpc_set_result(rpc, CSI_INTERNAL, CSI_FROM_CLIENT,
 			    "%s: reply is missing or is not a %s", name,
 			    methods[rpc->method].reply->name);
 		else
 			rpc_set_result(rpc, CSI_OK, CSI_FROM_PLUGIN, "OK");
 	} else {
-		n = GRPC_SLICE_LENGTH(rpc->details);
+		n = GRPC_SLICE_LENGTH(rpc->u.details);
 		if (n >= sizeof(rpc->result.message))
 			n = sizeof(rpc->result.message) - 1;
-		rpc->result.code = (enum csi_code)rpc->status;
+		rpc->result.code = (enum csi_code)rpc->u.status;
 		rpc->result.origin = CSI_FROM_PLUGIN;
-		memcpy(rpc->result.message, GRPC_SLICE_START_PTR(rpc->details),
+		memcpy(rpc->result.message, GRPC_SLICE_START_PTR(rpc->u.details),
 		    n);
 		rpc->result.message[n] = '\0';
 		if (rpc->conn == NULL)
@@ -376,7 +334,7 @@ rpc_attempt_done(struct csi_rpc *rpc)
 			    "%s: connection closed before the call finished",
 			    name);
 	}
-	attempt_clear(rpc);
+	grpc_unary_clear(&rpc->u);
 
 	if (rpc->result.code != CSI_OK && retry_after(rpc, &delay)) {
 		log_debug("%s on %s: attempt %d: %s (%s), again in %d ms",
@@ -397,7 +355,7 @@ static void
 rpc_op_done(struct grpc_loop_op *op, bool ok)
 {
 	struct csi_rpc *rpc = (struct csi_rpc *)(void *)((char *)op -
-	    offsetof(struct csi_rpc, op));
+	    offsetof(struct csi_rpc, u.op));
 
 	rpc->batch_ok = ok;
 	rpc_attempt_done(rpc);
@@ -409,9 +367,7 @@ static void
 rpc_attempt(struct csi_rpc *rpc)
 {
 	const struct csi_method_desc *m = &methods[rpc->method];
-	grpc_op ops[6], *op = ops;
 	grpc_call_error e;
-	grpc_slice data;
 	int64_t deadline, bound;
 
 	rpc->result.attempts++;
@@ -420,44 +376,12 @@ rpc_attempt(struct csi_rpc *rpc)
 	if (rpc->retry.total_ms > 0 && bound < deadline)
 		deadline = bound;
 
-	grpc_metadata_array_init(&rpc->initial_md);
-	grpc_metadata_array_init(&rpc->trailing_md);
-	rpc->details = grpc_empty_slice();
-	rpc->call = grpc_channel_create_call(rpc->conn->channel, NULL,
-	    GRPC_PROPAGATE_DEFAULTS, grpc_loop_cq(rpc->client->loop),
-	    grpc_slice_from_static_string(m->path), NULL,
-	    gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC), gpr_time_from_millis(
-	    deadline - now_ms(), GPR_TIMESPAN)), NULL);
-	data = grpc_slice_from_copied_buffer((const char *)rpc->request,
-	    rpc->request_len);
-	rpc->send_buf = grpc_raw_byte_buffer_create(&data, 1);
-	grpc_slice_unref(data);
-
-	memset(ops, 0, sizeof(ops));
-	op->op = GRPC_OP_SEND_INITIAL_METADATA;
-	op++;
-	op->op = GRPC_OP_SEND_MESSAGE;
-	op->data.send_message.send_message = rpc->send_buf;
-	op++;
-	op->op = GRPC_OP_SEND_CLOSE_FROM_CLIENT;
-	op++;
-	op->op = GRPC_OP_RECV_INITIAL_METADATA;
-	op->data.recv_initial_metadata.recv_initial_metadata =
-	    &rpc->initial_md;
-	op++;
-	op->op = GRPC_OP_RECV_MESSAGE;
-	op->data.recv_message.recv_message = &rpc->recv_buf;
-	op++;
-	op->op = GRPC_OP_RECV_STATUS_ON_CLIENT;
-	op->data.recv_status_on_client.trailing_metadata = &rpc->trailing_md;
-	op->data.recv_status_on_client.status = &rpc->status;
-	op->data.recv_status_on_client.status_details = &rpc->details;
-	op++;
-
 	rpc->state = RPC_IN_FLIGHT;
-	e = grpc_call_start_batch(rpc->call, ops, op - ops, &rpc->op, NULL);
+	e = grpc_unary_start(&rpc->u, rpc->client->loop, rpc->conn->channel,
+	    m->path, gpr_time_add(gpr_now(GPR_CLOCK_MONOTONIC),
+	    gpr_time_from_millis(deadline - now_ms(), GPR_TIMESPAN)),
+	    rpc->request, rpc->request_len, NULL, 0);
 	if (e != GRPC_CALL_OK) {
-		attempt_clear(rpc);
 		rpc_set_result(rpc, CSI_INTERNAL, CSI_FROM_CLIENT,
 		    "%s on %s: gRPC refused to start the call (error %d)",
 		    m->name, rpc->conn->endpoint, e);
@@ -491,8 +415,8 @@ csi_call(struct csi_conn *conn, enum csi_method method,
 	if (rpc->retry.max_backoff_ms < rpc->retry.initial_backoff_ms)
 		rpc->retry.max_backoff_ms = rpc->retry.initial_backoff_ms;
 	rpc->backoff_ms = rpc->retry.initial_backoff_ms;
-	rpc->details = grpc_empty_slice();
-	rpc->op.done = rpc_op_done;
+	rpc->u.details = grpc_empty_slice();
+	rpc->u.op.done = rpc_op_done;
 	rpc->timer = xnonnull(evtimer_new(c->base, rpc_timer_cb, rpc),
 	    "csi_call: evtimer_new");
 	TAILQ_INSERT_TAIL(&c->rpcs, rpc, entry);
@@ -630,7 +554,7 @@ csi_conn_close(struct csi_conn *conn)
 			continue;
 		rpc->conn = NULL;
 		if (rpc->state == RPC_IN_FLIGHT)
-			grpc_call_cancel(rpc->call, NULL);
+			grpc_call_cancel(rpc->u.call, NULL);
 		else if (rpc->state == RPC_WAITING)
 			evtimer_add(rpc->timer, &now);
 	}
